@@ -1,0 +1,249 @@
+"""Graph-level expressions (Relax style): variables, calls of operators and functions,
+tuples, shapes, constants, control flow, binding blocks and functions.
+
+A normalized expression carries its ``struct_info`` (see ``struct_info.py``);
+``BlockBuilder`` fills it in. Graph variables are compared by binding position.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..tir.expr import PrimExpr
+from . import dtype as dt
+from .diagnostics import IRTypeError
+from .node import Node, node
+from .struct_info import (
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    shape_of,
+)
+
+
+@node
+class Expr(Node):
+    """Base of graph expressions. ``struct_info`` is None until normalized."""
+
+    struct_info: StructInfo | None = None
+
+    @property
+    def sinfo(self) -> StructInfo:
+        """The struct info; raises if the expression was never normalized."""
+        if self.struct_info is None:
+            raise IRTypeError(f"{type(self).__name__} has no struct info; normalize it with "
+                              "irc.ir.BlockBuilder first", node=self, span=self.span)
+        return self.struct_info
+
+
+@node
+class Var(Expr):
+    """A graph variable (function parameter or binding target)."""
+
+    name_hint: str
+    _sequal_ignore: ClassVar[frozenset[str]] = frozenset({"span", "name_hint"})
+    _sequal_binding: ClassVar[bool] = True
+
+
+@node
+class DataflowVar(Var):
+    """A variable bound inside a dataflow block and not visible outside it."""
+
+
+@node
+class GlobalVar(Expr):
+    """The name of a function in an IRModule."""
+
+    name_hint: str
+
+
+@node
+class Op(Expr):
+    """A registered operator, e.g. ``Op.get("nn.conv2d")``; one object per name."""
+
+    name: str
+
+    _REGISTRY: ClassVar[dict[str, Op]] = {}
+
+    @staticmethod
+    def get(name: str) -> Op:
+        op = Op._REGISTRY.get(name)
+        if op is None:
+            from .op import get_op_def
+
+            get_op_def(name)  # raises a helpful error for unknown names
+            op = Op(name=name)
+            Op._REGISTRY[name] = op
+        return op
+
+
+@node
+class ExternFunc(Expr):
+    """A function provided by the runtime or a library, called by its symbol name."""
+
+    global_symbol: str
+
+
+@node
+class Constant(Expr):
+    """A constant tensor (weights, folded values)."""
+
+    data: np.ndarray
+
+    @staticmethod
+    def from_numpy(array: Any, dtype: str | None = None) -> Constant:
+        arr = np.asarray(array)
+        if dtype is not None:
+            arr = arr.astype(dt.to_numpy(dtype))
+        sinfo = TensorStructInfo(shape=shape_of(arr.shape), dtype=dt.from_numpy(arr.dtype))
+        return Constant(data=arr, struct_info=sinfo)
+
+
+@node
+class Tuple(Expr):
+    fields: tuple[Expr, ...]
+
+
+@node
+class TupleGetItem(Expr):
+    tuple_value: Expr
+    index: int
+
+
+@node
+class ShapeExpr(Expr):
+    """A shape value built from integer expressions."""
+
+    values: tuple[PrimExpr, ...]
+
+
+@node
+class PrimValue(Expr):
+    """A scalar loop-IR value used at graph level."""
+
+    value: PrimExpr
+
+
+@node
+class StringImm(Expr):
+    value: str
+
+
+@node
+class DataTypeImm(Expr):
+    value: str
+
+
+@node
+class Call(Expr):
+    """A call of an operator (``Op``), a module function (``GlobalVar``), an external
+    function (``ExternFunc``) or a function value. ``attrs`` are the operator's
+    attributes (declared in its registry entry); ``sinfo_args`` are struct-info arguments
+    (``out_sinfo`` of ``call_tir``)."""
+
+    op: Expr
+    args: tuple[Expr, ...]
+    attrs: dict[str, Any] = None  # type: ignore[assignment]
+    sinfo_args: tuple[StructInfo, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.attrs is None:
+            object.__setattr__(self, "attrs", {})
+
+
+@node
+class If(Expr):
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+
+
+@node
+class Binding(Node):
+    var: Var
+
+
+@node
+class VarBinding(Binding):
+    """``var = value``."""
+
+    value: Expr
+
+
+@node
+class MatchCast(Binding):
+    """``var = R.match_cast(value, struct_info)``: checks ``value`` at run time and binds
+    the symbolic variables of ``struct_info``."""
+
+    value: Expr
+    struct_info: StructInfo
+
+
+@node
+class BindingBlock(Node):
+    bindings: tuple[Binding, ...]
+
+
+@node
+class DataflowBlock(BindingBlock):
+    """Bindings without side effects (``with R.dataflow():``)."""
+
+
+@node
+class SeqExpr(Expr):
+    """Binding blocks followed by a result expression."""
+
+    blocks: tuple[BindingBlock, ...]
+    body: Expr
+
+
+@node
+class Function(Expr):
+    """A graph-level function. ``attrs`` include e.g. ``num_input`` (parameters after
+    the first ``num_input`` are weights), ``global_symbol``, ``Primitive``, ``Codegen``."""
+
+    params: tuple[Var, ...]
+    body: Expr
+    ret_struct_info: StructInfo
+    is_pure: bool = True
+    attrs: dict[str, Any] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.attrs is None:
+            object.__setattr__(self, "attrs", {})
+
+    def with_attr(self, key: str, value: Any) -> Function:
+        return self.replace(attrs={**self.attrs, key: value})
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A constant tensor from a Python number, list or numpy array."""
+    if dtype is None and isinstance(value, float):
+        dtype = "float32"
+    if dtype is None and isinstance(value, bool):
+        dtype = "bool"
+    elif dtype is None and isinstance(value, int):
+        dtype = "int64"
+    return Constant.from_numpy(value, dtype)
+
+
+def sinfo_of_value(value: Any) -> StructInfo:
+    """Struct info of a Python-level constant description (used by the parser)."""
+    if isinstance(value, np.ndarray):
+        return TensorStructInfo(shape=shape_of(value.shape), dtype=dt.from_numpy(value.dtype))
+    if isinstance(value, (tuple, list)):
+        return TupleStructInfo(fields=tuple(sinfo_of_value(v) for v in value))
+    return ObjectStructInfo()
+
+
+__all__ = [
+    "Expr", "Var", "DataflowVar", "GlobalVar", "Op", "ExternFunc", "Constant", "Tuple",
+    "TupleGetItem", "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "Call", "If",
+    "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock", "SeqExpr",
+    "Function", "const", "PrimStructInfo", "ShapeStructInfo",
+]

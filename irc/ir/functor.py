@@ -1,0 +1,137 @@
+"""Generic visitors and mutators over IR nodes of both levels.
+
+A handler is a method ``visit_<ClassName>``; the most specific class in the node's MRO
+wins (so ``visit_BinaryOp`` handles Add, Sub, ... unless ``visit_Add`` exists).
+Without a handler, the generic traversal walks every dataclass field that holds a node,
+a tuple/list of nodes or a dict of nodes.
+
+:class:`Mutator` copies on write: a node whose children are unchanged is returned as is.
+Binding nodes (variables, buffers) are memoized, so every reference to one buffer is
+rewritten to the same new buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .node import Node, node_fields
+
+_HANDLERS: dict[tuple[type, type], str | None] = {}
+
+
+def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
+    key = (visitor_cls, node_cls)
+    if key in _HANDLERS:
+        return _HANDLERS[key]
+    found = None
+    for klass in node_cls.__mro__:
+        name = f"visit_{klass.__name__}"
+        if klass is Node or klass is object:
+            break
+        if hasattr(visitor_cls, name):
+            found = name
+            break
+    _HANDLERS[key] = found
+    return found
+
+
+class Visitor:
+    """Read-only traversal. Override ``visit_<Class>`` and call ``generic_visit`` inside
+    it to keep descending."""
+
+    def visit(self, n: Any) -> None:
+        if isinstance(n, Node):
+            name = _handler_name(type(self), type(n))
+            if name is None:
+                self.generic_visit(n)
+            else:
+                getattr(self, name)(n)
+        elif isinstance(n, (tuple, list)):
+            for x in n:
+                self.visit(x)
+        elif isinstance(n, dict):
+            for k, v in n.items():
+                if isinstance(k, Node):
+                    self.visit(k)
+                self.visit(v)
+
+    def generic_visit(self, n: Node) -> None:
+        for f in node_fields(type(n)):
+            if f == "span":
+                continue
+            v = getattr(n, f)
+            if isinstance(v, (Node, tuple, list, dict)):
+                self.visit(v)
+
+
+class Mutator:
+    """Copy-on-write rewriting. ``visit_<Class>`` returns the replacement node."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, Any] = {}
+
+    def visit(self, n: Any) -> Any:
+        if isinstance(n, Node):
+            binding = type(n)._sequal_binding
+            if binding:
+                hit = self._memo.get(id(n))
+                if hit is not None:
+                    return hit[1]
+            name = _handler_name(type(self), type(n))
+            result = self.generic_visit(n) if name is None else getattr(self, name)(n)
+            if binding:
+                self._memo[id(n)] = (n, result)
+            return result
+        if isinstance(n, tuple):
+            new = tuple(self.visit(x) for x in n)
+            return n if all(a is b for a, b in zip(new, n)) else new
+        if isinstance(n, list):
+            new_l = [self.visit(x) for x in n]
+            return n if all(a is b for a, b in zip(new_l, n)) else new_l
+        if isinstance(n, dict):
+            changed = False
+            out = {}
+            for k, v in n.items():
+                nk = self.visit(k) if isinstance(k, Node) else k
+                nv = self.visit(v)
+                changed |= nk is not k or nv is not v
+                out[nk] = nv
+            return out if changed else n
+        return n
+
+    def generic_visit(self, n: Node) -> Node:
+        changes = {}
+        for f in node_fields(type(n)):
+            if f == "span":
+                continue
+            v = getattr(n, f)
+            if isinstance(v, (Node, tuple, list, dict)):
+                nv = self.visit(v)
+                if nv is not v:
+                    changes[f] = nv
+        return n.replace(**changes) if changes else n
+
+
+def post_order_visit(n: Any, fn: Callable[[Node], None]) -> None:
+    """Call ``fn`` on every node under ``n`` (children first)."""
+
+    class _V(Visitor):
+        def generic_visit(self, x: Node) -> None:
+            super().generic_visit(x)
+            fn(x)
+
+    _V().visit(n)
+
+
+def collect(n: Any, predicate: Callable[[Node], bool]) -> list[Node]:
+    """All nodes under ``n`` for which ``predicate`` holds, in post order, without repeats."""
+    seen: set[int] = set()
+    out: list[Node] = []
+
+    def fn(x: Node) -> None:
+        if id(x) not in seen and predicate(x):
+            seen.add(id(x))
+            out.append(x)
+
+    post_order_visit(n, fn)
+    return out

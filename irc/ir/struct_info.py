@@ -1,0 +1,115 @@
+"""Struct info: the static description (shape, dtype, structure) of a graph-level value.
+
+Shapes are tuples of loop-IR integer expressions (``int64`` immediates or symbolic
+``Var``s), so ``R.Tensor(("n", 784), "float32")`` has shape ``(n, 784)`` with ``n`` a
+``tir.Var`` of dtype int64.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..tir.expr import IntImm, PrimExpr, convert
+from . import dtype as dt
+from .diagnostics import IRTypeError
+from .node import Node, node
+
+
+@node
+class StructInfo(Node):
+    """Base of struct info."""
+
+
+@node
+class ObjectStructInfo(StructInfo):
+    """Any value (nothing is known)."""
+
+
+@node
+class PrimStructInfo(StructInfo):
+    """A scalar of ``dtype``, optionally with a known ``value``."""
+
+    dtype: str
+    value: PrimExpr | None = None
+
+
+@node
+class ShapeStructInfo(StructInfo):
+    """A shape value: ``values`` when known, else only ``ndim`` (-1 when unknown)."""
+
+    values: tuple[PrimExpr, ...] | None = None
+    ndim: int = -1
+
+    def __post_init__(self) -> None:
+        if self.values is not None and self.ndim not in (-1, len(self.values)):
+            raise IRTypeError(f"ShapeStructInfo: ndim {self.ndim} but {len(self.values)} values")
+        if self.values is not None and self.ndim == -1:
+            object.__setattr__(self, "ndim", len(self.values))
+
+
+@node
+class TensorStructInfo(StructInfo):
+    """A tensor: ``shape`` (None when unknown), ``dtype`` ("" when unknown) and ``ndim``
+    (-1 when unknown), on ``vdevice`` (None: the default device)."""
+
+    shape: tuple[PrimExpr, ...] | None = None
+    dtype: str = ""
+    ndim: int = -1
+    vdevice: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype:
+            dt.check(self.dtype)
+        if self.shape is not None:
+            if self.ndim not in (-1, len(self.shape)):
+                raise IRTypeError(f"R.Tensor: ndim={self.ndim} but the shape has "
+                                  f"{len(self.shape)} dimensions")
+            if self.ndim == -1:
+                object.__setattr__(self, "ndim", len(self.shape))
+
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The shape as Python ints when every dimension is a constant, else None."""
+        if self.shape is None:
+            return None
+        out = []
+        for s in self.shape:
+            if not isinstance(s, IntImm):
+                return None
+            out.append(s.value)
+        return tuple(out)
+
+
+@node
+class TupleStructInfo(StructInfo):
+    fields: tuple[StructInfo, ...]
+
+
+@node
+class FuncStructInfo(StructInfo):
+    """A function: parameter struct infos (None: unknown) and the return's."""
+
+    params: tuple[StructInfo, ...] | None
+    ret: StructInfo
+    purity: bool = True
+
+
+def shape_of(values: Sequence[int | PrimExpr]) -> tuple[PrimExpr, ...]:
+    """Normalize Python ints / expressions to an int64 shape tuple."""
+    out = []
+    for v in values:
+        e = convert(v, "int64")
+        if isinstance(e, IntImm) and e.dtype != "int64":
+            e = IntImm(dtype="int64", value=e.value)
+        if not dt.is_integer(e.dtype):
+            raise IRTypeError(f"shape dimension {v!r} is not an integer")
+        out.append(e)
+    return tuple(out)
+
+
+def tensor_sinfo(shape: Sequence[int | PrimExpr] | None, dtype: str = "float32") -> \
+        TensorStructInfo:
+    """Shorthand: ``tensor_sinfo((1, 784), "float32")``."""
+    if shape is None:
+        return TensorStructInfo(dtype=dtype)
+    return TensorStructInfo(shape=shape_of(shape), dtype=dtype)
