@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys as _sys
 
-from . import ir, tir
+from . import ir, tir, vm, passes
 from .ir import (
     BuildError,
     CodegenError,
@@ -32,3 +32,15 @@ __version__ = "0.1.0"
 # Deep expression trees (long elementwise chains) recurse in visitors and the printer.
 if _sys.getrecursionlimit() < 10000:
     _sys.setrecursionlimit(10000)
+
+# Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)).
+from . import runtime, target  # noqa: E402
+from . import te, topi  # noqa: E402
+from .codegen import build  # noqa: E402
+from .runtime import cpu, cuda, device, tensor  # noqa: E402
+
+# Lowering of loop-level functions and schedules (irc.lower(sch, args)).
+from .tir.transform.lower import lower  # noqa: E402
+
+# Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
+from .vm import compile  # noqa: E402, A004

@@ -74,3 +74,14 @@ from .expr import (  # noqa: E402
     const,
 )
 from .op import OpDef, get_op_def, list_ops, make_call, register_op  # noqa: E402
+from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
+from .block_builder import InferContext as InferContext  # noqa: E402
+from .block_builder import normalize as normalize  # noqa: E402
+from .struct_info_analysis import erase_to_well_defined as erase_to_well_defined  # noqa: E402
+from .struct_info_analysis import get_shape_vars as get_shape_vars  # noqa: E402
+from .struct_info_analysis import is_base_of as is_base_of  # noqa: E402
+from .struct_info_analysis import static_shape as static_shape  # noqa: E402
+from .struct_info_analysis import struct_info_lca as struct_info_lca  # noqa: E402
+from .well_formed import is_well_formed as is_well_formed  # noqa: E402
+from .well_formed import well_formed as well_formed  # noqa: E402
+from . import ops as ops  # noqa: E402

@@ -59,6 +59,7 @@ class OpDef:
     pattern: int = OPAQUE
     variadic: bool = False  # the last operand takes the remaining positional arguments
     pure: bool = True
+    optional: tuple[str, ...] = ()  # trailing operands that may be left out (or given as None)
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -74,16 +75,23 @@ _OPS: dict[str, OpDef] = {}
 
 def register_op(name: str, operands: Sequence[str], attrs: Sequence[AttrSpec] = (), *,
                 pattern: int = OPAQUE, variadic: bool = False, pure: bool = True,
-                doc: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                doc: str = "", optional: Sequence[str] = (),
+                extra: dict[str, Any] | None = None) -> \
+        Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare operator ``name``; decorates its struct-info inference function
-    ``infer(call, ctx) -> StructInfo``."""
+    ``infer(call, ctx) -> StructInfo``. ``optional`` names trailing operands that may be
+    omitted; ``extra["canonicalize"]``, when given, is called by :func:`make_call` as
+    ``canonicalize(operands, attrs, sinfo_args) -> (operands, attrs, sinfo_args)`` to
+    bring Python-level arguments to one canonical form (e.g. a shape tuple to a
+    ``ShapeExpr``)."""
 
     def deco(infer: Callable[..., Any]) -> Callable[..., Any]:
         if name in _OPS:
             raise ValueError(f"operator {name!r} registered twice")
         _OPS[name] = OpDef(name=name, operands=tuple(operands), attrs=tuple(attrs),
                            infer=infer, pattern=pattern, variadic=variadic, pure=pure,
-                           doc=doc or (infer.__doc__ or ""))
+                           doc=doc or (infer.__doc__ or ""), optional=tuple(optional),
+                           extra=dict(extra or {}))
         return infer
 
     return deco
@@ -168,9 +176,15 @@ def bind_call_args(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> \
         if key in attrs_in:
             raise IRTypeError(f"R.{name}: attribute {key!r} given twice")
         attrs_in[key] = value
+    n_required = n_ops
+    if opdef.optional:
+        # Trailing optional operands may be left out or given as None.
+        n_required = n_ops - len(opdef.optional)
+        while len(operands) > n_required and (operands[-1] is _MISSING or operands[-1] is None):
+            operands.pop()
     missing = [n for n, v in zip(opdef.operands, operands) if v is _MISSING]
-    if len(operands) < n_ops:
-        missing += list(opdef.operands[len(operands):])
+    if len(operands) < n_required:
+        missing += list(opdef.operands[len(operands):n_required])
     if missing:
         raise IRTypeError(f"R.{name} is missing operand(s) {', '.join(missing)} "
                           f"(expects {', '.join(opdef.operands)})")
@@ -326,6 +340,9 @@ def make_call(name: str, *args: Any, span: Any = None, **kwargs: Any):
     from .expr import Call, Expr, Op, Tuple
 
     operands, attrs, sinfo_args = bind_call_args(name, args, kwargs)
+    canonicalize = get_op_def(name).extra.get("canonicalize")
+    if canonicalize is not None:
+        operands, attrs, sinfo_args = canonicalize(list(operands), attrs, list(sinfo_args))
     exprs = []
     for opname, value in zip(get_op_def(name).operands, operands):
         if isinstance(value, list):

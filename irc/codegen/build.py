@@ -1,0 +1,159 @@
+"""``irc.build``: loop functions to a callable runtime Module.
+
+Accepted inputs: a PrimFunc (block form is lowered first with
+``irc.tir.transform.lower_primfunc``; lowered form as is), an IRModule (its PrimFuncs;
+graph functions are ignored), a schedule ``(sch, args)`` (anything with ``.mod``), or
+``(None, args)`` / ``args`` with te tensors (turned into a PrimFunc with
+``irc.te.create_prim_func``).
+
+Compiled modules are cached in memory by the structural hash of the lowered functions,
+their parameter names and the target string, so rebuilding the same function is free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from ..ir.diagnostics import BuildError, IRCError
+from ..ir.module import IRModule
+from ..ir.structural import structural_hash_hex
+from ..runtime.module import Module
+from ..target import Target
+from ..tir import stmt as S
+
+_CACHE_SIZE = 256
+_cache: OrderedDict[tuple, Module] = OrderedDict()
+_cache_lock = threading.Lock()
+_BUILDERS: dict[str, Callable[[dict[str, S.PrimFunc], Target], Any]] = {}
+
+
+def register_target_builder(kind: str, builder: Callable[[dict, Target], Any]) -> None:
+    """Make ``irc.build`` use ``builder(lowered_funcs, target)`` for targets of ``kind``
+    (how the CUDA code generator plugs in)."""
+    _BUILDERS[kind] = builder
+
+
+def lower_for_codegen(func: S.PrimFunc) -> S.PrimFunc:
+    """``func`` in lowered form (lowered now if it still has blocks)."""
+    from .llvm import is_block_form
+
+    if not is_block_form(func):
+        return func
+    try:
+        from ..tir.transform import lower_primfunc
+    except ImportError:
+        raise BuildError("this function is in block form and the lowering passes "
+                         "(irc.tir.transform.lower_primfunc) are not available") from None
+    return lower_primfunc(func)
+
+
+def _func_name(func: S.PrimFunc, default: str) -> str:
+    sym = func.attrs.get("global_symbol") if func.attrs else None
+    return str(sym) if sym else default
+
+
+def collect_prim_funcs(inputs: Any, args: Any = None, name: str | None = None
+                       ) -> dict[str, S.PrimFunc]:
+    """The PrimFuncs to compile, by symbol name, from any accepted ``build`` input."""
+    if isinstance(inputs, tuple) and len(inputs) == 2 and args is None:
+        inputs, args = inputs
+    if isinstance(inputs, S.PrimFunc):
+        return {name or _func_name(inputs, "main"): inputs}
+    if isinstance(inputs, IRModule):
+        funcs = {}
+        for gv, f in inputs.functions.items():
+            if isinstance(f, S.PrimFunc):
+                funcs[_func_name(f, gv.name_hint)] = f
+        if not funcs:
+            raise BuildError("the IRModule has no loop-level functions (PrimFuncs) to build",
+                             hint="graph-level modules compile with irc.compile")
+        if name is not None:
+            if len(funcs) != 1:
+                raise BuildError("name= can only rename a module with one function")
+            return {name: next(iter(funcs.values()))}
+        return funcs
+    mod = getattr(inputs, "mod", None)
+    if isinstance(mod, IRModule):
+        funcs = collect_prim_funcs(mod, None, None)
+        if len(funcs) > 1 and "main" in funcs:
+            funcs = {"main": funcs["main"]}
+        if name is not None:
+            return {name: next(iter(funcs.values()))}
+        return funcs
+    tensors = args if inputs is None else (inputs if args is None else None)
+    if tensors is not None and isinstance(tensors, (list, tuple)):
+        try:
+            from ..tir import te
+        except ImportError:
+            raise BuildError("building from te tensors needs irc.tir.te") from None
+        func = te.create_prim_func(list(tensors))
+        return {name or _func_name(func, "main"): func}
+    raise BuildError(f"irc.build cannot compile a {type(inputs).__name__}; pass a PrimFunc, "
+                     "an IRModule, or (schedule, args)")
+
+
+def _cache_key(funcs: dict[str, S.PrimFunc], target: Target) -> tuple:
+    names = tuple(
+        (n, tuple(b.name for b in f.buffer_map.values()), tuple(p.name for p in f.params))
+        for n, f in funcs.items())
+    return (structural_hash_hex(list(funcs.items())), names, str(target))
+
+
+def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None) -> Any:
+    """Compile loop functions for ``target`` (default: the current target, else "llvm")
+    and return a runtime Module.
+
+    ``irc.build(func)``, ``irc.build(func, target="llvm")``, ``irc.build(mod, "llvm")``,
+    ``irc.build(sch, args, target)``, ``irc.build((sch, args), target=...)``.
+    """
+    if isinstance(args, (str, Target)) and target is None:
+        target, args = args, None
+    if target is None:
+        target = Target.current() or "llvm"
+    t = Target.canon(target)
+    funcs = collect_prim_funcs(inputs, args, name)
+    lowered = {n: lower_for_codegen(f) for n, f in funcs.items()}
+    builder = _BUILDERS.get(t.kind.name)
+    if builder is not None:
+        return builder(lowered, t)
+    if t.kind.name != "llvm":
+        raise BuildError(f"no code generator is available for target {t}",
+                         hint="build for 'llvm' (the CPU)")
+    key = _cache_key(lowered, t)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    mod = build_llvm(lowered, t)
+    with _cache_lock:
+        _cache[key] = mod
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return mod
+
+
+def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
+    """Compile lowered PrimFuncs with LLVM into a runtime Module (no cache)."""
+    from .llvm import codegen_llvm
+    from .llvm_compile import compile_source
+
+    t = Target.canon(target)
+    try:
+        src = codegen_llvm(lowered, t)
+        obj = compile_source(src, t)
+    except IRCError:
+        raise
+    except RecursionError:
+        raise BuildError("the function is too deeply nested to compile") from None
+    entry = "main" if "main" in obj.signatures else next(iter(obj.signatures), None)
+    return Module(obj.object_code, obj.signatures, obj.messages, obj.target,
+                  entry_name=entry, externals=obj.externals, llvm_ir=obj.llvm_ir)
+
+
+def clear_cache() -> None:
+    """Forget every cached compiled module."""
+    with _cache_lock:
+        _cache.clear()

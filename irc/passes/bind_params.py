@@ -1,0 +1,95 @@
+"""BindParams: replace a graph function's weight parameters by constants.
+
+Algorithm: parameters of function ``func_name`` whose names appear in ``params`` are
+removed from the signature and every use is replaced by a ``Constant`` of the given
+array (numpy array or irc Tensor). Symbolic dimensions of a bound parameter are bound to
+the array's shape everywhere in the function.
+
+Preconditions: the function exists; each array matches its parameter's dtype and shape
+(else ``IRTypeError`` naming the parameter). Postconditions: ``num_input`` is unchanged
+(bound parameters are the trailing weights).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.diagnostics import IRTypeError
+from ..ir.expr import Constant, Function, Var
+from ..ir.functor import Mutator
+from ..ir.module import IRModule
+from ..ir.struct_info import TensorStructInfo
+from ..tir import expr as E
+from .infra import Pass, PassContext, PassInfo
+
+
+class _Substitute(Mutator):
+    def __init__(self, var_map: dict[int, Any], sym_map: dict[int, Any]):
+        super().__init__()
+        self.var_map = var_map
+        self.sym_map = sym_map
+
+    def visit_Var(self, v: Any) -> Any:
+        if id(v) in self.var_map:
+            return self.var_map[id(v)]
+        if id(v) in self.sym_map:
+            return self.sym_map[id(v)]
+        return self.generic_visit(v)
+
+    visit_DataflowVar = visit_Var
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+class BindParams(Pass):
+    """Bind the parameters of ``func_name`` named in ``params`` to constant arrays."""
+
+    def __init__(self, func_name: str, params: dict[str, Any]):
+        self.func_name = func_name
+        self.params = dict(params)
+        self.info = PassInfo(opt_level=0, name="BindParams")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        func = mod[self.func_name]
+        if not isinstance(func, Function):
+            raise IRTypeError(f"BindParams: {self.func_name} is not a graph function")
+        by_name = {p.name_hint: p for p in func.params}
+        unknown = sorted(set(self.params) - set(by_name))
+        if unknown:
+            raise IRTypeError(f"BindParams: {self.func_name} has no parameter(s) "
+                              f"{', '.join(unknown)}; it has {', '.join(by_name)}")
+        var_map: dict[int, Any] = {}
+        sym_map: dict[int, Any] = {}
+        keep: list[Var] = []
+        for p in func.params:
+            if p.name_hint not in self.params:
+                keep.append(p)
+                continue
+            arr = _as_array(self.params[p.name_hint])
+            sinfo = p.struct_info
+            if isinstance(sinfo, TensorStructInfo):
+                if sinfo.dtype and dt.from_numpy(arr.dtype) != sinfo.dtype:
+                    raise IRTypeError(f"BindParams: parameter {p.name_hint} is {sinfo.dtype} "
+                                      f"but the array is {arr.dtype}")
+                if sinfo.shape is not None:
+                    if len(sinfo.shape) != arr.ndim:
+                        raise IRTypeError(f"BindParams: parameter {p.name_hint} has rank "
+                                          f"{len(sinfo.shape)} but the array has shape "
+                                          f"{arr.shape}")
+                    for d, n in zip(sinfo.shape, arr.shape):
+                        if isinstance(d, E.IntImm) and d.value != n:
+                            raise IRTypeError(f"BindParams: parameter {p.name_hint} expects "
+                                              f"shape {sinfo.static_shape}, the array has "
+                                              f"{arr.shape}")
+                        if isinstance(d, E.Var):
+                            sym_map[id(d)] = E.IntImm(dtype=d.dtype, value=int(n))
+            var_map[id(p)] = Constant.from_numpy(arr)
+        new = _Substitute(var_map, sym_map).visit(func.replace(params=tuple(keep)))
+        return mod.with_function(self.func_name, new)

@@ -1,0 +1,94 @@
+"""LegalizeOps: graph operator calls become ``R.call_tir`` of loop functions.
+
+Algorithm: every call of a registered operator inside a graph function is replaced by the
+operator's legalization rule (``rules.py``: a te computation from ``irc.topi``), which adds
+a block-form PrimFunc to the module (structurally equal PrimFuncs are shared) and returns
+the ``call_tir``. Arguments are legalized before the call that uses them.
+
+Preconditions: the module is normalized (every expression has struct info).
+Postconditions: graph functions call only ``call_tir``/``call_dps_packed``/
+``call_pure_packed``/``shape_of`` and other functions; variables keep their names and
+struct info. An operator without a rule raises ``LegalizeError`` naming the operator, the
+function and the binding that uses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.diagnostics import IRCError, LegalizeError
+from ...ir.expr import Call, Expr, Function, Op, VarBinding
+from ...ir.functor import Mutator
+from ...ir.module import IRModule
+from ...ir.op import get_op_def
+from ..infra import Pass, PassContext, PassInfo
+from .context import LegalizeContext
+from .rules import RULES, register_all
+
+# Operators the VM executes directly.
+VM_NATIVE = frozenset({"call_tir", "call_dps_packed", "call_pure_packed", "shape_of"})
+
+
+class _Legalizer(Mutator):
+    def __init__(self, ctx: LegalizeContext, func_name: str,
+                 custom: dict[str, Callable[[LegalizeContext, Call], Expr]]):
+        super().__init__()
+        self.ctx = ctx
+        self.func_name = func_name
+        self.custom = custom
+        self.binding = ""
+
+    def visit_VarBinding(self, b: VarBinding) -> VarBinding:
+        self.binding = b.var.name_hint
+        return self.generic_visit(b)
+
+    def visit_Function(self, f: Function) -> Function:
+        return self.generic_visit(f)
+
+    def visit_Call(self, call: Call) -> Expr:
+        call = self.generic_visit(call)
+        if not isinstance(call.op, Op) or call.op.name in VM_NATIVE:
+            return call
+        name = call.op.name
+        rule = self.custom.get(name) or get_op_def(name).legalize
+        where = f"in function {self.func_name}" + (f", binding {self.binding}"
+                                                   if self.binding else "")
+        if rule is None:
+            raise LegalizeError(f"operator R.{name} has no legalization ({where})",
+                                span=call.span, node=call,
+                                hint="dispatch it to a library first, or add a rule with "
+                                     "LegalizeOps(customize_legalize_map={...})")
+        try:
+            return rule(self.ctx, call)
+        except LegalizeError:
+            raise
+        except IRCError as err:
+            raise LegalizeError(f"cannot legalize R.{name} ({where}): {err.message}",
+                                span=call.span or err.span, node=call) from err
+
+
+class LegalizeOps(Pass):
+    """Replace graph operators by ``call_tir`` of generated loop functions.
+
+    ``customize_legalize_map`` maps operator names to rules ``(ctx, call) -> Expr`` that
+    take precedence over the built-in ones.
+    """
+
+    def __init__(self, customize_legalize_map: dict[str, Any] | None = None,
+                 enable_warning: bool = False):
+        self.custom = dict(customize_legalize_map or {})
+        self.info = PassInfo(opt_level=0, name="LegalizeOps")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        register_all()
+        lctx = LegalizeContext(mod)
+        funcs: dict[Any, Any] = {}
+        for gv, f in mod.functions.items():
+            if isinstance(f, Function):
+                funcs[gv] = _Legalizer(lctx, gv.name_hint, self.custom).visit(f)
+            else:
+                funcs[gv] = f
+        return lctx.result_module(funcs)
+
+
+__all__ = ["LegalizeContext", "LegalizeOps", "RULES", "VM_NATIVE"]

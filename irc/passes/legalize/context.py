@@ -1,0 +1,110 @@
+"""Turning a te computation over graph values into a ``call_tir`` of a new PrimFunc.
+
+``LegalizeContext.call_te(fcompute, *args, name=..., **kwargs)`` replaces every tensor
+argument (a graph expression with tensor struct info, or a list of them) by a
+``te.placeholder`` of the same shape and dtype, runs ``fcompute`` (usually an
+``irc.topi`` function), makes a block-form PrimFunc of the result with int64 indices,
+adds it to the module (a structurally equal function is reused) and returns
+``R.call_tir(func, args, out_sinfo)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.diagnostics import LegalizeError
+from ...ir.expr import Expr, GlobalVar
+from ...ir.module import IRModule
+from ...ir.struct_info import TensorStructInfo, TupleStructInfo
+from ...ir.structural import structural_hash_hex
+from ...tir.stmt import PrimFunc
+
+
+class LegalizeContext:
+    """Collects the PrimFuncs created while legalizing one module."""
+
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+        self.new_funcs: dict[str, PrimFunc] = {}
+        self._by_hash: dict[str, GlobalVar] = {}
+        self._names = set(mod.names())
+        self._gvars: dict[str, GlobalVar] = {}
+        for gv, f in mod.functions.items():
+            if isinstance(f, PrimFunc):
+                self._by_hash.setdefault(structural_hash_hex(f), gv)
+
+    def _unique(self, base: str) -> str:
+        base = base.replace(".", "_") or "func"
+        name, i = base, 0
+        while name in self._names:
+            i += 1
+            name = f"{base}{i}"
+        self._names.add(name)
+        return name
+
+    def add_prim_func(self, func: PrimFunc, name: str) -> GlobalVar:
+        """Add ``func`` under a unique name derived from ``name`` (or reuse an equal one)."""
+        key = structural_hash_hex(func)
+        gv = self._by_hash.get(key)
+        if gv is not None:
+            return gv
+        gv = GlobalVar(name_hint=self._unique(name))
+        self._by_hash[key] = gv
+        self.new_funcs[gv.name_hint] = func
+        self._gvars[gv.name_hint] = gv
+        return gv
+
+    def result_module(self, graph_funcs: dict[Any, Any]) -> IRModule:
+        funcs = dict(graph_funcs)
+        for name, f in self.new_funcs.items():
+            funcs[self._gvars[name]] = f
+        return IRModule(functions=funcs, attrs=self.mod.attrs)
+
+    def call_te(self, fcompute: Callable[..., Any], *args: Any, name: str,
+                **kwargs: Any) -> Expr:
+        """``R.call_tir`` of the PrimFunc computing ``fcompute(*args, **kwargs)``."""
+        from ...ir.ops import call_tir
+        from ...tir import te
+
+        inputs: list[Expr] = []
+        placeholders: list[Any] = []
+
+        def to_te(a: Any) -> Any:
+            if isinstance(a, Expr):
+                sinfo = a.struct_info
+                if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None \
+                        or not sinfo.dtype:
+                    raise LegalizeError(f"cannot legalize {name}: an operand has struct info "
+                                        f"{sinfo!r}; a tensor of known shape and dtype is "
+                                        "needed", node=a)
+                ph = te.placeholder(sinfo.shape, sinfo.dtype, name=f"p{len(placeholders)}")
+                inputs.append(a)
+                placeholders.append(ph)
+                return ph
+            if isinstance(a, (list, tuple)):
+                return type(a)(to_te(x) for x in a)
+            return a
+
+        te_args = [to_te(a) for a in args]
+        te_kwargs = {k: to_te(v) for k, v in kwargs.items()}
+        out = fcompute(*te_args, **te_kwargs)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        func = te.create_prim_func(placeholders + outs, index_dtype_override="int64")
+        func = func.replace(attrs={k: v for k, v in func.attrs.items()
+                                   if k != "global_symbol"})
+        gv = self.add_prim_func(func, name)
+        sinfos = [TensorStructInfo(shape=tuple(_as_int64(s) for s in o.shape), dtype=o.dtype)
+                  for o in outs]
+        out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
+        call = call_tir(gv, inputs, out_sinfo)
+        sinfo = TupleStructInfo(fields=tuple(sinfos)) if isinstance(out, (list, tuple)) \
+            else sinfos[0]
+        return call.replace(struct_info=sinfo)
+
+
+def _as_int64(e: Any) -> Any:
+    from ...tir.expr import IntImm, cast
+
+    if isinstance(e, IntImm):
+        return IntImm(dtype="int64", value=e.value)
+    return cast(e, "int64")

@@ -1,0 +1,160 @@
+"""Loading compiled object code into the process (LLVM's MCJIT linker via llvmlite).
+
+Compiled kernels travel as relocatable object files (bytes). :func:`load_object` links
+one into memory and returns a handle that resolves function addresses. External symbols
+(libm, libc's allocator, libgomp's ``GOMP_parallel``) resolve against the process; the
+OpenMP runtime is loaded once, permanently.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..ir.diagnostics import BuildError
+
+llvm_lock = threading.RLock()
+_initialized = False
+
+
+def ensure_llvm() -> None:
+    """Initialize LLVM's native target and asm printer, and load the OpenMP runtime."""
+    global _initialized
+    if _initialized:
+        return
+    with llvm_lock:
+        if _initialized:
+            return
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        try:
+            # glibc's vector math library (exp/log/tanh/... on whole SIMD registers).
+            llvm.load_library_permanently("libmvec.so.1")
+        except RuntimeError:
+            pass
+        for libm in ("libm.so.6", "libm.so"):
+            # The math library: kernels call expf, tanhf, erff, ...
+            try:
+                llvm.load_library_permanently(libm)
+                break
+            except RuntimeError:
+                continue
+        _load_openmp(llvm)
+        _initialized = True
+
+
+_OPENMP_CANDIDATES = ("libgomp.so.1", "libgomp.so", "libomp.so", "libomp.so.5", "libiomp5.so")
+
+
+def _load_openmp(llvm) -> None:
+    for name in _OPENMP_CANDIDATES:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            continue
+        if llvm.address_of_symbol("GOMP_parallel"):
+            return
+    # Kernels without parallel loops still work; those with one fail to link with a
+    # message naming the missing runtime (see load_object).
+
+
+class LoadedObject:
+    """An object file linked into this process; keeps the code alive while referenced."""
+
+    def __init__(self, engine, symbols: tuple[str, ...]):
+        self._engine = engine
+        self.symbols = symbols
+
+    def address(self, name: str) -> int:
+        """The address of function ``name`` (0 when the object does not define it)."""
+        return self._engine.get_function_address(name)
+
+
+_machines: dict[str, object] = {}
+
+
+def target_machine(target):
+    """The (cached) llvmlite TargetMachine of an llvm ``target`` (a Target or string)."""
+    from ..target import Target
+
+    t = Target.canon(target)
+    key = str(t)
+    tm = _machines.get(key)
+    if tm is None:
+        ensure_llvm()
+        import llvmlite.binding as llvm
+
+        triple = t.attrs.get("mtriple") or llvm.get_process_triple()
+        try:
+            llvm_target = llvm.Target.from_triple(triple)
+            opt = int(t.attrs.get("opt-level", 3))
+            tm = llvm_target.create_target_machine(
+                cpu=t.mcpu, features=t.llvm_features(), opt=max(0, min(3, opt)),
+                reloc="pic", codemodel="default")
+        except RuntimeError as err:
+            raise BuildError(f"LLVM cannot create a machine for target {t}: {err}") from None
+        _machines[key] = tm
+    return tm
+
+
+def emit_assembly(llvm_ir: str, target) -> str:
+    """Assembly text of LLVM IR ``llvm_ir`` for ``target``."""
+    ensure_llvm()
+    import llvmlite.binding as llvm
+
+    with llvm_lock:
+        tm = target_machine(target)
+        return tm.emit_assembly(llvm.parse_assembly(llvm_ir))
+
+
+def check_externals(names: list[str]) -> None:
+    """Raise BuildError when the process cannot resolve one of ``names`` (linking an
+    object with an unresolved symbol would abort the process)."""
+    ensure_llvm()
+    import llvmlite.binding as llvm
+
+    missing = [n for n in names if not llvm.address_of_symbol(n)]
+    if missing:
+        hint = None
+        if any(n.startswith(("GOMP_", "omp_")) for n in missing):
+            hint = "parallel loops need the GNU OpenMP runtime (libgomp.so.1)"
+        raise BuildError(f"compiled code calls functions this process does not have: "
+                         f"{', '.join(missing)}", hint=hint)
+
+
+def has_symbol(name: str) -> bool:
+    """True when the process can resolve function ``name``."""
+    ensure_llvm()
+    import llvmlite.binding as llvm
+
+    return bool(llvm.address_of_symbol(name))
+
+
+def _host_machine():
+    import llvmlite.binding as llvm
+
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(reloc="pic", codemodel="default")
+
+
+def load_object(data: bytes, symbols: tuple[str, ...] = ()) -> LoadedObject:
+    """Link the object file ``data`` into the process."""
+    ensure_llvm()
+    import llvmlite.binding as llvm
+
+    with llvm_lock:
+        try:
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_machine())
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            engine.finalize_object()
+        except RuntimeError as err:
+            raise BuildError(f"cannot load compiled code: {err}",
+                             hint="if it names GOMP_parallel, install libgomp (the GNU "
+                                  "OpenMP runtime) for parallel loops") from None
+    obj = LoadedObject(engine, symbols)
+    for name in symbols:
+        if not obj.address(name):
+            raise BuildError(f"compiled code does not define function {name!r}")
+    return obj

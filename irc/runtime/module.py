@@ -1,0 +1,447 @@
+"""Compiled modules and their callable functions.
+
+A :class:`Module` holds the object code of compiled kernels (linked into the process on
+first use) and their signatures. ``mod[name]`` is a :class:`Function`: calling it with
+Tensors or numpy arrays checks every argument against the signature (count, dtype, rank,
+shape, strides), binds symbolic shape variables from the arrays' shapes, and only then
+enters native code. numpy arrays that are not 64-byte aligned or not contiguous are
+staged through an aligned copy (and copied back afterwards).
+
+Files: ``mod.save(path)`` / ``mod.export_library(path)`` writes the object file at
+``path`` and a JSON sidecar ``path + ".json"`` (signatures, messages, target);
+:func:`load_module` reads both. ``serialize``/``deserialize`` do the same in one blob.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import struct
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
+from .engine import LoadedObject, check_externals, load_object
+from .ndarray import ALIGNMENT, Tensor, aligned_empty
+from .signature import KernelSignature, eval_dim, format_dim
+
+FORMAT = "irc-llvm-module/1"
+_MAGIC = b"IRCMOD01"
+
+
+class KernelAssertionError(VMError):
+    """A run-time check inside a compiled kernel failed (an ``assert`` of the loop IR)."""
+
+
+_CTYPES = {
+    "bool": ctypes.c_int8, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+    "float16": ctypes.c_float, "bfloat16": ctypes.c_float, "float32": ctypes.c_float,
+    "float64": ctypes.c_double, "handle": ctypes.c_void_p,
+}
+
+
+def _np_dtype(dtype: str) -> np.dtype:
+    return dt.to_numpy(dtype)
+
+
+class _BufferPlan:
+    """Precomputed checks of one buffer parameter."""
+
+    __slots__ = ("spec", "np_dtype", "ndim", "static_shape", "binds", "checks", "strides",
+                 "alt_dtypes")
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.np_dtype = _np_dtype(spec.dtype)
+        # bfloat16 arrays from ml_dtypes are accepted as their bits.
+        self.alt_dtypes = ("bfloat16",) if spec.dtype == "bfloat16" else ()
+        self.ndim = len(spec.shape)
+        if all(type(d) is int for d in spec.shape):
+            self.static_shape = tuple(spec.shape)
+        else:
+            self.static_shape = None
+        self.binds = [(i, d) for i, d in enumerate(spec.shape) if type(d) is str]
+        self.checks = [(i, d) for i, d in enumerate(spec.shape) if type(d) is not str]
+        self.strides = spec.strides
+
+
+class Function:
+    """A compiled kernel callable from Python: ``f(*tensors_or_arrays_and_scalars)``.
+
+    ``f.signature`` describes the parameters; ``f.c_function`` is the raw ctypes function
+    (ABI in ``irc/codegen/llvm.py``) for callers that pack arguments themselves.
+    """
+
+    def __init__(self, module: Module, signature: KernelSignature, address: int):
+        self.module = module
+        self.signature = signature
+        self.name = signature.name
+        argtypes = ([ctypes.c_void_p] * len(signature.buffers)
+                    + [ctypes.c_int64] * len(signature.shape_vars)
+                    + [_CTYPES[s.dtype] for s in signature.scalars])
+        self.c_function = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+        self._plans = [_BufferPlan(b) for b in signature.buffers]
+        self._shape_var_names = [n for n, _ in signature.shape_vars]
+        self._order = signature.order
+        self._nargs = len(signature.order)
+        self._scalar_casts = [_scalar_cast(s.dtype) for s in signature.scalars]
+
+    @property
+    def num_args(self) -> int:
+        return self._nargs
+
+    def __repr__(self) -> str:
+        return f"<irc.runtime.Function {self.name}({', '.join(self.signature.param_names())})>"
+
+    # -- argument preparation -----------------------------------------------------------
+    def prepare(self, args: tuple) -> tuple[list, list]:
+        """Check ``args`` and return (native arguments, staged copies to write back)."""
+        if len(args) != self._nargs:
+            raise RuntimeShapeError(
+                f"{self.name} takes {self._nargs} arguments "
+                f"({', '.join(self.signature.param_names())}), got {len(args)}")
+        n_buf = len(self._plans)
+        ptrs: list[Any] = [0] * n_buf
+        scalars: list[Any] = [0] * len(self._scalar_casts)
+        env: dict[str, int] = {}
+        staged: list = []
+        pending: list = []
+        for pos, (kind, i) in enumerate(self._order):
+            a = args[pos]
+            if kind == "buffer":
+                ptrs[i] = self._buffer_arg(self._plans[i], a, env, staged, pos, pending)
+            else:
+                scalars[i] = self._scalar_arg(i, a, pos)
+        for plan, shape in pending:
+            self._check_exprs(plan, shape, env)
+        shape_vals = []
+        for name in self._shape_var_names:
+            v = env.get(name)
+            if v is None:
+                raise RuntimeShapeError(f"{self.name}: cannot determine shape variable {name}")
+            shape_vals.append(v)
+        return ptrs + shape_vals + scalars, staged
+
+    def _buffer_arg(self, plan: _BufferPlan, a: Any, env: dict, staged: list, pos: int,
+                    pending: list) -> int:
+        spec = plan.spec
+        if type(a) is Tensor:
+            if a._array is None:
+                raise RuntimeShapeError(
+                    f"{self.name}: parameter {spec.name} is a {a.device} tensor, but this "
+                    "kernel runs on the CPU; copy it with .copyto(irc.cpu())")
+            arr = a._array
+            ptr = a.data_ptr
+            tensor_dtype = a.dtype
+        elif isinstance(a, np.ndarray):
+            arr = a
+            ptr = None
+            tensor_dtype = None
+        elif hasattr(a, "__dlpack__"):
+            from .ndarray import from_dlpack
+
+            t = from_dlpack(a)
+            arr, ptr, tensor_dtype = t._array, t.data_ptr, t.dtype
+        else:
+            raise RuntimeShapeError(
+                f"{self.name}: parameter {spec.name} (#{pos}) expects a tensor of "
+                f"{spec.dtype} {spec.shape_text()}, got {type(a).__name__}")
+        if tensor_dtype is not None:
+            if tensor_dtype != spec.dtype:
+                raise RuntimeShapeError(
+                    f"{self.name}: parameter {spec.name} expects dtype {spec.dtype}, got "
+                    f"{tensor_dtype}")
+        elif arr.dtype != plan.np_dtype and arr.dtype.name not in plan.alt_dtypes:
+            raise RuntimeShapeError(
+                f"{self.name}: parameter {spec.name} expects dtype {spec.dtype}, got "
+                f"{arr.dtype}")
+        shape = arr.shape
+        if plan.static_shape is not None:
+            if shape != plan.static_shape:
+                self._shape_error(plan, shape)
+        else:
+            if len(shape) != plan.ndim:
+                self._shape_error(plan, shape)
+            for i, name in plan.binds:
+                got = shape[i]
+                have = env.get(name)
+                if have is None:
+                    env[name] = got
+                elif have != got:
+                    raise RuntimeShapeError(
+                        f"{self.name}: parameter {spec.name} dimension {i} is {got}, but "
+                        f"shape variable {name} is already {have} from an earlier argument")
+            if plan.checks:
+                pending.append((plan, shape))
+        if plan.strides is not None:
+            self._bind_strides(plan, arr, env)
+            if ptr is None:
+                ptr = arr.ctypes.data
+            if ptr % dt.itemsize(spec.dtype):
+                raise RuntimeShapeError(f"{self.name}: parameter {spec.name} is misaligned")
+            return ptr
+        if ptr is None:
+            ptr = arr.ctypes.data
+            if ptr % ALIGNMENT or not arr.flags.c_contiguous:
+                copy = aligned_empty(shape, arr.dtype)
+                np.copyto(copy, arr)
+                if arr.flags.writeable:
+                    staged.append((arr, copy))
+                ptr = copy.ctypes.data
+                staged.append((None, copy))  # keep the copy alive during the call
+        return ptr
+
+    def _bind_strides(self, plan: _BufferPlan, arr: np.ndarray, env: dict) -> None:
+        item = arr.dtype.itemsize
+        for i, (d, s) in enumerate(zip(plan.strides, arr.strides)):
+            if s % item:
+                raise RuntimeShapeError(f"{self.name}: parameter {plan.spec.name} has a "
+                                        f"stride of {s} bytes, not a multiple of its items")
+            got = s // item
+            if type(d) is str:
+                have = env.setdefault(d, got)
+                if have != got and arr.shape[i] > 1:
+                    raise RuntimeShapeError(
+                        f"{self.name}: parameter {plan.spec.name} stride {i} is {got}, but "
+                        f"{d} is already {have}")
+            else:
+                want = eval_dim(d, env)
+                if want is not None and want != got and arr.shape[i] > 1:
+                    raise RuntimeShapeError(
+                        f"{self.name}: parameter {plan.spec.name} expects stride {want} in "
+                        f"dimension {i} (elements), got {got}")
+
+    def _check_exprs(self, plan: _BufferPlan, shape: tuple, env: dict) -> None:
+        """Check dimensions given as constants or expressions once variables are bound."""
+        for i, d in plan.checks:
+            want = eval_dim(d, env)
+            if want is None:
+                raise RuntimeShapeError(
+                    f"{self.name}: cannot check dimension {i} of {plan.spec.name} "
+                    f"({format_dim(d)}): a shape variable is not bound by any argument")
+            if want != shape[i]:
+                raise RuntimeShapeError(
+                    f"{self.name}: parameter {plan.spec.name} expects shape "
+                    f"{plan.spec.shape_text()} ({plan.spec.dtype}); dimension {i} must be "
+                    f"{format_dim(d)} = {want}, got {shape[i]} (shape {tuple(shape)})")
+
+    def _shape_error(self, plan: _BufferPlan, shape: tuple) -> None:
+        raise RuntimeShapeError(
+            f"{self.name}: parameter {plan.spec.name} expects shape {plan.spec.shape_text()}"
+            f" ({plan.spec.dtype}), got {tuple(shape)}")
+
+    def _scalar_arg(self, i: int, a: Any, pos: int):
+        spec = self.signature.scalars[i]
+        if isinstance(a, (Tensor, np.ndarray)) and spec.dtype != "handle":
+            raise RuntimeShapeError(f"{self.name}: parameter {spec.name} (#{pos}) is a scalar "
+                                    f"{spec.dtype}, got an array")
+        try:
+            return self._scalar_casts[i](a)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise RuntimeShapeError(f"{self.name}: parameter {spec.name} expects a "
+                                    f"{spec.dtype} scalar, got {a!r} ({err})") from None
+
+    # -- calling ------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> None:
+        native, staged = self.prepare(args)
+        rc = self.c_function(*native)
+        if staged:
+            for orig, copy in staged:
+                if orig is not None:
+                    np.copyto(orig, copy)
+        if rc:
+            raise self.module._error(self.name, rc)
+
+
+def _scalar_cast(dtype: str):
+    if dtype == "handle":
+        def to_ptr(a):
+            if isinstance(a, Tensor):
+                return a.data_ptr
+            if isinstance(a, np.ndarray):
+                return a.ctypes.data
+            return int(a) if a is not None else None
+        return to_ptr
+    if dtype == "bool":
+        return lambda a: 1 if bool(a) else 0
+    if dt.is_float(dtype):
+        return float
+    lo, hi = dt.min_value(dtype), dt.max_value(dtype)
+
+    def to_int(a):
+        if isinstance(a, float) and a != int(a):
+            raise ValueError("not an integer")
+        v = int(a)
+        if not lo <= v <= hi:
+            raise OverflowError(f"out of range for {dtype}")
+        return v
+    return to_int
+
+
+class Module:
+    """Compiled kernels for one target: ``mod[name]`` or ``mod(*args)`` for the entry."""
+
+    def __init__(self, object_code: bytes, signatures: dict[str, KernelSignature],
+                 messages: list[str], target: str, entry_name: str | None = None,
+                 externals: list[str] | None = None, llvm_ir: str = ""):
+        self.object_code = object_code
+        self.signatures = dict(signatures)
+        self.messages = list(messages)
+        self.target = target
+        self.externals = list(externals or [])
+        self.llvm_ir = llvm_ir
+        names = list(self.signatures)
+        if entry_name is None:
+            entry_name = "main" if "main" in self.signatures else (names[0] if names else "")
+        elif entry_name not in self.signatures:
+            raise BuildError(f"entry function {entry_name!r} is not in the module "
+                             f"({', '.join(names)})")
+        self.entry_name = entry_name
+        self.type_key = "llvm"
+        self._loaded: LoadedObject | None = None
+        self._functions: dict[str, Function] = {}
+        self._lock = threading.Lock()
+
+    # -- functions ----------------------------------------------------------------------
+    def _load(self) -> LoadedObject:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    if self.externals:
+                        check_externals(self.externals)
+                    self._loaded = load_object(self.object_code, tuple(self.signatures))
+        return self._loaded
+
+    def get_function(self, name: str) -> Function:
+        """The callable kernel ``name``."""
+        fn = self._functions.get(name)
+        if fn is not None:
+            return fn
+        sig = self.signatures.get(name)
+        if sig is None:
+            raise IRCError(f"module has no function {name!r}; it has "
+                           f"{', '.join(self.signatures) or 'none'}")
+        fn = Function(self, sig, self._load().address(name))
+        self._functions[name] = fn
+        return fn
+
+    __getitem__ = get_function
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.signatures
+
+    def __call__(self, *args: Any) -> None:
+        return self.get_function(self.entry_name)(*args)
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self.signatures)
+
+    def _error(self, name: str, code: int) -> IRCError:
+        if 1 <= code <= len(self.messages):
+            return KernelAssertionError(f"{name}: {self.messages[code - 1]}")
+        return KernelAssertionError(f"{name}: kernel failed with code {code}")
+
+    def __repr__(self) -> str:
+        return f"<irc.runtime.Module {self.target!r}: {', '.join(self.signatures)}>"
+
+    # -- timing -------------------------------------------------------------------------
+    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       repeats_to_cooldown: int = 1, f_preproc: str = ""):
+        """A callable timing function ``name``; see :func:`irc.runtime.timer.time_evaluator`."""
+        from .timer import time_evaluator
+
+        return time_evaluator(self.get_function(name), dev, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms,
+                              cooldown_interval_ms=cooldown_interval_ms,
+                              repeats_to_cooldown=repeats_to_cooldown)
+
+    # -- sources and files ----------------------------------------------------------------
+    def get_source(self, fmt: str = "ll") -> str:
+        """The optimized LLVM IR (``"ll"``), the assembly (``"asm"``/``"s"``) or the
+        signatures as JSON (``"json"``)."""
+        if fmt in ("ll", "llvm", ""):
+            if not self.llvm_ir:
+                raise IRCError("this module was loaded without its LLVM IR")
+            return self.llvm_ir
+        if fmt in ("asm", "s"):
+            from .engine import emit_assembly
+
+            return emit_assembly(self.get_source("ll"), self.target)
+        if fmt == "json":
+            return json.dumps(self._metadata(), indent=1)
+        raise IRCError(f"unknown source format {fmt!r}; use 'll', 'asm' or 'json'")
+
+    def _metadata(self, with_ir: bool = True) -> dict:
+        return {"format": FORMAT, "target": self.target, "entry": self.entry_name,
+                "functions": [s.to_json() for s in self.signatures.values()],
+                "messages": self.messages, "externals": self.externals,
+                "llvm_ir": self.llvm_ir if with_ir else ""}
+
+    def save(self, path: str, fmt: str = "") -> None:
+        """Write the object file to ``path`` and the signatures to ``path + ".json"``."""
+        with open(path, "wb") as f:
+            f.write(self.object_code)
+        with open(path + ".json", "w") as f:
+            json.dump(self._metadata(), f)
+
+    export_library = save
+
+    def serialize(self) -> bytes:
+        """The module as one byte string (see :meth:`deserialize`)."""
+        meta = json.dumps(self._metadata()).encode()
+        return _MAGIC + struct.pack("<QQ", len(meta), len(self.object_code)) + meta + \
+            self.object_code
+
+    @staticmethod
+    def deserialize(blob: bytes) -> Module:
+        """The module written by :meth:`serialize`."""
+        if blob[:8] != _MAGIC:
+            raise BuildError("not a serialized irc module")
+        n_meta, n_obj = struct.unpack("<QQ", blob[8:24])
+        meta = json.loads(blob[24:24 + n_meta])
+        obj = bytes(blob[24 + n_meta:24 + n_meta + n_obj])
+        return _from_metadata(meta, obj)
+
+
+def _from_metadata(meta: dict, obj: bytes) -> Module:
+    if meta.get("format") != FORMAT:
+        raise BuildError(f"unknown module format {meta.get('format')!r}; expected {FORMAT}")
+    sigs = {d["name"]: KernelSignature.from_json(d) for d in meta["functions"]}
+    return Module(obj, sigs, meta.get("messages", []), meta["target"],
+                  entry_name=meta.get("entry") or None, externals=meta.get("externals", []),
+                  llvm_ir=meta.get("llvm_ir", ""))
+
+
+def load_module(path: str) -> Module:
+    """Load a module written by ``Module.save``/``export_library`` (``path`` and its
+    ``.json`` sidecar)."""
+    if not os.path.exists(path):
+        raise BuildError(f"no module file at {path}")
+    side = path + ".json"
+    if not os.path.exists(side):
+        raise BuildError(f"module file {path} has no sidecar {side}; it was not written by "
+                         "irc's Module.save")
+    with open(path, "rb") as f:
+        obj = f.read()
+    with open(side) as f:
+        meta = json.load(f)
+    mod = _from_metadata(meta, obj)
+    from ..target import Target
+
+    host = Target.canon("llvm")
+    t = Target.canon(mod.target)
+    if t.kind.name == "llvm" and t.mcpu != host.mcpu:
+        # Code for another CPU may use instructions this one lacks; say so, then try.
+        import warnings
+
+        warnings.warn(f"module {path} was compiled for -mcpu={t.mcpu}, this machine is "
+                      f"{host.mcpu}", stacklevel=2)
+    return mod

@@ -1,0 +1,34 @@
+"""irc's text format: a lark grammar for TVMScript-style IR text and the builders that
+turn it into IR.
+
+``parse(text)`` reads module text (``@I.ir_module class Module: ...``) into an
+:class:`~irc.ir.IRModule`, and a single ``@T.prim_func`` or ``@R.function`` into that
+function. Errors are :class:`~irc.IRParseError` (text that does not parse) or
+:class:`~irc.IRTypeError` (text that parses but is ill-typed), naming file:line:col with
+the offending line and a caret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.diagnostics import IRParseError, SourceFile
+from .module_builder import ModuleBuilder
+from .syntax import parse_syntax
+
+
+def parse(text: str, source_name: str = "<string>", metadata: dict[str, list[Any]] | None =
+          None) -> Any:
+    """Parse irc script ``text``: an IRModule for module text, the function for a single
+    ``@T.prim_func``/``@R.function``. ``metadata`` maps kinds (``"relax.expr.Constant"``)
+    to the values that ``metadata[kind][i]`` refers to when the text has no metadata
+    section (e.g. constants of a module printed without ``show_meta=True``)."""
+    if not isinstance(text, str):
+        raise IRParseError(f"irc.parse expects the script as a string, got "
+                           f"{type(text).__name__}")
+    source = SourceFile(source_name, text)
+    stmts = parse_syntax(source)
+    return ModuleBuilder(source, metadata).build(stmts)
+
+
+__all__ = ["parse"]

@@ -1,0 +1,313 @@
+"""Top level of a script: ``@I.ir_module`` classes, single functions, metadata, TypeVars.
+
+``parse(text)`` returns an :class:`~irc.ir.IRModule` for module text and the function for
+a single ``@T.prim_func`` / ``@R.function``. Module-level ``n = TypeVar("n")`` (TVM 0.27)
+declares a name usable as a symbolic dimension in graph-level signatures. A trailing
+``metadata = {...}`` section (printed with ``show_meta=True``) supplies the constants that
+``metadata["relax.expr.Constant"][i]`` refers to; without it such references are kept as
+:class:`~irc.ir.printer.MetadataRef` (module attributes) or rejected (constants).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.diagnostics import SourceFile
+from ..ir.module import IRModule
+from ..ir.printer import MetadataRef
+from . import syntax as syn
+from .context import (
+    NAMESPACES,
+    Scopes,
+    attr_key,
+    attr_value,
+    bind_args,
+    describe,
+    expect_bool,
+    located,
+    parse_error,
+)
+from .tir_builder import PrimFuncBuilder
+from .tir_expr import ExprEvaluator
+
+
+class TypeVarDecl:
+    """A module-level ``n = TypeVar("n")``: a symbolic dimension name for signatures."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class Metadata:
+    """The value of the name ``metadata``: ``metadata[kind][index]``."""
+
+    def __init__(self, tables: dict[str, list[Any]] | None):
+        self.tables = tables
+
+    def get(self, kind: str, index: int, node: Any) -> Any:
+        if self.tables is None or kind not in self.tables:
+            return MetadataRef(kind=kind, index=index)
+        table = self.tables[kind]
+        if not 0 <= index < len(table):
+            raise parse_error(f"metadata[{kind!r}] has {len(table)} entries; index {index} is "
+                              "out of range", node)
+        return table[index]
+
+
+class MetadataTable:
+    """``metadata["kind"]`` before it is indexed."""
+
+    __slots__ = ("metadata", "kind")
+
+    def __init__(self, metadata: Metadata, kind: str):
+        self.metadata, self.kind = metadata, kind
+
+
+class ModuleEvaluator(ExprEvaluator):
+    """Expression evaluation with module-level names (``metadata``, TypeVars)."""
+
+    def eval_Index(self, node: syn.Index) -> Any:
+        base = self.eval(node.value)
+        if isinstance(base, (Metadata, MetadataTable)):
+            if len(node.items) != 1 or isinstance(node.items[0], syn.Slice):
+                raise parse_error("metadata is indexed as metadata[\"kind\"][i]", node)
+            key = self.eval(node.items[0])
+            if isinstance(base, Metadata):
+                if not isinstance(key, str):
+                    raise parse_error("metadata[...] needs a kind string such as "
+                                      "\"relax.expr.Constant\"", node)
+                return MetadataTable(base, key)
+            if isinstance(key, bool) or not isinstance(key, int):
+                raise parse_error("metadata[kind][...] needs an integer index", node)
+            return base.metadata.get(base.kind, key, node)
+        if isinstance(base, TypeVarDecl):
+            raise parse_error(f"TypeVar '{base.name}' cannot be indexed", node)
+        return super().eval_Index(node)
+
+
+def decode_metadata(value: Any, node: Any) -> dict[str, list[Any]]:
+    """The ``metadata = {...}`` section: constants are dicts with dtype, shape and base64
+    data (exact for every dtype, NaN and infinities included)."""
+    if not isinstance(value, dict):
+        raise parse_error("metadata must be a dict of lists", node)
+    out: dict[str, list[Any]] = {}
+    for kind, items in value.items():
+        if not isinstance(kind, str) or not isinstance(items, list):
+            raise parse_error("metadata must map kind strings to lists", node)
+        decoded = []
+        for item in items:
+            if isinstance(item, dict) and set(item) == {"dtype", "shape", "base64"}:
+                decoded.append(_decode_array(item, node))
+            else:
+                decoded.append(item)
+        out[kind] = decoded
+    return out
+
+
+def _decode_array(item: dict, node: Any) -> np.ndarray:
+    dtype, shape, data = item["dtype"], item["shape"], item["base64"]
+    if not isinstance(dtype, str) or not isinstance(data, str) or \
+            not isinstance(shape, list) or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise parse_error("a metadata constant needs dtype (string), shape (list of ints) "
+                          "and base64 (string)", node)
+    with located(node):
+        np_dtype = dt.to_numpy(dt.check(dtype))
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise parse_error("metadata constant data is not valid base64", node) from None
+    count = int(np.prod(shape)) if shape else 1
+    if len(raw) != count * np_dtype.itemsize:
+        raise parse_error(f"metadata constant of shape {tuple(shape)} and dtype {dtype} needs "
+                          f"{count * np_dtype.itemsize} bytes, got {len(raw)}", node)
+    return np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
+
+
+class ModuleBuilder:
+    """Builds the result of :func:`irc.parse` from the top-level syntax."""
+
+    def __init__(self, source: SourceFile, metadata: dict[str, list[Any]] | None):
+        self.source = source
+        self.scopes = Scopes(dict(NAMESPACES))
+        self.metadata = Metadata(dict(metadata) if metadata else None)
+        self.type_vars: dict[str, TypeVarDecl] = {}
+
+    def build(self, stmts: list) -> Any:
+        definitions = []
+        for s in stmts:
+            if isinstance(s, (syn.Import, syn.Pass)) or _is_docstring(s):
+                continue
+            if isinstance(s, syn.Assign) and isinstance(s.target, syn.Name) and \
+                    s.target.id == "metadata" and s.annotation is None:
+                continue
+            if isinstance(s, syn.Assign) and s.annotation is None and \
+                    isinstance(s.target, syn.Name) and isinstance(s.value, syn.Call) and \
+                    syn.dotted_name(s.value.func) == "TypeVar":
+                self.type_var(s)
+                continue
+            if isinstance(s, (syn.FuncDef, syn.ClassDef)):
+                definitions.append(s)
+                continue
+            raise parse_error("only an @I.ir_module class, a @T.prim_func or @R.function "
+                              "definition, TypeVar declarations and a metadata section may "
+                              "appear at the top level", s)
+        for s in stmts:
+            if isinstance(s, syn.Assign) and isinstance(s.target, syn.Name) and \
+                    s.target.id == "metadata" and s.annotation is None:
+                if s.value is None:
+                    raise parse_error("metadata needs a value", s)
+                ev = ModuleEvaluator(self.scopes)
+                tables = decode_metadata(ev.eval(s.value), s.value)
+                merged = dict(self.metadata.tables or {})
+                merged.update(tables)
+                self.metadata = Metadata(merged)
+        self.scopes.frames[0]["metadata"] = self.metadata
+        if not definitions:
+            raise parse_error("the text defines nothing; expected an @I.ir_module class or a "
+                              "@T.prim_func/@R.function", None)
+        if len(definitions) > 1:
+            raise parse_error("expected one top-level definition; put several functions in "
+                              "an @I.ir_module class", definitions[1])
+        d = definitions[0]
+        if isinstance(d, syn.ClassDef):
+            return self.module(d)
+        return self.function(d, module=None)
+
+    def type_var(self, s: syn.Assign) -> None:
+        call = s.value
+        if not call.args or not isinstance(call.args[0], syn.Const) or \
+                call.args[0].value != s.target.id:
+            raise parse_error(f"write {s.target.id} = TypeVar(\"{s.target.id}\")", s)
+        if any(k not in ("bound",) for k, _, _ in call.kwargs) or len(call.args) > 1:
+            raise parse_error("a symbolic TypeVar takes only its name (and bound=int)", s)
+        if s.target.id in self.type_vars:
+            raise parse_error(f"duplicate definition of '{s.target.id}'", s.target)
+        decl = TypeVarDecl(s.target.id)
+        self.type_vars[s.target.id] = decl
+        self.scopes.define(s.target.id, decl, s.target)
+
+    # -- module ------------------------------------------------------------------------
+    def module(self, cls: syn.ClassDef) -> IRModule:
+        if len(cls.decorators) != 1 or _decorator_name(cls.decorators[0]) != "I.ir_module":
+            raise parse_error("a module class must be decorated with @I.ir_module", cls)
+        self._decorator_kwargs(cls.decorators[0], "I.ir_module", ("s_tir", "check_well_formed"))
+        from ..ir.expr import GlobalVar
+
+        attrs: dict[str, Any] = {}
+        funcs: list[syn.FuncDef] = []
+        gvars: dict[str, GlobalVar] = {}
+        for s in cls.body:
+            if _is_docstring(s) or isinstance(s, syn.Pass):
+                continue
+            if isinstance(s, syn.ExprStmt) and isinstance(s.value, syn.Call) and \
+                    syn.dotted_name(s.value.func) == "I.module_attrs":
+                ev = ModuleEvaluator(self.scopes)
+                values, kw = ev.args(s.value)
+                a = bind_args(s.value, "I.module_attrs", ["attrs"], 1, values, kw)
+                if not isinstance(a["attrs"], dict):
+                    raise parse_error("I.module_attrs takes a dict", s.value)
+                attrs.update({attr_key(k, s): attr_value(v, s)
+                              for k, v in a["attrs"].items()})
+                continue
+            if isinstance(s, syn.FuncDef):
+                if s.name in gvars:
+                    raise parse_error(f"duplicate definition of function '{s.name}'", s)
+                gvars[s.name] = GlobalVar(name_hint=s.name, span=s.span)
+                funcs.append(s)
+                continue
+            raise parse_error("a module class may only contain I.module_attrs(...) and "
+                              "@T.prim_func/@R.function definitions", s)
+        module_ctx = ModuleContext(cls.name, gvars, funcs, self)
+        built = {}
+        # Loop functions first: R.call_tir checks its callee against them. Graph functions
+        # are declared by signature so that calls between them are typed in any order.
+        relax_funcs = []
+        for f in funcs:
+            if len(f.decorators) == 1 and _decorator_name(f.decorators[0]) == "R.function":
+                relax_funcs.append(f)
+            else:
+                built[f.name] = self.function(f, module=module_ctx)
+        if relax_funcs:
+            from .relax_builder import FunctionBuilder, relax_module_builder
+
+            module_ctx.bb = relax_module_builder(built)
+            for f in relax_funcs:
+                kw = self._decorator_kwargs(f.decorators[0], "R.function",
+                                            ("private", "pure", "check_well_formed"))
+                sig = FunctionBuilder(self.scopes, module_ctx, self.type_vars).signature(
+                    f, pure=bool(kw.get("pure", True)))
+                module_ctx.bb.declare_function(f.name, sig)
+            for f in relax_funcs:
+                built[f.name] = self.function(f, module=module_ctx)
+        functions = {gvars[f.name]: built[f.name] for f in funcs}
+        with located(cls):
+            return IRModule(functions=functions, attrs=attrs, span=cls.span)
+
+    def function(self, fdef: syn.FuncDef, module: ModuleContext | None) -> Any:
+        if len(fdef.decorators) != 1:
+            raise parse_error(f"function '{fdef.name}' needs exactly one decorator: "
+                              "@T.prim_func or @R.function", fdef)
+        deco = fdef.decorators[0]
+        name = _decorator_name(deco)
+        if name == "T.prim_func":
+            kw = self._decorator_kwargs(deco, name, ("private", "s_tir", "check_well_formed"))
+            builder = PrimFuncBuilder(ModuleEvaluator(self.scopes))
+            return builder.build(fdef, private=bool(kw.get("private", False)))
+        if name == "R.function":
+            kw = self._decorator_kwargs(deco, name, ("private", "pure", "check_well_formed"))
+            from .relax_builder import FunctionBuilder
+
+            builder = FunctionBuilder(self.scopes, module, self.type_vars)
+            return builder.build(fdef, private=bool(kw.get("private", False)),
+                                 pure=bool(kw.get("pure", True)))
+        raise parse_error(f"unknown decorator @{name or '...'}; use @T.prim_func or "
+                          "@R.function", deco)
+
+    def _decorator_kwargs(self, deco: Any, name: str, allowed: tuple[str, ...]) -> dict:
+        if not isinstance(deco, syn.Call):
+            return {}
+        if deco.args:
+            raise parse_error(f"@{name}(...) takes only keyword arguments", deco)
+        out = {}
+        for key, value, span in deco.kwargs:
+            if key not in allowed:
+                raise parse_error(f"@{name} has no option '{key}' (options: "
+                                  f"{', '.join(allowed)})", value)
+            if not isinstance(value, syn.Const):
+                raise parse_error(f"option '{key}' must be True or False", value)
+            out[key] = expect_bool(value.value, f"option '{key}'", value)
+        return out
+
+
+class ModuleContext:
+    """What a function being parsed knows about its module: the class name (for
+    ``cls = Module``), the GlobalVars and the other definitions (for signatures)."""
+
+    def __init__(self, name: str, gvars: dict, funcs: list, builder: ModuleBuilder):
+        self.name = name
+        self.gvars = gvars
+        self.funcs = {f.name: f for f in funcs}
+        self.builder = builder
+        self.bb: Any = None
+
+
+def _decorator_name(deco: Any) -> str | None:
+    if isinstance(deco, syn.Call):
+        deco = deco.func
+    return syn.dotted_name(deco)
+
+
+def _is_docstring(s: Any) -> bool:
+    return isinstance(s, syn.ExprStmt) and isinstance(s.value, syn.Const) and \
+        isinstance(s.value.value, str)
+
+
+__all__ = ["ModuleBuilder", "ModuleContext", "ModuleEvaluator", "Metadata", "TypeVarDecl",
+           "describe"]

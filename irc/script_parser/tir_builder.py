@@ -1,0 +1,803 @@
+"""``@T.prim_func`` syntax -> :class:`irc.tir.PrimFunc`.
+
+Statements are built in order; declarations that scope over what follows them
+(``T.allocate``, ``x_1 = T.Buffer(..., data=x)``, ``x: T.int32 = ...``, ``assert``) take
+the rest of the statement list as their body. A function whose text contains blocks is
+wrapped in the implicit root block (``# with T.block("root"):``) that owns the
+function-level ``T.alloc_buffer``s, as TVM does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import dtype as dt
+from ..tir import expr as te
+from ..tir import stmt as ts
+from ..tir.buffer import Buffer, BufferRegion, MatchBufferRegion
+from . import syntax as syn
+from .context import (
+    attr_key,
+    attr_value,
+    bind_args,
+    describe,
+    expect_dtype,
+    expect_int,
+    expect_str,
+    located,
+    parse_error,
+    target_names,
+    type_error,
+)
+from .tir_expr import BufferMethod, DTypeMarker, ExprEvaluator, extent_of, is_dtype_name
+
+_LOOP_KINDS = {"range": "serial", "T.serial": "serial", "T.parallel": "parallel",
+               "T.vectorized": "vectorized", "T.unroll": "unrolled",
+               "T.thread_binding": "thread_binding"}
+_BLOCK_NAMES = ("T.block", "T.sblock")
+_ALLOC_NAMES = ("T.alloc_buffer", "T.sblock_alloc_buffer")
+_BLOCK_ATTR_NAMES = ("T.block_attr", "T.sblock_attr")
+_AXIS_KINDS = {"spatial": "spatial", "S": "spatial", "reduce": "reduce", "R": "reduce",
+               "opaque": "opaque", "scan": "ordered"}
+_REMAP_KINDS = {"S": "spatial", "R": "reduce", "O": "opaque"}
+_HEADER_ONLY = ("T.reads", "T.writes", "T.where", *_BLOCK_ATTR_NAMES)
+_BUFFER_PARAMS = ["shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+                  "offset_factor", "buffer_type", "axis_separators"]
+
+
+def _call_name(node: Any) -> str | None:
+    if isinstance(node, syn.Call):
+        return syn.dotted_name(node.func)
+    return None
+
+
+def contains_block(stmts: list) -> bool:
+    """True when a statement list (recursively) holds a ``with T.block(...)``."""
+    for s in stmts:
+        if isinstance(s, syn.With) and any(_call_name(e) in _BLOCK_NAMES for e, _ in s.items):
+            return True
+        for attr in ("body", "orelse"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, list) and contains_block(sub):
+                return True
+    return False
+
+
+def _is_docstring(s: Any) -> bool:
+    return isinstance(s, syn.ExprStmt) and isinstance(s.value, syn.Const) and \
+        isinstance(s.value.value, str)
+
+
+@dataclass
+class _BlockFrame:
+    name: str
+    iter_vars: list = field(default_factory=list)
+    iter_values: list = field(default_factory=list)
+    reads: list | None = None
+    writes: list | None = None
+    predicate: Any = None
+    init: Any = None
+    alloc_buffers: list = field(default_factory=list)
+    match_buffers: list = field(default_factory=list)
+    annotations: dict = field(default_factory=dict)
+
+
+class PrimFuncBuilder:
+    """Builds one PrimFunc from a ``def`` decorated with ``@T.prim_func``."""
+
+    def __init__(self, ev: ExprEvaluator):
+        self.ev = ev
+        self.scopes = ev.scopes
+        self.loop_dom: dict[int, tuple[te.PrimExpr, te.PrimExpr]] = {}
+        self.attrs: dict[str, Any] = {}
+        self.params: list[te.Var] = []
+        self.buffer_map: dict[te.Var, Buffer] = {}
+        self.root_allocs: list[Buffer] = []
+        self.has_blocks = False
+        self.depth = 0
+
+    # -- function ---------------------------------------------------------------------
+    def build(self, fdef: syn.FuncDef, private: bool) -> ts.PrimFunc:
+        with self.scopes.function():
+            for p in fdef.params:
+                self.param(p)
+            ret_dtype = "void"
+            if fdef.returns is not None:
+                ret = self.ev.eval(fdef.returns)
+                if isinstance(ret, DTypeMarker):
+                    ret_dtype = ret.dtype
+                elif ret is not None:
+                    raise parse_error("the return annotation of a T.prim_func must be a dtype "
+                                      "such as T.int32", fdef.returns)
+            self.has_blocks = contains_block(fdef.body)
+            explicit_root = self._explicit_root(fdef.body)
+            body = self.body(fdef.body)
+            if self.has_blocks and not explicit_root:
+                root = ts.Block(name="root", iter_vars=(), reads=(), writes=(), body=body,
+                                alloc_buffers=tuple(self.root_allocs))
+                body = ts.BlockRealize(iter_values=(), predicate=te.const(True), block=root)
+            elif self.root_allocs:
+                raise parse_error("T.alloc_buffer at function level needs the implicit root "
+                                  "block; move it into the explicit root block", fdef)
+        unmapped = [p for p in self.params if p.dtype == "handle" and p not in self.buffer_map]
+        del unmapped  # handle parameters without a buffer are allowed (opaque pointers)
+        attrs = dict(self.attrs)
+        if not private:
+            attrs.setdefault("global_symbol", fdef.name)
+        with located(fdef):
+            return ts.PrimFunc(params=tuple(self.params), buffer_map=dict(self.buffer_map),
+                               body=body, attrs=attrs, ret_dtype=ret_dtype, span=fdef.span)
+
+    def _explicit_root(self, stmts: list) -> bool:
+        rest = [s for s in stmts if not self._is_function_header(s)]
+        if len(rest) != 1 or not isinstance(rest[0], syn.With):
+            return False
+        expr = rest[0].items[0][0]
+        return _call_name(expr) in _BLOCK_NAMES and bool(expr.args) and \
+            isinstance(expr.args[0], syn.Const) and expr.args[0].value == "root"
+
+    def _is_function_header(self, s: Any) -> bool:
+        if _is_docstring(s):
+            return True
+        if isinstance(s, syn.ExprStmt):
+            return _call_name(s.value) == "T.func_attr"
+        if isinstance(s, syn.Assign) and s.annotation is None:
+            name = _call_name(s.value)
+            if name == "T.match_buffer":
+                return True
+            if name is not None and name.startswith("T.") and is_dtype_name(name[2:]) and \
+                    not s.value.args:
+                return True
+        return False
+
+    def param(self, p: syn.Param) -> None:
+        if p.default is not None:
+            raise parse_error(f"parameter '{p.name}' of a T.prim_func cannot have a default",
+                              p.default)
+        if p.annotation is None:
+            raise parse_error(f"parameter '{p.name}' needs a type annotation such as "
+                              "T.Buffer((16,), \"float32\"), T.handle or T.int32", p)
+        ann = p.annotation
+        if _call_name(ann) == "T.Buffer":
+            var = te.Var(name=p.name, dtype="handle", span=p.span)
+            buf = self.make_buffer(p.name, ann, "T.Buffer")
+            self.params.append(var)
+            self.buffer_map[var] = buf
+            self.scopes.define(p.name, buf, p)
+            return
+        value = self.ev.eval(ann)
+        if not isinstance(value, DTypeMarker) or value.dtype == "void":
+            raise parse_error(f"parameter '{p.name}' must be annotated with T.Buffer(...), "
+                              f"T.handle or a dtype such as T.int32, got {describe(value)}", ann)
+        var = te.Var(name=p.name, dtype=value.dtype, span=p.span)
+        self.params.append(var)
+        self.scopes.define(p.name, var, p)
+
+    # -- statement lists ------------------------------------------------------------------
+    def body(self, stmts: list) -> ts.Stmt:
+        out: list[ts.Stmt] = []
+        for i, s in enumerate(stmts):
+            if _is_docstring(s):
+                continue
+            with located(s):
+                result, consumed = self.stmt(s, stmts[i + 1:])
+            if result is not None:
+                out.append(result)
+            if consumed:
+                break
+        if not out:
+            return ts.no_op()
+        return out[0] if len(out) == 1 else ts.SeqStmt(seq=tuple(out))
+
+    def nested(self, stmts: list) -> ts.Stmt:
+        self.depth += 1
+        try:
+            with self.scopes.scope():
+                return self.body(stmts)
+        finally:
+            self.depth -= 1
+
+    def stmt(self, s: Any, rest: list) -> tuple[ts.Stmt | None, bool]:
+        if isinstance(s, syn.Assign):
+            return self.assign(s, rest)
+        if isinstance(s, syn.ExprStmt):
+            return self.expr_stmt(s), False
+        if isinstance(s, syn.For):
+            return self.for_loop(s), False
+        if isinstance(s, syn.With):
+            return self.with_stmt(s), False
+        if isinstance(s, syn.If):
+            cond = self.ev.condition(self.ev.eval(s.test), s.test)
+            then = self.nested(s.body)
+            other = self.nested(s.orelse) if s.orelse else None
+            return ts.IfThenElse(condition=cond, then_case=then, else_case=other,
+                                 span=s.span), False
+        if isinstance(s, syn.While):
+            cond = self.ev.condition(self.ev.eval(s.test), s.test)
+            return ts.While(condition=cond, body=self.nested(s.body), span=s.span), False
+        if isinstance(s, syn.Assert):
+            cond = self.ev.condition(self.ev.eval(s.test), s.test)
+            msg = "" if s.msg is None else expect_str(self.ev.eval(s.msg), "the assert message",
+                                                      s.msg)
+            with self.scopes.scope():
+                body = self.body(rest)
+            return ts.AssertStmt(condition=cond, message=msg, body=body, span=s.span), True
+        if isinstance(s, syn.Pass):
+            return None, False
+        if isinstance(s, syn.Return):
+            raise parse_error("'return' is not supported in a T.prim_func", s)
+        if isinstance(s, (syn.FuncDef, syn.ClassDef)):
+            raise parse_error("nested definitions are not allowed in a T.prim_func", s)
+        raise parse_error("this statement is not allowed in a T.prim_func", s)
+
+    # -- assignments -----------------------------------------------------------------------
+    def assign(self, s: syn.Assign, rest: list) -> tuple[ts.Stmt | None, bool]:
+        if s.value is None:
+            raise parse_error("a declaration needs a value, e.g. 'x: T.int32 = 0'", s)
+        if isinstance(s.target, syn.Index):
+            if s.annotation is not None:
+                raise parse_error("a buffer store cannot have an annotation", s.annotation)
+            return self.buffer_store(s), False
+        if s.annotation is not None:
+            return self.let(s, rest), True
+        name = _call_name(s.value)
+        if isinstance(s.target, (syn.TupleExpr, syn.ListExpr)):
+            if name == "T.axis.remap":
+                raise parse_error("T.axis.remap must be directly inside a T.block, before its "
+                                  "body", s)
+            raise parse_error("only T.axis.remap(...) can be assigned to several names", s)
+        if not isinstance(s.target, syn.Name):
+            raise parse_error("the left side of '=' must be a name or a buffer element",
+                              s.target)
+        target = s.target.id
+        call = s.value
+        if name == "T.allocate":
+            return self.allocate(target, s, rest), True
+        if name in ("T.Buffer", "T.decl_buffer"):
+            buf = self.make_buffer(target, call, name)
+            if name == "T.decl_buffer" and buf_has_fresh_data(call):
+                return self.alloc_decl(target, buf, s, rest), True
+            return self.decl_buffer(target, buf, s, rest), True
+        if isinstance(call, syn.Call) and isinstance(call.func, syn.Attr) and \
+                call.func.attr == "view":
+            method = self.ev.eval(call.func)
+            if isinstance(method, BufferMethod):
+                buf = self.view(target, method.buffer, call)
+                return self.decl_buffer(target, buf, s, rest), True
+        if name in _ALLOC_NAMES:
+            buf = self.make_buffer(target, call, name)
+            if self.depth == 0 and self.has_blocks:
+                self.root_allocs.append(buf)
+                self.scopes.define(target, buf, s.target)
+                return None, False
+            if self.has_blocks:
+                raise parse_error(f"{name} must be at function level or at the start of a "
+                                  "T.block", s)
+            return self.alloc_decl(target, buf, s, rest), True
+        if name == "T.match_buffer":
+            if self.depth != 0:
+                raise parse_error("T.match_buffer of a parameter must be at function level",
+                                  s)
+            self.match_param(target, call)
+            return None, False
+        if name is not None and name.startswith("T.axis"):
+            raise parse_error(f"{name} must be directly inside a T.block, before its body", s)
+        if name in ("T.env_thread", "T.launch_thread"):
+            raise parse_error(f"{name} is not supported; bind GPU threads with "
+                              "T.thread_binding loops", s)
+        if name is not None and name.startswith("T.") and is_dtype_name(name[2:]) \
+                and not call.args and not call.kwargs:
+            dtype = name[2:]
+            if dtype == "void":
+                raise parse_error("T.void() is not a variable type", s)
+            self.scopes.define(target, te.Var(name=target, dtype=dtype, span=s.target.span),
+                               s.target)
+            return None, False
+        return self.let(s, rest), True
+
+    def let(self, s: syn.Assign, rest: list) -> ts.Stmt:
+        target = s.target
+        if not isinstance(target, syn.Name):
+            raise parse_error("a let binding needs a plain name on the left", target)
+        dtype = None
+        if s.annotation is not None:
+            ann = s.annotation
+            if isinstance(ann, syn.Index) and syn.dotted_name(ann.value) == "T.let" and \
+                    len(ann.items) == 1:
+                ann = ann.items[0]
+            if syn.dotted_name(ann) != "T.let":
+                marker = self.ev.eval(ann)
+                if not isinstance(marker, DTypeMarker) or marker.dtype == "void":
+                    raise parse_error("the annotation of a let binding must be a dtype such as "
+                                      "T.int32", ann)
+                dtype = marker.dtype
+        raw = self.ev.eval(s.value)
+        value = self.ev.prim(raw, s.value, dtype)
+        if dtype is not None and value.dtype != dtype:
+            raise type_error(f"'{target.id}' is declared {dtype} but its value has dtype "
+                             f"{value.dtype}", s.value)
+        var = te.Var(name=target.id, dtype=value.dtype, span=target.span)
+        with self.scopes.scope():
+            self.scopes.define(target.id, var, target)
+            body = self.body(rest)
+        return ts.LetStmt(var=var, value=value, body=body, span=s.span)
+
+    def buffer_store(self, s: syn.Assign) -> ts.Stmt:
+        target = s.target
+        buf = self.ev.eval(target.value)
+        if not isinstance(buf, Buffer):
+            raise parse_error(f"only buffer elements can be assigned; {describe(buf)} is not "
+                              "a buffer", target.value)
+        indices = self.ev.indices(buf, target)
+        lanes = max([dt.lanes(i.dtype) for i in indices] + [1])
+        want = buf.dtype if lanes == 1 else dt.with_lanes(buf.dtype, lanes)
+        raw = self.ev.eval(s.value)
+        if isinstance(raw, te.PrimExpr):
+            value = raw
+        else:
+            value = self.ev.operand(raw, want, s.value)
+        if value.dtype != want:
+            raise type_error(f"cannot store a value of dtype {value.dtype} into buffer "
+                             f"'{buf.name}' of dtype {want}", s.value,
+                             hint=f"cast it: T.Cast(\"{want}\", ...)")
+        return ts.BufferStore(buffer=buf, value=value, indices=indices, span=s.span)
+
+    # -- buffers ---------------------------------------------------------------------------
+    def make_buffer(self, name: str, call: syn.Call, fname: str, *,
+                    skip_first: bool = False) -> Buffer:
+        values, kw = self.ev.args(call)
+        params = list(_BUFFER_PARAMS)
+        if skip_first:
+            values = values[1:]
+        a = bind_args(call, fname, params, 1, values, kw)
+        shape = self.shape(a["shape"], call, f"{fname} expects a shape tuple")
+        dtype = expect_dtype(a.get("dtype", "float32"), f"the dtype of {fname}", call)
+        data = a.get("data")
+        if data is not None and (not isinstance(data, te.Var) or data.dtype != "handle"):
+            raise parse_error(f"data= of {fname} must be a pointer (a T.allocate result or "
+                              f"X.data), got {describe(data)}", call)
+        if data is None:
+            data = te.Var(name=name, dtype="handle", span=call.span)
+        strides = a.get("strides")
+        strides = () if strides is None else self.shape(
+            strides, call, f"strides= of {fname} must be a tuple")
+        offset = a.get("elem_offset")
+        if offset is not None:
+            offset = self.ev.prim(offset, call)
+        scope = a.get("scope")
+        scope = "global" if scope in (None, "") else expect_str(scope, "scope=", call)
+        seps = a.get("axis_separators")
+        seps = () if seps is None else tuple(
+            expect_int(v, "axis_separators", call) for v in _seq(seps, call, "axis_separators"))
+        with located(call):
+            return Buffer(name=name, shape=shape, dtype=dtype, data=data, strides=strides,
+                          elem_offset=offset, scope=scope, axis_separators=seps,
+                          span=call.span)
+
+    def shape(self, value: Any, node: Any, message: str) -> tuple[te.PrimExpr, ...]:
+        if isinstance(value, (int, te.PrimExpr)) and not isinstance(value, bool):
+            value = (value,)
+        if not isinstance(value, (tuple, list)):
+            raise parse_error(f"{message}, got {describe(value)}", node)
+        out = []
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, (int, te.PrimExpr)):
+                raise parse_error(f"{message}; {describe(v)} is not an integer", node)
+            e = self.ev.prim(v, node)
+            if not dt.is_integer(e.dtype):
+                raise type_error(f"{message}; a dimension has dtype {e.dtype}", node)
+            out.append(e)
+        return tuple(out)
+
+    def view(self, name: str, parent: Buffer, call: syn.Call) -> Buffer:
+        values, kw = self.ev.args(call)
+        if kw:
+            raise parse_error(f"{parent.name}.view(...) takes no keyword arguments", call)
+        if len(values) == 1 and isinstance(values[0], str):
+            dtype = expect_dtype(values[0], "the dtype of view", call)
+            if not parent.shape:
+                raise type_error("a 0-d buffer cannot be viewed as another dtype", call)
+            old, new = dt.bits(parent.dtype) * dt.lanes(parent.dtype), \
+                dt.bits(dtype) * dt.lanes(dtype)
+            last = parent.shape[-1]
+            if not isinstance(last, te.IntImm) or (last.value * old) % new:
+                raise type_error(f"cannot view {parent.name} as {dtype}: the last dimension "
+                                 "does not divide evenly", call)
+            shape = parent.shape[:-1] + (te.IntImm(dtype=last.dtype,
+                                                   value=last.value * old // new),)
+        else:
+            if len(values) == 1 and isinstance(values[0], (tuple, list)):
+                values = list(values[0])
+            dtype = parent.dtype
+            shape = self.shape(values, call, f"{parent.name}.view expects the new shape")
+        with located(call):
+            return Buffer(name=name, shape=shape, dtype=dtype, data=parent.data,
+                          strides=parent.strides if len(shape) == len(parent.shape) else (),
+                          elem_offset=parent.elem_offset, scope=parent.scope, span=call.span)
+
+    def decl_buffer(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> ts.Stmt:
+        with self.scopes.scope():
+            self.scopes.define(name, buf, s.target)
+            body = self.body(rest)
+        return ts.DeclBuffer(buffer=buf, body=body, span=s.span)
+
+    def alloc_decl(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> ts.Stmt:
+        """An allocation written as one buffer (``T.alloc_buffer`` in lowered code, TVM
+        0.27's ``T.decl_buffer`` without data=): ``Allocate`` + ``DeclBuffer``."""
+        decl = self.decl_buffer(name, buf, s, rest)
+        extents = buf.shape if buf.shape else (te.IntImm(dtype="int32", value=1),)
+        return ts.Allocate(buffer_var=buf.data, dtype=buf.dtype, extents=tuple(extents),
+                           scope=buf.scope, body=decl, span=s.span)
+
+    def allocate(self, name: str, s: syn.Assign, rest: list) -> ts.Stmt:
+        call = s.value
+        values, kw = self.ev.args(call)
+        a = bind_args(call, "T.allocate", ["extents", "dtype", "scope", "condition",
+                                           "annotations"], 2, values, kw)
+        extents = self.shape(a["extents"], call, "T.allocate expects a list of extents")
+        dtype = expect_dtype(a["dtype"], "the dtype of T.allocate", call)
+        scope = a.get("scope")
+        scope = "global" if scope is None else expect_str(scope, "the scope of T.allocate",
+                                                           call)
+        cond = a.get("condition")
+        cond = None if cond is None else self.ev.condition(cond, call)
+        ann = a.get("annotations")
+        ann = {} if ann is None else self.annotations(ann, call)
+        var = te.Var(name=name, dtype="handle", span=s.target.span)
+        with self.scopes.scope():
+            self.scopes.define(name, var, s.target)
+            body = self.body(rest)
+        return ts.Allocate(buffer_var=var, dtype=dtype, extents=extents, scope=scope,
+                           body=body, condition=cond, annotations=ann, span=s.span)
+
+    def match_param(self, name: str, call: syn.Call) -> None:
+        if not call.args:
+            raise parse_error("T.match_buffer needs the parameter it describes", call)
+        param = self.ev.eval(call.args[0])
+        if not isinstance(param, te.Var) or param not in self.params or param.dtype != "handle":
+            raise parse_error("the first argument of T.match_buffer must be a T.handle "
+                              "parameter", call.args[0])
+        if param in self.buffer_map:
+            raise parse_error("this parameter already has a buffer", call.args[0])
+        buf = self.make_buffer(name, call, "T.match_buffer", skip_first=True)
+        self.buffer_map[param] = buf
+        self.scopes.define(name, buf, call)
+
+    def annotations(self, value: Any, node: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise parse_error(f"annotations must be a dict, got {describe(value)}", node)
+        return {attr_key(k, node): attr_value(v, node) for k, v in value.items()}
+
+    # -- expression statements -------------------------------------------------------------
+    def expr_stmt(self, s: syn.ExprStmt) -> ts.Stmt | None:
+        name = _call_name(s.value)
+        if name == "T.func_attr":
+            if self.depth != 0:
+                raise parse_error("T.func_attr must be at function level", s)
+            values, kw = self.ev.args(s.value)
+            a = bind_args(s.value, "T.func_attr", ["attrs"], 1, values, kw)
+            self.attrs.update(self.annotations(a["attrs"], s.value))
+            return None
+        if name in _HEADER_ONLY or name == "T.init":
+            raise parse_error(f"{name}(...) must be directly inside a T.block, before its body",
+                              s)
+        if name == "T.evaluate":
+            values, kw = self.ev.args(s.value)
+            a = bind_args(s.value, "T.evaluate", ["value"], 1, values, kw)
+            return ts.Evaluate(value=self.ev.prim(a["value"], s.value), span=s.span)
+        value = self.ev.eval(s.value)
+        if not isinstance(value, te.PrimExpr):
+            raise parse_error(f"an expression statement must be a call such as "
+                              f"T.evaluate(...), got {describe(value)}", s)
+        return ts.Evaluate(value=value, span=s.span)
+
+    # -- loops -----------------------------------------------------------------------------
+    def for_loop(self, s: syn.For) -> ts.Stmt:
+        it = s.iter
+        name = _call_name(it)
+        if name is None or (name not in _LOOP_KINDS and name != "T.grid"):
+            raise parse_error("a for loop must iterate over range(...), T.grid(...), "
+                              "T.serial/T.parallel/T.vectorized/T.unroll(...) or "
+                              "T.thread_binding(...)", it)
+        targets = target_names(s.target, "a loop variable")
+        specs = self.loop_specs(name, it)
+        if len(targets) != len(specs):
+            raise parse_error(f"{name} gives {len(specs)} loop variable(s) but "
+                              f"{len(targets)} name(s) are bound", s.target)
+        loops = []
+        self.depth += 1
+        try:
+            with self.scopes.scope():
+                for (tname, tnode), (mn, ext, kind, tag, ann) in zip(targets, specs):
+                    var = te.Var(name=tname, dtype=ext.dtype, span=tnode.span)
+                    self.scopes.define(tname, var, tnode)
+                    self.loop_dom[id(var)] = (mn, ext, var)
+                    loops.append((var, mn, ext, kind, tag, ann))
+                body = self.body(s.body)
+        finally:
+            self.depth -= 1
+        for var, mn, ext, kind, tag, ann in reversed(loops):
+            with located(s):
+                body = ts.For(loop_var=var, min=mn, extent=ext, kind=kind, body=body,
+                              thread_tag=tag, annotations=ann, span=s.span)
+        return body
+
+    def loop_specs(self, name: str, call: syn.Call) -> list[tuple]:
+        values, kw = self.ev.args(call)
+        if name == "T.grid":
+            if kw or not values:
+                raise parse_error("T.grid takes one or more extents", call)
+            return [(*self.loop_range(None, v, a), "serial", "", {})
+                    for v, a in zip(values, call.args)]
+        params = ["start", "stop"]
+        if name == "range":
+            params = ["start", "stop", "step"]
+        elif name == "T.thread_binding":
+            params = ["start", "stop", "thread", "annotations"]
+        else:
+            params = ["start", "stop", "annotations"]
+        a = bind_args(call, name, params, 1, values, kw)
+        if name == "T.thread_binding" and "stop" in a and isinstance(a["stop"], str) and \
+                "thread" not in a:
+            a["thread"] = a.pop("stop")
+        if a.get("step") not in (None, 1):
+            raise parse_error("range() with a step is not supported; loops have unit stride",
+                              call)
+        lo, hi = (None, a["start"]) if a.get("stop") is None else (a["start"], a["stop"])
+        mn, ext = self.loop_range(lo, hi, call)
+        tag = ""
+        if name == "T.thread_binding":
+            tag = expect_str(a.get("thread"), "thread= of T.thread_binding", call)
+        ann = a.get("annotations")
+        ann = {} if ann is None else self.annotations(ann, call)
+        return [(mn, ext, _LOOP_KINDS[name], tag, ann)]
+
+    def loop_range(self, lo: Any, hi: Any, node: Any) -> tuple[te.PrimExpr, te.PrimExpr]:
+        if lo is None:
+            ext = self.ev.prim(hi, node)
+            mn = te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype) else None
+        else:
+            if isinstance(hi, te.PrimExpr) and not isinstance(lo, te.PrimExpr):
+                lo_e = self.ev.operand(lo, hi.dtype, node)
+            else:
+                lo_e = self.ev.prim(lo, node)
+            ext = extent_of(self.ev, lo_e, hi, node)
+            mn = lo_e
+            if mn.dtype != ext.dtype:
+                mn, ext = self.ev.unify(mn, ext, node)
+        if mn is None or not dt.is_integer(ext.dtype) or dt.lanes(ext.dtype) != 1:
+            raise type_error(f"loop bounds must be integers, got dtype {ext.dtype}", node)
+        return mn, ext
+
+    # -- with ------------------------------------------------------------------------------
+    def with_stmt(self, s: syn.With) -> ts.Stmt:
+        if len(s.items) != 1:
+            raise parse_error("write one 'with' per line", s)
+        expr, target = s.items[0]
+        name = _call_name(expr)
+        if name in _BLOCK_NAMES:
+            if target is not None:
+                raise parse_error("T.block(...) does not bind a name", target)
+            return self.block(expr, s)
+        if name == "T.attr":
+            values, kw = self.ev.args(expr)
+            a = bind_args(expr, "T.attr", ["node", "attr_key", "value"], 3, values, kw)
+            node = a["node"]
+            if not isinstance(node, (te.PrimExpr, Buffer, str, int, type(None))) or \
+                    isinstance(node, bool):
+                raise parse_error(f"T.attr cannot annotate {describe(node)}", expr)
+            key = expect_str(a["attr_key"], "the key of T.attr", expr)
+            value = self.ev.prim(a["value"], expr)
+            return ts.AttrStmt(node=node, key=key, value=value, body=self.nested(s.body),
+                               span=s.span)
+        if name == "T.init":
+            raise parse_error("T.init() must be directly inside a T.block, before its body", s)
+        raise parse_error("'with' is only used for T.block(...), T.init() and T.attr(...) in a "
+                          "T.prim_func", expr)
+
+    def block(self, call: syn.Call, s: syn.With) -> ts.Stmt:
+        values, kw = self.ev.args(call)
+        a = bind_args(call, "T.block", ["name_hint"], 0, values, kw)
+        name = expect_str(a.get("name_hint", ""), "the block name", call)
+        frame = _BlockFrame(name=name)
+        self.depth += 1
+        try:
+            with self.scopes.scope():
+                stmts = list(s.body)
+                i = 0
+                while i < len(stmts) and self.block_header(frame, stmts[i]):
+                    i += 1
+                body = self.body(stmts[i:])
+        finally:
+            self.depth -= 1
+        with located(call):
+            block = ts.Block(name=name, iter_vars=tuple(frame.iter_vars),
+                             reads=tuple(frame.reads or ()), writes=tuple(frame.writes or ()),
+                             body=body, init=frame.init,
+                             alloc_buffers=tuple(frame.alloc_buffers),
+                             match_buffers=tuple(frame.match_buffers),
+                             annotations=frame.annotations, span=s.span)
+            if frame.reads is None or frame.writes is None:
+                block = self.detect_regions(block, frame, call)
+            pred = frame.predicate if frame.predicate is not None else te.const(True)
+            return ts.BlockRealize(iter_values=tuple(frame.iter_values), predicate=pred,
+                                   block=block, span=s.span)
+
+    def detect_regions(self, block: ts.Block, frame: _BlockFrame, node: Any) -> ts.Block:
+        try:
+            from ..tir.analysis import detect_block_access_regions
+        except ImportError:
+            raise parse_error(f"block '{block.name}' has no T.reads/T.writes; write them "
+                              "explicitly (automatic detection needs "
+                              "irc.tir.analysis.detect_block_access_regions)", node) from None
+        reads, writes = detect_block_access_regions(block)
+        return block.replace(reads=tuple(reads) if frame.reads is None else block.reads,
+                             writes=tuple(writes) if frame.writes is None else block.writes)
+
+    def block_header(self, frame: _BlockFrame, s: Any) -> bool:
+        """Apply ``s`` to the block being built if it is a header statement."""
+        if _is_docstring(s):
+            return True
+        if isinstance(s, syn.With) and len(s.items) == 1 and _call_name(s.items[0][0]) == \
+                "T.init":
+            if frame.init is not None:
+                raise parse_error("a block has at most one T.init()", s)
+            if s.items[0][0].args or s.items[0][0].kwargs:
+                raise parse_error("T.init() takes no arguments", s.items[0][0])
+            frame.init = self.nested(s.body)
+            return True
+        if isinstance(s, syn.ExprStmt):
+            name = _call_name(s.value)
+            if name not in _HEADER_ONLY:
+                return False
+            with located(s):
+                self.block_call(frame, name, s.value)
+            return True
+        if isinstance(s, syn.Assign) and s.annotation is None and s.value is not None:
+            name = _call_name(s.value)
+            with located(s):
+                if name is not None and name.startswith("T.axis."):
+                    self.axis(frame, name, s)
+                    return True
+                if name in _ALLOC_NAMES and isinstance(s.target, syn.Name):
+                    buf = self.make_buffer(s.target.id, s.value, name)
+                    self.scopes.define(s.target.id, buf, s.target)
+                    frame.alloc_buffers.append(buf)
+                    return True
+                if name == "T.match_buffer" and isinstance(s.target, syn.Name):
+                    frame.match_buffers.append(self.match_region(s.target, s.value))
+                    return True
+        return False
+
+    def block_call(self, frame: _BlockFrame, name: str, call: syn.Call) -> None:
+        if name in ("T.reads", "T.writes"):
+            regions = []
+            items = call.args
+            if len(items) == 1 and isinstance(items[0], (syn.ListExpr, syn.TupleExpr)):
+                items = items[0].elts
+            if call.kwargs:
+                raise parse_error(f"{name} takes no keyword arguments", call)
+            for item in items:
+                regions.append(self.region(item))
+            attr = "reads" if name == "T.reads" else "writes"
+            if getattr(frame, attr) is not None:
+                raise parse_error(f"{name} given twice in one block", call)
+            setattr(frame, attr, regions)
+            return
+        values, kw = self.ev.args(call)
+        if name == "T.where":
+            a = bind_args(call, "T.where", ["predicate"], 1, values, kw)
+            if frame.predicate is not None:
+                raise parse_error("T.where given twice in one block", call)
+            frame.predicate = self.ev.condition(a["predicate"], call)
+            return
+        a = bind_args(call, name, ["attrs"], 1, values, kw)
+        frame.annotations.update(self.annotations(a["attrs"], call))
+
+    def region(self, node: Any) -> BufferRegion:
+        """``A[i, 0:16]`` in T.reads/T.writes/T.match_buffer: one Range per dimension."""
+        if isinstance(node, syn.Index):
+            buf = self.ev.eval(node.value)
+            if isinstance(buf, Buffer):
+                items = node.items
+                if len(items) == 1 and isinstance(items[0], syn.TupleExpr) and not \
+                        items[0].elts:
+                    items = []
+                if len(items) != len(buf.shape):
+                    raise type_error(f"buffer '{buf.name}' has {len(buf.shape)} dimension(s) "
+                                     f"but the region has {len(items)}", node)
+                ranges = []
+                for item, dim in zip(items, buf.shape):
+                    if isinstance(item, syn.Slice):
+                        if item.step is not None:
+                            raise parse_error("a buffer region cannot have a step", item)
+                        lo = self.ev.eval(item.lo) if item.lo is not None else 0
+                        lo_e = self.ev.operand(lo, dim.dtype, item) if not isinstance(
+                            lo, te.PrimExpr) else lo
+                        hi = self.ev.eval(item.hi) if item.hi is not None else dim
+                        ranges.append(te.Range(min=lo_e, extent=extent_of(self.ev, lo_e, hi,
+                                                                          item)))
+                    else:
+                        e = self.ev.prim(self.ev.eval(item), item)
+                        ranges.append(te.Range(min=e, extent=te.IntImm(dtype=e.dtype, value=1)))
+                return BufferRegion(buffer=buf, region=tuple(ranges))
+        value = self.ev.eval(node)
+        if isinstance(value, Buffer):
+            return BufferRegion.full(value)
+        raise parse_error(f"expected a buffer region such as A[i, 0:16], got {describe(value)}",
+                          node)
+
+    def match_region(self, target: syn.Name, call: syn.Call) -> MatchBufferRegion:
+        if not call.args:
+            raise parse_error("T.match_buffer needs the region it views", call)
+        source = self.region(call.args[0])
+        buf = self.make_buffer(target.id, call, "T.match_buffer", skip_first=True)
+        self.scopes.define(target.id, buf, target)
+        return MatchBufferRegion(buffer=buf, source=source)
+
+    def axis(self, frame: _BlockFrame, name: str, s: syn.Assign) -> None:
+        call = s.value
+        kind = name[len("T.axis."):]
+        if kind == "remap":
+            values, kw = self.ev.args(call)
+            a = bind_args(call, "T.axis.remap", ["kinds", "bindings"], 2, values, kw)
+            kinds = expect_str(a["kinds"], "the kinds of T.axis.remap", call)
+            bindings = a["bindings"]
+            if not isinstance(bindings, (list, tuple)):
+                raise parse_error("T.axis.remap needs a list of loop variables", call)
+            targets = target_names(s.target, "the targets of T.axis.remap")
+            if not (len(kinds) == len(bindings) == len(targets)):
+                raise parse_error(f"T.axis.remap: {len(kinds)} kinds, {len(bindings)} loop "
+                                  f"variables and {len(targets)} names must agree", call)
+            for ch, b, (tname, tnode) in zip(kinds, bindings, targets):
+                if ch not in _REMAP_KINDS:
+                    raise parse_error(f"T.axis.remap kind {ch!r} must be S, R or O", call)
+                dom = self.loop_dom.get(id(b)) if isinstance(b, te.Var) else None
+                if dom is None or dom[2] is not b:
+                    raise parse_error("T.axis.remap binds loop variables of enclosing loops; "
+                                      f"got {describe(b)}", call)
+                self.iter_var(frame, tname, tnode, te.Range(min=dom[0], extent=dom[1]),
+                              _REMAP_KINDS[ch], b)
+            return
+        if kind not in _AXIS_KINDS:
+            raise parse_error(f"unknown axis kind T.axis.{kind}; use spatial, reduce, opaque, "
+                              "scan or remap", call)
+        if not isinstance(s.target, syn.Name):
+            raise parse_error(f"T.axis.{kind} binds one name", s.target)
+        values, kw = self.ev.args(call)
+        a = bind_args(call, f"T.axis.{kind}", ["dom", "binding", "dtype"], 2, values, kw)
+        binding = self.ev.prim(a["binding"], call)
+        dom = a["dom"]
+        ref = binding.dtype
+        if "dtype" in a:
+            ref = expect_dtype(a["dtype"], "dtype=", call)
+        if isinstance(dom, (tuple, list)):
+            if len(dom) != 2:
+                raise parse_error("an axis domain is an extent or a (min, max) pair", call)
+            lo = self.ev.operand(dom[0], ref, call)
+            rng = te.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], call))
+        else:
+            ext = self.ev.operand(dom, ref, call)
+            rng = te.Range(min=te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
+                           else ext, extent=ext)
+        if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
+            raise type_error("an axis domain must be integers of one dtype", call)
+        self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding)
+
+    def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: te.Range, kind: str,
+                 binding: te.PrimExpr) -> None:
+        var = te.Var(name=name, dtype=dom.extent.dtype, span=node.span)
+        self.scopes.define(name, var, node)
+        frame.iter_vars.append(te.IterVar(var=var, dom=dom, iter_type=kind))
+        frame.iter_values.append(binding)
+
+
+def buf_has_fresh_data(call: syn.Call) -> bool:
+    return not any(k == "data" for k, _, _ in call.kwargs) and len(call.args) < 3
+
+
+def _seq(value: Any, node: Any, what: str) -> list:
+    if not isinstance(value, (list, tuple)):
+        raise parse_error(f"{what} must be a list, got {describe(value)}", node)
+    return list(value)

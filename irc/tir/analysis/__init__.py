@@ -1,0 +1,18 @@
+"""Analyses of loop IR: block access regions, buffer accesses, variable use, and a
+checker of the lowered form."""
+
+from .block_access import detect_block_access_regions
+from .buffer_access import BufferAccess, buffers_accessed, collect_buffer_accesses
+from .var_use import collect_vars, undefined_vars, uses_var
+from .verify import verify_lowered
+
+__all__ = [
+    "BufferAccess",
+    "buffers_accessed",
+    "collect_buffer_accesses",
+    "collect_vars",
+    "detect_block_access_regions",
+    "undefined_vars",
+    "uses_var",
+    "verify_lowered",
+]

@@ -1,0 +1,55 @@
+"""Loop-IR passes, one per module, and the lowering pipeline (``lower_primfunc``,
+``lower_module``, ``irc.lower``). Each pass is a frozen dataclass callable on a PrimFunc
+or an IRModule, with a functional form of the same name in snake case."""
+
+from .base import PrimFuncPass
+from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
+from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
+from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .lower import LOWERING_PASSES, lower, lower_module, lower_primfunc
+from .lower_init_block import LowerInitBlock, lower_init_block
+from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
+from .lower_opaque_block import LowerOpaqueBlock, lower_opaque_block
+from .plan_buffer_allocation import (
+    PlanAndUpdateBufferAllocationLocation,
+    plan_and_update_buffer_allocation_location,
+)
+from .remove_no_op import RemoveNoOp, remove_no_op
+from .simplify import Simplify, StmtSimplifier, simplify
+from .stmt_util import map_stmt_children
+from .substitute import substitute
+from .unroll_loop import UnrollLoop, unroll_loop
+from .vectorize_loop import VectorizeLoop, vectorize_loop
+
+__all__ = [
+    "CompactBufferAllocation",
+    "ConvertBlocksToOpaque",
+    "FlattenBuffer",
+    "LOWERING_PASSES",
+    "LowerInitBlock",
+    "LowerMatchBuffer",
+    "LowerOpaqueBlock",
+    "PlanAndUpdateBufferAllocationLocation",
+    "PrimFuncPass",
+    "RemoveNoOp",
+    "Simplify",
+    "StmtSimplifier",
+    "UnrollLoop",
+    "VectorizeLoop",
+    "compact_buffer_allocation",
+    "convert_blocks_to_opaque",
+    "flatten_buffer",
+    "lower",
+    "lower_init_block",
+    "lower_match_buffer",
+    "lower_module",
+    "lower_opaque_block",
+    "lower_primfunc",
+    "map_stmt_children",
+    "plan_and_update_buffer_allocation_location",
+    "remove_no_op",
+    "simplify",
+    "substitute",
+    "unroll_loop",
+    "vectorize_loop",
+]

@@ -1,0 +1,116 @@
+"""The lowering pipeline from block-form loop IR to the flat form code generators take,
+and ``irc.lower``.
+
+The passes run in this order (each is documented in its own module):
+
+1. LowerInitBlock — ``init`` becomes a first-reduction-iteration guard
+2. PlanAndUpdateBufferAllocationLocation — allocations move to the access LCA
+3. ConvertBlocksToOpaque — block iteration variables are substituted away
+4. CompactBufferAllocation — intermediate buffers shrink to the region touched
+5. LowerMatchBuffer — match_buffer views become source accesses
+6. Simplify
+7. LowerOpaqueBlock — blocks disappear; Allocate/DeclBuffer, predicates become ifs
+8. FlattenBuffer — every access is 1-D
+9. Simplify
+10. VectorizeLoop — vectorized loops become vector expressions
+11. UnrollLoop — unrolled loops and auto-unroll pragmas expand
+12. Simplify
+13. RemoveNoOp
+
+The result has no Block/BlockRealize; every load/store is on a 1-D buffer whose data is
+a parameter buffer's data or an Allocate's buffer_var; vectorized loops are vector code
+where possible; expressions are simplified.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...ir.diagnostics import LoweringError
+from ...ir.module import IRModule
+from ..stmt import PrimFunc
+from .compact_buffer_allocation import CompactBufferAllocation
+from .convert_blocks_to_opaque import ConvertBlocksToOpaque
+from .flatten_buffer import FlattenBuffer
+from .lower_init_block import LowerInitBlock
+from .lower_match_buffer import LowerMatchBuffer
+from .lower_opaque_block import LowerOpaqueBlock
+from .plan_buffer_allocation import PlanAndUpdateBufferAllocationLocation
+from .remove_no_op import RemoveNoOp
+from .simplify import Simplify
+from .unroll_loop import UnrollLoop
+from .vectorize_loop import VectorizeLoop
+
+LOWERING_PASSES = (
+    LowerInitBlock(),
+    PlanAndUpdateBufferAllocationLocation(),
+    ConvertBlocksToOpaque(),
+    CompactBufferAllocation(),
+    LowerMatchBuffer(),
+    Simplify(),
+    LowerOpaqueBlock(),
+    FlattenBuffer(),
+    Simplify(),
+    VectorizeLoop(),
+    UnrollLoop(),
+    Simplify(),
+    RemoveNoOp(),
+)
+"""The passes of :func:`lower_primfunc`, in order."""
+
+
+def lower_primfunc(func: PrimFunc) -> PrimFunc:
+    """Lower a block-form (or partly lowered) PrimFunc to the flat form code generators
+    take. Lowering an already lowered function returns an equivalent function."""
+    if not isinstance(func, PrimFunc):
+        raise LoweringError(f"lower_primfunc takes a PrimFunc, not {type(func).__name__}")
+    for p in LOWERING_PASSES:
+        func = p.transform_function(func)
+    return func
+
+
+def lower_module(mod: IRModule) -> IRModule:
+    """Lower every PrimFunc of ``mod``; graph-level functions are left as they are."""
+    funcs = {gv: lower_primfunc(f) if isinstance(f, PrimFunc) else f
+             for gv, f in mod.functions.items()}
+    return IRModule(functions=funcs, attrs=mod.attrs)
+
+
+def lower(obj: Any, args: Sequence[Any] | None = None, simple_mode: bool = True,
+          name: str = "main") -> IRModule:
+    """Lower a schedule, PrimFunc or IRModule and return the lowered IRModule.
+
+    ``obj`` may be an object with a ``.mod`` attribute (an ``irc.tir.Schedule``), a
+    ``PrimFunc`` (named ``name`` in the result, or its ``global_symbol``), an
+    ``IRModule``, or a list of te tensors; with ``args`` (te tensors) and no schedule
+    module, the function is built by ``irc.tir.te.create_prim_func(args)``.
+    ``simple_mode`` is accepted for compatibility: the result is always the lowered
+    module without host-side wrappers. Example: ``print(irc.lower(sch, args).script())``.
+    """
+    del simple_mode  # irc never adds host wrappers here
+    mod = _as_module(obj, args, name)
+    return lower_module(mod)
+
+
+def _as_module(obj: Any, args: Sequence[Any] | None, name: str) -> IRModule:
+    if isinstance(obj, IRModule):
+        return obj
+    if isinstance(obj, PrimFunc):
+        symbol = obj.attrs.get("global_symbol", name)
+        return IRModule(functions={symbol: obj})
+    mod = getattr(obj, "mod", None)
+    if isinstance(mod, IRModule):
+        return mod
+    if isinstance(mod, PrimFunc):
+        return IRModule(functions={name: mod})
+    tensors = args if obj is None else obj if isinstance(obj, (list, tuple)) else None
+    if tensors is not None:
+        try:
+            from ..te import create_prim_func
+        except ImportError as err:  # pragma: no cover - te ships with irc
+            raise LoweringError("lowering te tensors needs irc.tir.te") from err
+        func = create_prim_func(list(tensors))
+        return IRModule(functions={name: func})
+    raise LoweringError(
+        f"irc.lower cannot lower a {type(obj).__name__}; pass a Schedule (with .mod), a "
+        "PrimFunc, an IRModule, or a list of te tensors")

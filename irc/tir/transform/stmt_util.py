@@ -1,0 +1,28 @@
+"""Helpers shared by the passes (not a pass): mapping over child statements."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ...ir.node import node_fields
+from ..stmt import SeqStmt, Stmt, seq
+
+
+def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
+    """``s`` with ``fn`` applied to each direct child statement (copy on write).
+    Sequences are re-flattened so a child may become a SeqStmt or a no-op."""
+    if type(s) is SeqStmt:
+        new = [fn(x) for x in s.seq]
+        if all(a is b for a, b in zip(new, s.seq)):
+            return s
+        return seq(*new)
+    changes = {}
+    for f in node_fields(type(s)):
+        if f == "span":
+            continue
+        v = getattr(s, f)
+        if isinstance(v, Stmt):
+            nv = fn(v)
+            if nv is not v:
+                changes[f] = nv
+    return s.replace(**changes) if changes else s

@@ -1,0 +1,142 @@
+"""UnrollLoop: expand loops into copies of their bodies.
+
+Algorithm: bottom-up over the loop nest. A loop of kind ``unrolled`` with a constant
+extent is always expanded. Under a loop annotated ``pragma_auto_unroll_max_step = N``
+(the annotated loop included), a ``serial`` loop with constant extent ``e`` whose body
+expands to ``s`` statements is unrolled when ``e * s <= N``: expanded when
+``pragma_unroll_explicit`` is true (the default), otherwise only marked ``unrolled`` for
+the code generator to unroll. Each copy substitutes the loop variable by
+``min + k`` and gets fresh variables for everything its body defines (inner loop and
+let variables, allocations), so every variable keeps a single definition. The two
+pragmas are consumed (removed from the annotations).
+
+Preconditions: none (usually after FlattenBuffer and VectorizeLoop).
+Postconditions: no ``unrolled`` loop with a constant extent remains; constant indices
+appear where loop variables were (Simplify folds them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.functor import Mutator
+from ..expr import IntImm, Var
+from ..stmt import (
+    Allocate,
+    For,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+from .base import PrimFuncPass
+from .stmt_util import map_stmt_children
+
+MAX_STEP_KEY = "pragma_auto_unroll_max_step"
+EXPLICIT_KEY = "pragma_unroll_explicit"
+
+
+def _defined_vars(s: Stmt) -> list[Var]:
+    out: list[Var] = []
+
+    def walk(x) -> None:
+        t = type(x)
+        if t is For:
+            out.append(x.loop_var)
+        elif t is LetStmt:
+            out.append(x.var)
+        elif t is Allocate:
+            out.append(x.buffer_var)
+        if isinstance(x, Stmt):
+            for f in ("body", "then_case", "else_case", "init", "block"):
+                v = getattr(x, f, None)
+                if v is not None:
+                    walk(v)
+            if t is SeqStmt:
+                for y in x.seq:
+                    walk(y)
+
+    walk(s)
+    return out
+
+
+def _copy(body: Stmt, var: Var, value: IntImm, defined: list[Var]) -> Stmt:
+    m = Mutator()
+    m._memo[id(var)] = (var, value)
+    for v in defined:
+        m._memo[id(v)] = (v, Var(name=v.name, dtype=v.dtype))
+    return m.visit(body)
+
+
+def _steps(s: Stmt) -> int:
+    """Statements the body expands to (a loop counts as its body)."""
+    t = type(s)
+    if t is SeqStmt:
+        return sum(_steps(x) for x in s.seq)
+    body = getattr(s, "body", None)
+    if isinstance(body, Stmt):
+        return _steps(body)
+    if hasattr(s, "then_case"):
+        return _steps(s.then_case) + (0 if s.else_case is None else _steps(s.else_case))
+    return 1
+
+
+class _Unroll:
+    def __init__(self) -> None:
+        self.max_step = 0
+        self.explicit = True
+
+    def visit(self, s: Stmt) -> Stmt:
+        if type(s) is not For:
+            return map_stmt_children(s, self.visit)
+        saved = (self.max_step, self.explicit)
+        ann = s.annotations
+        if MAX_STEP_KEY in ann or EXPLICIT_KEY in ann:
+            if MAX_STEP_KEY in ann:
+                self.max_step = int(ann[MAX_STEP_KEY])
+            if EXPLICIT_KEY in ann:
+                self.explicit = bool(ann[EXPLICIT_KEY])
+            s = s.replace(annotations={k: v for k, v in ann.items()
+                                       if k not in (MAX_STEP_KEY, EXPLICIT_KEY)})
+        try:
+            s = map_stmt_children(s, self.visit)
+            return self.unroll(s)
+        finally:
+            self.max_step, self.explicit = saved
+
+    def unroll(self, s: For) -> Stmt:
+        const = type(s.extent) is IntImm and type(s.min) is IntImm
+        if s.kind == "unrolled":
+            return self.expand(s) if const else s
+        if s.kind != "serial" or not const or self.max_step <= 0 or s.annotations:
+            return s
+        if s.extent.value * _steps(s.body) > self.max_step:
+            return s
+        return self.expand(s) if self.explicit else s.replace(kind="unrolled")
+
+    def expand(self, s: For) -> Stmt:
+        n = s.extent.value
+        if n <= 0:
+            return seq()
+        defined = _defined_vars(s.body)
+        dtype = s.loop_var.dtype
+        copies = [_copy(s.body, s.loop_var, IntImm(dtype=dtype, value=s.min.value + k), defined)
+                  for k in range(n)]
+        return seq(*copies)
+
+
+@dataclass(frozen=True)
+class UnrollLoop(PrimFuncPass):
+    """Expand ``unrolled`` loops and loops under ``pragma_auto_unroll_max_step``."""
+
+    name = "UnrollLoop"
+
+    def transform_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Unroll().visit(func.body)
+        return func if body is func.body else func.with_body(body)
+
+
+def unroll_loop(func: PrimFunc) -> PrimFunc:
+    """Functional form of :class:`UnrollLoop`."""
+    return UnrollLoop()(func)

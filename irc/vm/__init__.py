@@ -1,0 +1,9 @@
+"""The bytecode virtual machine: compiler, Executable and VirtualMachine."""
+
+from .build import compile, link  # noqa: A004
+from .bytecode import AllocSpec, ValueCheck, VMFunction
+from .executable import Executable, load_executable
+from .vm import VirtualMachine
+
+__all__ = ["AllocSpec", "Executable", "VMFunction", "ValueCheck", "VirtualMachine", "compile",
+           "link", "load_executable"]

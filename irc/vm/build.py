@@ -1,0 +1,74 @@
+"""``irc.compile``: a graph-level IRModule to a VM Executable.
+
+Steps: run the pipeline (``passes.get_pipeline("default")`` unless another is given;
+it legalizes operators to loop functions and optimizes), compile every PrimFunc of the
+result for the target into one kernel library (lowering block-form functions first), and
+compile every graph function to bytecode (``irc/vm/compiler.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.diagnostics import BuildError
+from ..ir.expr import Function
+from ..ir.module import IRModule
+from ..target import Target
+from ..tir.stmt import PrimFunc
+from .compiler import ConstantPool, compile_functions
+from .executable import Executable
+
+
+def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",  # noqa: A001
+            params: dict | None = None) -> Executable:
+    """Compile ``mod`` for ``target`` and return an :class:`Executable`.
+
+    ``pipeline`` is a pipeline name for ``passes.get_pipeline`` (``"default"``,
+    ``"zero"``), a pass, or None to take the module as it is (it must then contain only
+    what the VM executes: call_tir of PrimFuncs, packed calls, tuples, constants).
+    ``params`` binds weights by parameter name first (``passes.BindParams``).
+    """
+    from .. import passes
+
+    if isinstance(mod, Function):
+        mod = IRModule(functions={"main": mod})
+    if not isinstance(mod, IRModule):
+        raise BuildError(f"irc.compile expects an IRModule, got {type(mod).__name__}")
+    t = Target.canon(target)
+    if params:
+        mod = passes.BindParams(_entry_name(mod), params)(mod)
+    if pipeline is not None:
+        p = passes.get_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+        with t:
+            mod = p(mod)
+    return link(mod, t)
+
+
+def _entry_name(mod: IRModule) -> str:
+    graph = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, Function)]
+    if "main" in graph or not graph:
+        return "main"
+    return graph[0]
+
+
+def link(mod: IRModule, target: Any = "llvm") -> Executable:
+    """Build the kernels and bytecode of an already-optimized module."""
+    from ..codegen import build as build_kernels
+
+    t = Target.canon(target)
+    kernels = {}
+    for gv, f in mod.functions.items():
+        if isinstance(f, PrimFunc):
+            kernels[gv.name_hint] = f.with_attr("global_symbol", gv.name_hint)
+    consts = ConstantPool()
+    functions = compile_functions(mod, consts)
+    if not functions:
+        raise BuildError("the module has no graph-level function to run; use irc.build for "
+                         "modules of loop functions")
+    if kernels:
+        lib = build_kernels(IRModule(functions=kernels), target=t)
+    else:
+        from ..runtime import Module
+
+        lib = Module(b"", {}, [], str(t))
+    return Executable(functions, consts.values, lib, str(t))

@@ -1,0 +1,13 @@
+"""Runtime functions the VM's bytecode calls by name (registered in irc.runtime)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime.registry import register_func
+
+
+@register_func("vm.builtin.shape_of")
+def shape_of(x: np.ndarray) -> tuple[int, ...]:
+    """The shape of a tensor as a tuple of ints (``R.shape_of``)."""
+    return tuple(int(s) for s in x.shape)

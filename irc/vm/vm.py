@@ -1,0 +1,379 @@
+"""The virtual machine: runs an Executable's bytecode, calling its compiled kernels.
+
+``vm = VirtualMachine(ex, irc.cpu()); y = vm["forward"](x, *params)``.
+
+Each bytecode function is prepared once per VM into a list of Python closures (one per
+instruction, with registers and kernel entry points resolved), so a call costs a Python
+call per instruction plus the kernels. Arguments are checked against the function's
+struct info before any native code runs: count, kind, dtype, rank and every dimension,
+binding symbolic dimensions; mismatches raise ``RuntimeShapeError`` naming the function,
+the parameter, and expected vs. received.
+
+A VM instance owns the statically planned storage of its functions, so one instance must
+not run the same function from two threads at once (create one VM per thread).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.diagnostics import RuntimeShapeError, VMError
+from ..runtime import Device, Tensor, aligned_empty, cpu
+from ..runtime.ndarray import ALIGNMENT, data_pointer
+from .bytecode import ValueCheck, VMFunction, expr_to_python
+from .executable import Executable
+
+_Closure = Callable[[list, list], Any]
+
+
+def _to_value(arg: Any, device: Device) -> Any:
+    """A user argument as the VM's internal value (aligned numpy arrays for tensors)."""
+    if isinstance(arg, Tensor):
+        if arg._array is None:
+            raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
+                                    "it with .copyto(irc.cpu())")
+        return arg._array
+    if isinstance(arg, np.ndarray):
+        if data_pointer(arg) % ALIGNMENT or not arg.flags.c_contiguous:
+            copy = aligned_empty(arg.shape, arg.dtype)
+            np.copyto(copy, arg)
+            return copy
+        return arg
+    if isinstance(arg, (tuple, list)):
+        return tuple(_to_value(a, device) for a in arg)
+    if isinstance(arg, (bool, int, float, np.generic, str)):
+        return arg
+    if hasattr(arg, "__dlpack__"):
+        from ..runtime import from_dlpack
+
+        return from_dlpack(arg)._array
+    raise RuntimeShapeError(f"cannot pass a {type(arg).__name__} to a VM function; use "
+                            "irc.tensor(...) or a numpy array")
+
+
+def _to_user(value: Any, device: Device) -> Any:
+    if isinstance(value, np.ndarray):
+        return Tensor(array=value, dtype=dt.from_numpy(value.dtype), device=device)
+    if isinstance(value, tuple):
+        return tuple(_to_user(v, device) for v in value)
+    return value
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    return f"{type(value).__name__} {value!r}"
+
+
+class _PreparedFunction:
+    """One bytecode function bound to a VM: closures, kernels and storage."""
+
+    def __init__(self, vm: VirtualMachine, fn: VMFunction):
+        self.vm = vm
+        self.fn = fn
+        self.exprs = [eval(f"lambda h: {expr_to_python(e)}") for e in fn.exprs]  # noqa: S307
+        self.storage = [aligned_empty((n,), np.uint8) for n in fn.storage_sizes]
+        self.code: list[_Closure] = [self._prepare(ins) for ins in fn.code]
+
+    # -- argument checking ----------------------------------------------------------------
+    def check(self, value: Any, chk: ValueCheck, heap: list, label: str) -> None:
+        kind = chk.kind
+        if kind == "tensor":
+            if not isinstance(value, np.ndarray):
+                raise self._mismatch(label, chk, value)
+            if chk.dtype and dt.from_numpy(value.dtype) != chk.dtype:
+                raise self._mismatch(label, chk, value)
+            if chk.ndim >= 0 and value.ndim != chk.ndim:
+                raise self._mismatch(label, chk, value)
+            if chk.dims is not None:
+                self._check_dims(value.shape, chk, heap, label, value)
+        elif kind == "tuple":
+            if not isinstance(value, tuple) or len(value) != len(chk.fields):
+                raise self._mismatch(label, chk, value)
+            for i, (v, c) in enumerate(zip(value, chk.fields)):
+                self.check(v, c, heap, f"{label}[{i}]")
+        elif kind == "shape":
+            if not isinstance(value, tuple) or not all(isinstance(v, int) for v in value):
+                raise self._mismatch(label, chk, value)
+            if chk.ndim >= 0 and len(value) != chk.ndim:
+                raise self._mismatch(label, chk, value)
+            if chk.dims is not None:
+                self._check_dims(value, chk, heap, label, value)
+        elif kind == "prim":
+            if isinstance(value, np.ndarray) and value.ndim == 0:
+                return
+            if not isinstance(value, (bool, int, float, np.generic)):
+                raise self._mismatch(label, chk, value)
+
+    def _check_dims(self, shape: tuple, chk: ValueCheck, heap: list, label: str,
+                    value: Any) -> None:
+        for i, d in enumerate(chk.dims):
+            got = shape[i]
+            if type(d) is int:
+                if got != d:
+                    raise self._mismatch(label, chk, value, heap, dim=i)
+            elif d[0] == "bind":
+                heap[d[1]] = got
+            else:
+                want = self.exprs[d[1]](heap)
+                if got != want:
+                    raise self._mismatch(label, chk, value, heap, dim=i)
+
+    def _mismatch(self, label: str, chk: ValueCheck, value: Any, heap: list | None = None,
+                  dim: int | None = None) -> RuntimeShapeError:
+        expected = chk.describe(self.fn.slot_names, self.fn.exprs)
+        extra = ""
+        if dim is not None and heap is not None:
+            bound = {n: heap[i] for i, n in enumerate(self.fn.slot_names)
+                     if heap[i] is not None}
+            extra = f" (dimension {dim} differs"
+            extra += f"; bound so far: {bound})" if bound else ")"
+        return RuntimeShapeError(f"{self.fn.name}: {label} expects {expected}, got "
+                                 f"{_describe(value)}{extra}")
+
+    # -- instructions ------------------------------------------------------------------------
+    def _prepare(self, ins: tuple) -> _Closure:
+        op = ins[0]
+        return getattr(self, "_op_" + op)(*ins[1:])
+
+    def _op_const(self, dst: int, index: int) -> _Closure:
+        value = self.vm.constants[index]
+
+        def run(regs, heap):
+            regs[dst] = value
+        return run
+
+    def _op_alloc(self, dst: int, index: int) -> _Closure:
+        spec = self.fn.allocs[index]
+        np_dtype = dt.to_numpy(spec.dtype)
+        if spec.static and spec.storage >= 0:
+            nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np_dtype.itemsize
+            view = self.storage[spec.storage][:nbytes].view(np_dtype).reshape(spec.shape)
+
+            def run(regs, heap):
+                regs[dst] = view
+            return run
+        if spec.static:
+            shape = tuple(spec.shape)
+
+            def run(regs, heap):
+                regs[dst] = aligned_empty(shape, np_dtype)
+            return run
+        dims = [self.exprs[i] for i in spec.shape]
+
+        def run(regs, heap):
+            shape = tuple(d(heap) for d in dims)
+            for s in shape:
+                if s < 0:
+                    raise RuntimeShapeError(f"{self.fn.name}: computed a negative output "
+                                            f"dimension {shape}")
+            regs[dst] = aligned_empty(shape, np_dtype)
+        return run
+
+    def _op_kernel(self, name: str, args: list[int]) -> _Closure:
+        kernel = self.vm.exe.lib.get_function(name)
+        sig = kernel.signature
+        fast = (not sig.shape_vars and not sig.scalars and len(sig.buffers) == len(args)
+                and all(b.strides is None and all(type(d) is int for d in b.shape)
+                        for b in sig.buffers))
+        if not fast:
+            def run(regs, heap):
+                kernel(*[regs[a] for a in args])
+            return run
+        cfunc = kernel.c_function
+        expected = [(tuple(b.shape), dt.to_numpy(b.dtype)) for b in sig.buffers]
+        module = self.vm.exe.lib
+        pairs = list(zip(args, expected))
+
+        def run(regs, heap):
+            ptrs = []
+            for a, (shape, np_dtype) in pairs:
+                arr = regs[a]
+                if type(arr) is not np.ndarray or arr.shape != shape or arr.dtype != np_dtype:
+                    kernel(*[regs[i] for i in args])  # the checked path raises a clear error
+                    return
+                ptrs.append(data_pointer(arr))
+            rc = cfunc(*ptrs)
+            if rc:
+                raise module._error(name, rc)
+        return run
+
+    def _op_packed(self, name: str, args: list[int], dst: int) -> _Closure:
+        from ..runtime import get_global_func
+
+        func = get_global_func(name)
+        fname = self.fn.name
+
+        def run(regs, heap):
+            try:
+                result = func(*[regs[a] for a in args])
+            except VMError:
+                raise
+            except Exception as err:  # noqa: BLE001 - report which runtime function failed
+                raise VMError(f"{fname}: runtime function {name} failed: "
+                              f"{type(err).__name__}: {err}") from err
+            if dst >= 0:
+                regs[dst] = _to_value(result, self.vm.device) if result is not None else None
+        return run
+
+    def _op_call(self, func: str, args: list[int], dst: int) -> _Closure:
+        vm = self.vm
+
+        def run(regs, heap):
+            regs[dst] = vm._function(func).invoke([regs[a] for a in args])
+        return run
+
+    def _op_tuple(self, dst: int, srcs: list[int]) -> _Closure:
+        def run(regs, heap):
+            regs[dst] = tuple(regs[s] for s in srcs)
+        return run
+
+    def _op_getitem(self, dst: int, src: int, index: int) -> _Closure:
+        def run(regs, heap):
+            regs[dst] = regs[src][index]
+        return run
+
+    def _op_shape(self, dst: int, exprs: list[int]) -> _Closure:
+        fs = [self.exprs[i] for i in exprs]
+
+        def run(regs, heap):
+            regs[dst] = tuple(f(heap) for f in fs)
+        return run
+
+    def _op_prim(self, dst: int, expr: int) -> _Closure:
+        f = self.exprs[expr]
+
+        def run(regs, heap):
+            regs[dst] = f(heap)
+        return run
+
+    def _op_match(self, src: int, check: int, label: str) -> _Closure:
+        chk = self.fn.checks[check]
+
+        def run(regs, heap):
+            self.check(regs[src], chk, heap, f"match_cast {label}")
+        return run
+
+    def _op_if(self, cond: int, else_pc: int) -> _Closure:
+        def run(regs, heap):
+            c = regs[cond]
+            if isinstance(c, np.ndarray):
+                if c.size != 1:
+                    raise VMError(f"{self.fn.name}: the condition of an if must be a scalar, "
+                                  f"got shape {c.shape}")
+                c = c.reshape(())[()]
+            return None if c else else_pc
+        return run
+
+    def _op_goto(self, pc: int) -> _Closure:
+        def run(regs, heap):
+            return pc
+        return run
+
+    def _op_move(self, dst: int, src: int) -> _Closure:
+        def run(regs, heap):
+            regs[dst] = regs[src]
+        return run
+
+    def _op_ret(self, src: int) -> _Closure:
+        def run(regs, heap):
+            regs.append(regs[src])
+            return -1
+        return run
+
+    # -- execution ---------------------------------------------------------------------------
+    def invoke(self, args: list) -> Any:
+        fn = self.fn
+        if len(args) != len(fn.params):
+            raise RuntimeShapeError(
+                f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), got "
+                f"{len(args)}")
+        regs: list = [None] * fn.num_regs
+        heap: list = [None] * len(fn.slot_names)
+        for i, (value, chk) in enumerate(zip(args, fn.param_checks)):
+            self.check(value, chk, heap, f"parameter {fn.params[i]} (#{i})")
+            regs[i] = value
+        code = self.code
+        pc = 0
+        n = len(code)
+        while pc < n:
+            nxt = code[pc](regs, heap)
+            if nxt is None:
+                pc += 1
+            elif nxt < 0:
+                return regs[-1]
+            else:
+                pc = nxt
+        raise VMError(f"{fn.name}: fell off the end of the bytecode")  # pragma: no cover
+
+
+class VirtualMachine:
+    """Runs an :class:`Executable` on ``device``: ``vm["forward"](x, *params)``."""
+
+    def __init__(self, exe: Executable, device: Device | None = None):
+        if not isinstance(exe, Executable):
+            raise VMError(f"VirtualMachine expects an irc.vm.Executable, got "
+                          f"{type(exe).__name__}; build one with irc.compile(mod, target)")
+        self.exe = exe
+        self.device = device or cpu()
+        if self.device.device_type != "cpu":
+            raise VMError(f"this executable was compiled for {exe.target}; running on "
+                          f"{self.device} is not supported yet")
+        self.constants = [self._load_constant(c) for c in exe.constants]
+        self._prepared: dict[str, _PreparedFunction] = {}
+
+    @staticmethod
+    def _load_constant(c: Any) -> Any:
+        if isinstance(c, np.ndarray):
+            out = aligned_empty(c.shape, c.dtype)
+            np.copyto(out, c)
+            return out
+        return c
+
+    def _function(self, name: str) -> _PreparedFunction:
+        p = self._prepared.get(name)
+        if p is None:
+            fn = self.exe.functions.get(name)
+            if fn is None:
+                raise VMError(f"the executable has no function {name!r}; it has "
+                              f"{', '.join(self.exe.functions) or 'none'}")
+            p = _PreparedFunction(self, fn)
+            self._prepared[name] = p
+        return p
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        prepared = self._function(name)
+        device = self.device
+
+        def call(*args: Any) -> Any:
+            values = [_to_value(a, device) for a in args]
+            return _to_user(prepared.invoke(values), device)
+
+        call.__name__ = name
+        call.__doc__ = f"Run VM function {name}({', '.join(prepared.fn.params)})."
+        return call
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        """Call function ``name`` with ``args``."""
+        return self[name](*args)
+
+    def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
+                       repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., Any]:
+        """Time function ``name`` as ``Module.time_evaluator`` does (seconds per call)."""
+        from ..runtime import time_evaluator
+
+        return time_evaluator(self[name], dev or self.device, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms)
+
+    def memory_stats(self, name: str) -> dict[str, int]:
+        """Planned storage of function ``name``: ``planned_bytes`` (what is allocated
+        once) vs ``intermediate_bytes`` (the sum of all planned intermediate tensors)."""
+        fn = self._function(name).fn
+        return {"planned_bytes": int(sum(fn.storage_sizes)),
+                "intermediate_bytes": int(fn.intermediate_bytes),
+                "storage_blocks": len(fn.storage_sizes)}

@@ -1,0 +1,76 @@
+"""Pass infrastructure: decorators, Sequential, PassContext gating and instruments."""
+
+import pytest
+
+import irc
+from irc import passes, tir
+from irc.ir import IRModule
+
+
+def _prim(value: int) -> tir.PrimFunc:
+    buf = tir.decl_buffer((4,), "int32", "A")
+    store = tir.BufferStore(buffer=buf, value=tir.const(value), indices=(tir.const(0),))
+    return tir.PrimFunc(params=(buf.data,), buffer_map={buf.data: buf}, body=store)
+
+
+def _value(mod: IRModule, name: str = "main") -> int:
+    return mod[name].body.value.value
+
+
+@passes.prim_func_pass(opt_level=1, name="Increment")
+def increment(func, mod, ctx):
+    return func.with_body(func.body.replace(value=func.body.value + 1))
+
+
+def test_prim_func_pass_applies_to_every_prim_func():
+    mod = IRModule(functions={"main": _prim(1), "other": _prim(5)})
+    out = increment(mod)
+    assert _value(out) == 2 and _value(out, "other") == 6
+    assert _value(mod) == 1  # the input module is unchanged
+
+
+def test_module_pass_class_decorator_gives_a_factory():
+    @passes.module_pass(opt_level=0, name="Rename")
+    class Rename:
+        def __init__(self, suffix):
+            self.suffix = suffix
+
+        def transform_module(self, mod, ctx):
+            return IRModule(functions={gv.name_hint + self.suffix: f for gv, f in mod.items()})
+
+    p = Rename("_x")
+    assert p.info.name == "Rename"
+    assert p(IRModule(functions={"main": _prim(0)})).names() == ["main_x"]
+
+
+def test_sequential_respects_opt_level_required_and_disabled():
+    mod = IRModule(functions={"main": _prim(0)})
+    seq = passes.Sequential([increment, increment])
+    with passes.PassContext(opt_level=0):
+        assert _value(seq(mod)) == 0
+    with passes.PassContext(opt_level=0, required_pass=["Increment"]):
+        assert _value(seq(mod)) == 2
+    with passes.PassContext(opt_level=3, disabled_pass=["Increment"]):
+        assert _value(seq(mod)) == 0
+    assert _value(seq(mod)) == 2  # default opt_level 2
+
+
+def test_timing_instrument_records_each_pass():
+    timing = passes.PassTimingInstrument()
+    with passes.PassContext(instruments=[timing]):
+        passes.Sequential([increment, increment], name="Two")(IRModule(
+            functions={"main": _prim(0)}))
+    names = [n for n, _ in timing.timings]
+    assert names == ["Increment", "Increment", "Two"]
+    assert "Increment" in timing.render()
+
+
+def test_pass_on_non_module_is_a_clear_error():
+    with pytest.raises(irc.IRCError, match="expects an IRModule"):
+        increment(_prim(0))
+
+
+def test_pass_returning_non_module_is_reported():
+    bad = passes.module_pass(lambda mod, ctx: None, name="Bad")
+    with pytest.raises(irc.IRCError, match="Bad returned NoneType"):
+        bad(IRModule(functions={"main": _prim(0)}))

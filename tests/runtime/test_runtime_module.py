@@ -1,0 +1,179 @@
+"""Modules: calling with checks, errors, files, timing, the build cache."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import irc
+from irc import tir
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
+from llvm_kernels import buf, func, loop, rand, store  # noqa: E402
+
+
+def _add_one(n=8, dtype="float32", name="add_one"):
+    a, b = buf("a", (n,), dtype), buf("b", (n,), dtype)
+    i = tir.var("i")
+    return func([a, b], loop(i, n, store(b, i, a[i] + tir.const(1, dtype))), name=name)
+
+
+def _counter():
+    # counter[0] += 1 on every call: lets tests count native calls.
+    c = buf("counter", (1,), "int64")
+    return func([c], store(c, 0, c[0] + tir.const(1, "int64")), name="count")
+
+
+def test_call_with_tensors_and_numpy():
+    mod = irc.build(_add_one())
+    assert mod.entry_name == "add_one" and "add_one" in mod
+    x = np.arange(8, dtype="float32")
+    a, b = irc.tensor(x), irc.runtime.empty((8,), "float32")
+    mod["add_one"](a, b)
+    np.testing.assert_array_equal(b.numpy(), x + 1)
+    out = np.zeros(8, "float32")
+    mod(x, out)  # entry function; numpy arrays directly
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_unaligned_and_strided_numpy_arrays_are_staged():
+    mod = irc.build(_add_one(5))
+    base = np.arange(12, dtype="float32")
+    src = base[1:6]  # misaligned view
+    big = np.zeros(10, "float32")
+    dst = big[::2]  # strided output: written through a staged copy
+    mod["add_one"](src, dst)
+    np.testing.assert_array_equal(dst, base[1:6] + 1)
+    np.testing.assert_array_equal(big[1::2], 0)
+
+
+def test_argument_errors_name_function_and_parameter():
+    mod = irc.build(_add_one(8))
+    f = mod["add_one"]
+    good = np.zeros(8, "float32")
+    with pytest.raises(irc.RuntimeShapeError, match="takes 2 arguments"):
+        f(good)
+    with pytest.raises(irc.RuntimeShapeError, match=r"add_one: parameter b expects shape \(8,\)"):
+        f(good, np.zeros(9, "float32"))
+    with pytest.raises(irc.RuntimeShapeError, match="parameter a expects dtype float32, got "
+                                                   "float64"):
+        f(np.zeros(8), good)
+    with pytest.raises(irc.RuntimeShapeError, match="expects dtype float32, got int32"):
+        f(irc.tensor(np.zeros(8, "int32")), good)
+    with pytest.raises(irc.RuntimeShapeError, match="expects shape"):
+        f(np.zeros((2, 4), "float32"), good)
+    with pytest.raises(irc.RuntimeShapeError, match="got list"):
+        f([0.0] * 8, good)
+
+
+def test_symbolic_shape_mismatch_between_arguments():
+    n = tir.var("n")
+    a, b = buf("a", (n,)), buf("b", (n,))
+    i = tir.var("i")
+    mod = irc.build(func([a, b], loop(i, n, store(b, i, a[i])), name="copy"))
+    with pytest.raises(irc.RuntimeShapeError, match="shape variable n is already 4"):
+        mod["copy"](np.zeros(4, "float32"), np.zeros(5, "float32"))
+
+
+def test_scalar_argument_errors():
+    a = buf("a", (4,), "int32")
+    k = tir.var("k", "int8")
+    i = tir.var("i")
+    mod = irc.build(func([a, k], loop(i, 4, store(a, i, tir.cast(k, "int32"))), name="fill"))
+    x = np.zeros(4, "int32")
+    mod["fill"](x, -7)
+    np.testing.assert_array_equal(x, -7)
+    with pytest.raises(irc.RuntimeShapeError, match="expects a int8 scalar"):
+        mod["fill"](x, 300)
+    with pytest.raises(irc.RuntimeShapeError, match="is a scalar"):
+        mod["fill"](x, np.zeros(4, "int8"))
+
+
+def test_save_load_object_file_roundtrip(tmp_path):
+    mod = irc.build(_add_one(16, "int32", "inc"))
+    path = str(tmp_path / "inc.o")
+    mod.export_library(path)
+    assert os.path.exists(path) and os.path.exists(path + ".json")
+    with open(path, "rb") as fh:
+        assert fh.read(4) == b"\x7fELF"
+    loaded = irc.runtime.load_module(path)
+    assert loaded.entry_name == "inc" and loaded.target == mod.target
+    x, y = np.arange(16, dtype="int32"), np.zeros(16, "int32")
+    loaded["inc"](x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    assert "define" in loaded.get_source("ll")
+    with pytest.raises(irc.RuntimeShapeError):
+        loaded["inc"](x, np.zeros(3, "int32"))
+
+
+def test_serialize_roundtrip_and_sources():
+    mod = irc.build(_add_one(32))
+    blob = mod.serialize()
+    again = irc.runtime.Module.deserialize(blob)
+    x, y = rand(32, "float32"), np.zeros(32, "float32")
+    again["add_one"](x, y)
+    np.testing.assert_allclose(y, x + 1)
+    asm = mod.get_source("asm")
+    assert "add_one" in asm and "ret" in asm
+    assert '"add_one"' in mod.get_source("json")
+    with pytest.raises(irc.BuildError):
+        irc.runtime.Module.deserialize(b"garbage" * 4)
+    with pytest.raises(irc.BuildError, match="no module file"):
+        irc.runtime.load_module("/nonexistent/file.o")
+
+
+def test_time_evaluator_number_and_repeat_counts():
+    mod = irc.build(_counter())
+    counter = np.zeros(1, "int64")
+    c = irc.tensor(counter)
+    ev = mod.time_evaluator("count", irc.cpu(), number=5, repeat=3)
+    res = ev(c)
+    assert len(res.results) == 3 and all(r > 0 for r in res.results)
+    assert c.numpy()[0] == 1 + 5 * 3  # one warm-up call, then number * repeat
+    assert ev.calls == 16
+    assert res.min <= res.median <= res.max and res.mean > 0 and res.std >= 0
+    assert "BenchmarkResult" in repr(res)
+
+
+def test_time_evaluator_min_repeat_ms_grows_number():
+    mod = irc.build(_counter())
+    c = irc.tensor(np.zeros(1, "int64"))
+    ev = mod.time_evaluator("count", irc.cpu(), number=1, repeat=2, min_repeat_ms=5)
+    res = ev(c)
+    assert len(res.results) == 2
+    assert res.number > 1  # a single call lasts far less than 5 ms
+    assert c.numpy()[0] == ev.calls
+    with pytest.raises(irc.IRCError, match="number >= 1"):
+        mod.time_evaluator("count", irc.cpu(), number=0)
+
+
+def test_build_cache_and_inputs():
+    f = _add_one(4)
+    m1 = irc.build(f)
+    assert irc.build(f) is m1  # cached by structural hash + target
+    assert irc.build(f, "llvm -num-cores=1") is not m1
+    mod = irc.IRModule(functions={"add_one": f, "count": _counter()})
+    both = irc.build(mod, target="llvm")
+    assert set(both.function_names) == {"add_one", "count"}
+    renamed = irc.build(f, name="renamed")
+    assert renamed.entry_name == "renamed"
+    with pytest.raises(irc.BuildError, match="cannot compile"):
+        irc.build(42)
+    with pytest.raises(irc.BuildError, match="no code generator"):
+        irc.build(f, target="cuda")
+
+
+def test_build_uses_current_target():
+    from irc.target import Target
+
+    f = _add_one(4, name="curr")
+    with Target("llvm -num-cores=1"):
+        mod = irc.build(f)
+    assert "num-cores=1" in mod.target
+
+
+def test_missing_function_and_cuda_tensor_argument():
+    mod = irc.build(_add_one(4))
+    with pytest.raises(irc.IRCError, match="no function 'nope'"):
+        mod["nope"]

@@ -1,0 +1,154 @@
+"""The bytecode VM: compile, run, memory planning, argument checks, save/load."""
+
+import numpy as np
+import pytest
+
+import irc
+from irc.ir import BlockBuilder, Var, ops, tensor_sinfo
+from irc.tir import te
+
+
+def _add_func(shape=(4, 8)):
+    a = te.placeholder(shape, name="A")
+    b = te.placeholder(shape, name="B")
+    c = te.compute(shape, lambda *i: a[i] + b[i], name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def _chain_module(n_adds=3, shape=(4, 8)):
+    bb = BlockBuilder()
+    gv_add = bb.add_func(_add_func(shape), "add")
+    x = Var(name_hint="x", struct_info=tensor_sinfo(shape))
+    y = Var(name_hint="y", struct_info=tensor_sinfo(shape))
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            cur = x
+            for _ in range(n_adds):
+                cur = bb.emit(ops.call_tir(gv_add, [cur, y], tensor_sinfo(shape)))
+            gv = bb.emit_output(cur)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@pytest.fixture(scope="module")
+def chain_vm():
+    ex = irc.vm.compile(_chain_module(), "llvm", pipeline=None)
+    return ex, irc.vm.VirtualMachine(ex)
+
+
+def test_chain_of_kernels_matches_numpy(chain_vm):
+    _, vm = chain_vm
+    a = np.random.rand(4, 8).astype("float32")
+    b = np.random.rand(4, 8).astype("float32")
+    out = vm["main"](a, b)
+    assert isinstance(out, irc.runtime.Tensor)
+    np.testing.assert_allclose(out.numpy(), a + 3 * b, rtol=1e-6)
+    # irc tensors are accepted as well as numpy arrays
+    np.testing.assert_allclose(vm["main"](irc.tensor(a), irc.tensor(b)).numpy(), a + 3 * b,
+                               rtol=1e-6)
+
+
+def test_returned_tensor_is_not_clobbered_by_the_next_call(chain_vm):
+    _, vm = chain_vm
+    a = np.ones((4, 8), "float32")
+    first = vm["main"](a, a)
+    vm["main"](a * 2, a * 2)
+    np.testing.assert_allclose(first.numpy(), 4 * a)
+
+
+def test_memory_planning_reuses_storage():
+    ex = irc.vm.compile(_chain_module(n_adds=6), "llvm", pipeline=None)
+    vm = irc.vm.VirtualMachine(ex)
+    stats = vm.memory_stats("main")
+    # five intermediates of 128 bytes live one after another: two blocks suffice
+    assert stats["intermediate_bytes"] == 5 * 4 * 8 * 4
+    assert stats["storage_blocks"] == 2
+    assert stats["planned_bytes"] == 2 * 4 * 8 * 4
+    a = np.random.rand(4, 8).astype("float32")
+    np.testing.assert_allclose(vm["main"](a, a).numpy(), 7 * a, rtol=1e-6)
+
+
+def test_wrong_argument_count_dtype_and_shape_are_reported(chain_vm):
+    _, vm = chain_vm
+    a = np.zeros((4, 8), "float32")
+    with pytest.raises(irc.RuntimeShapeError, match=r"main takes 2 arguments \(x, y\), got 1"):
+        vm["main"](a)
+    with pytest.raises(irc.RuntimeShapeError, match=r"parameter y \(#1\) expects "
+                       r"R.Tensor\(\(4, 8\), 'float32'\), got a tensor of shape \(4, 9\)"):
+        vm["main"](a, np.zeros((4, 9), "float32"))
+    with pytest.raises(irc.RuntimeShapeError, match="dtype int32"):
+        vm["main"](a, np.zeros((4, 8), "int32"))
+    with pytest.raises(irc.RuntimeShapeError, match="cannot pass a dict"):
+        vm["main"](a, {})
+
+
+def test_unaligned_and_non_contiguous_inputs_are_accepted(chain_vm):
+    _, vm = chain_vm
+    big = np.random.rand(8, 16).astype("float32")
+    a = big[::2, ::2]  # non-contiguous view
+    b = np.ascontiguousarray(big[1::2, 1::2])
+    np.testing.assert_allclose(vm["main"](a, b).numpy(), a + 3 * b, rtol=1e-6)
+
+
+def test_save_and_load_round_trip(tmp_path, chain_vm):
+    ex, _ = chain_vm
+    path = str(tmp_path / "chain.ircx")
+    ex.save(path)
+    vm2 = irc.vm.VirtualMachine(irc.vm.Executable.load(path))
+    a = np.random.rand(4, 8).astype("float32")
+    np.testing.assert_allclose(vm2["main"](a, a).numpy(), 4 * a, rtol=1e-6)
+
+
+def test_loading_garbage_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.ircx"
+    path.write_bytes(b"not a zip")
+    with pytest.raises(irc.VMError, match="cannot read executable"):
+        irc.vm.Executable.load(str(path))
+
+
+def test_symbolic_batch_dimension_binds_and_checks():
+    n = irc.tir.var("n", "int64")
+    a = te.placeholder((n, 4), name="A")
+    b = te.compute((n, 4), lambda i, j: a[i, j] * 2.0, name="B")
+    bb = BlockBuilder()
+    gv = bb.add_func(te.create_prim_func([a, b], index_dtype_override="int64"), "double")
+    x = Var(name_hint="x", struct_info=irc.ir.TensorStructInfo(
+        shape=(n, irc.tir.const(4, "int64")), dtype="float32"))
+    with bb.function("main", [x]):
+        out_sinfo = irc.ir.TensorStructInfo(shape=(n, irc.tir.const(4, "int64")),
+                                            dtype="float32")
+        lv = bb.emit(ops.call_tir(gv, [x], out_sinfo))
+        bb.emit_func_output(lv)
+    vm = irc.vm.VirtualMachine(irc.vm.compile(bb.get(), "llvm", pipeline=None))
+    for rows in (1, 3, 7):
+        data = np.random.rand(rows, 4).astype("float32")
+        np.testing.assert_allclose(vm["main"](data).numpy(), data * 2, rtol=1e-6)
+    with pytest.raises(irc.RuntimeShapeError, match=r"R.Tensor\(\(n, 4\)"):
+        vm["main"](np.zeros((3, 5), "float32"))
+
+
+def test_unlegalized_operator_is_named():
+    bb = BlockBuilder()
+    x = Var(name_hint="x", struct_info=tensor_sinfo((2, 2)))
+    with bb.function("main", [x]):
+        lv = bb.emit(ops.nn.relu(x))
+        bb.emit_func_output(lv)
+    with pytest.raises(irc.VMError, match=r"function main \(binding \w+\): operator R.nn.relu"):
+        irc.vm.compile(bb.get(), "llvm", pipeline=None)
+
+
+def test_tuple_outputs_and_get_item():
+    bb = BlockBuilder()
+    gv_add = bb.add_func(_add_func(), "add")
+    x = Var(name_hint="x", struct_info=tensor_sinfo((4, 8)))
+    with bb.function("main", [x]):
+        lv = bb.emit(ops.call_tir(gv_add, [x, x], tensor_sinfo((4, 8))))
+        tup = bb.emit(irc.ir.Tuple(fields=(lv, x)))
+        first = bb.emit(irc.ir.TupleGetItem(tuple_value=tup, index=0))
+        bb.emit_func_output(irc.ir.Tuple(fields=(first, lv)))
+    vm = irc.vm.VirtualMachine(irc.vm.compile(bb.get(), "llvm", pipeline=None))
+    a = np.random.rand(4, 8).astype("float32")
+    out = vm["main"](a)
+    assert isinstance(out, tuple) and len(out) == 2
+    np.testing.assert_allclose(out[0].numpy(), 2 * a, rtol=1e-6)
+    np.testing.assert_allclose(out[1].numpy(), 2 * a, rtol=1e-6)
