@@ -44,3 +44,6 @@ from .tir.transform.lower import lower  # noqa: E402
 
 # Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
 from .vm import compile  # noqa: E402, A004
+
+# The text format: irc.parse(text) -> IRModule or function (irc.IRModule.from_script).
+from .script_parser import parse  # noqa: E402

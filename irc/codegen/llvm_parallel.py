@@ -14,7 +14,9 @@ A ``parallel`` loop is outlined:
 
 The caller fills the closure, calls ``GOMP_parallel(worker, closure, num_threads, 0)``
 (libgomp keeps its threads alive between calls) and returns the error code if any thread
-failed. Parallel loops nested inside run serially.
+failed. Parallel loops nested inside run serially. When the runtime flag
+``irc_parallel_mode`` is nonzero (a process forked after libgomp started, where libgomp
+would hang) the worker is called directly on the calling thread instead.
 """
 
 from __future__ import annotations
@@ -52,8 +54,19 @@ def emit_parallel_for(cg, loop: S.For) -> None:
     b.store(Value("i32", "0"), err_ptr, 4)
     cg.module.declare("GOMP_parallel",
                       "declare void @GOMP_parallel(ptr, ptr, i32, i32) nounwind")
+    cg.module.declare("irc_parallel_mode", "@irc_parallel_mode = external global i32")
+    mode = b.load("i32", Value("ptr", "@irc_parallel_mode"), 4)
+    omp, serial, joined = b.block("par_omp"), b.block("par_serial"), b.block("par_join")
+    b.cbr(b.icmp("eq", mode, Value("i32", "0")), omp, serial)
+    b.goto(omp)
     b.emit_void(f"call void @GOMP_parallel(ptr @{name}, ptr {closure.ref}, "
                 f"i32 {cg.num_threads}, i32 0)")
+    b.br(joined)
+    b.goto(serial)
+    # A forked child cannot use libgomp: run the region on this thread (one chunk).
+    b.emit_void(f"call void @{name}(ptr {closure.ref})")
+    b.br(joined)
+    b.goto(joined)
     rc = b.load("i32", err_ptr, 4)
     ok, bad = b.block("par_ok"), b.block("par_fail")
     b.cbr(b.icmp("eq", rc, Value("i32", "0")), ok, bad)

@@ -8,12 +8,41 @@ OpenMP runtime is loaded once, permanently.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 
 from ..ir.diagnostics import BuildError
 
 llvm_lock = threading.RLock()
 _initialized = False
+
+# Parallel loops test this flag (symbol ``irc_parallel_mode``): 0 runs them on the OpenMP
+# runtime, 1 runs them serially. libgomp cannot be used in a process forked after it
+# started its threads (the child hangs), so a forked child falls back to serial loops;
+# start worker processes with "spawn" or "forkserver" to keep parallel loops parallel.
+_parallel_mode = ctypes.c_int32(0)
+_openmp_used = False
+
+
+def mark_openmp_used() -> None:
+    """Record that compiled code with parallel loops was loaded in this process."""
+    global _openmp_used
+    _openmp_used = True
+
+
+def _after_fork_in_child() -> None:
+    if _openmp_used:
+        _parallel_mode.value = 1
+
+
+def parallel_loops_enabled() -> bool:
+    """False in a process forked after OpenMP was used (parallel loops then run serially)."""
+    return _parallel_mode.value == 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def ensure_llvm() -> None:
@@ -42,6 +71,7 @@ def ensure_llvm() -> None:
             except RuntimeError:
                 continue
         _load_openmp(llvm)
+        llvm.add_symbol("irc_parallel_mode", ctypes.addressof(_parallel_mode))
         _initialized = True
 
 

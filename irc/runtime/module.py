@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import dtype as dt
 from ..ir.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
-from .engine import LoadedObject, check_externals, load_object
+from .engine import LoadedObject, check_externals, load_object, mark_openmp_used
 from .ndarray import ALIGNMENT, Tensor, aligned_empty
 from .signature import KernelSignature, eval_dim, format_dim
 
@@ -315,6 +315,8 @@ class Module:
                 if self._loaded is None:
                     if self.externals:
                         check_externals(self.externals)
+                        if "GOMP_parallel" in self.externals:
+                            mark_openmp_used()
                     self._loaded = load_object(self.object_code, tuple(self.signatures))
         return self._loaded
 

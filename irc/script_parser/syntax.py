@@ -505,6 +505,7 @@ class _Indenter(PostLex):
     def __init__(self) -> None:
         self.source: SourceFile | None = None
         self.base_indent = 0
+        self.text_len = 0
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         # Text copied from inside a class or function is uniformly indented: its first
@@ -520,6 +521,8 @@ class _Indenter(PostLex):
                 yield tok
                 indent_str = tok.rsplit("\n", 1)[1]
                 indent = indent_str.count(" ") + indent_str.count("\t") * 8
+                if tok.end_pos is not None and tok.end_pos >= self.text_len:
+                    indent = indents[0]  # the end of the text closes every block
                 if indent > indents[-1]:
                     indents.append(indent)
                     yield Token.new_borrow_pos("_INDENT", indent_str, tok)
@@ -603,6 +606,7 @@ def parse_syntax(source: SourceFile) -> list[Syntax]:
         transformer.source = source
         indenter.source = source
         indenter.base_indent = _base_indent(text)
+        indenter.text_len = len(text)
         try:
             return lark.parse(text)
         except LarkError as exc:

@@ -270,7 +270,7 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
         return args + [f"i{k}" for k in range(len(args), ndim)]
     if len(args) != ndim:
         raise IRTypeError(f"te.compute {name!r}: the function takes {len(args)} index "
-                          f"arguments but the shape has {ndim} dimensions")
+                          f"arguments but the shape has {ndim} dimension(s)")
     return args
 
 

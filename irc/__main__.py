@@ -1,0 +1,7 @@
+"""``python -m irc`` runs the ``irc`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

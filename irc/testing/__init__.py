@@ -1,0 +1,3 @@
+"""Testing helpers: numpy reference implementations of operators (``irc.testing.ref``)."""
+
+from . import ref
