@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys as _sys
 
-from . import ir, tir, vm, passes
+from . import ir, passes, tir, vm
 from .ir import (
     BuildError,
     CodegenError,
@@ -34,10 +34,12 @@ if _sys.getrecursionlimit() < 10000:
     _sys.setrecursionlimit(10000)
 
 # Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)).
-from . import runtime, target  # noqa: E402
-from . import te, topi  # noqa: E402
+from . import runtime, target, te, topi  # noqa: E402  # noqa: E402
 from .codegen import build  # noqa: E402
 from .runtime import cpu, cuda, device, tensor  # noqa: E402
+
+# The text format: irc.parse(text) -> IRModule or function (irc.IRModule.from_script).
+from .script_parser import parse  # noqa: E402
 
 # Lowering of loop-level functions and schedules (irc.lower(sch, args)).
 from .tir.transform.lower import lower  # noqa: E402
@@ -45,5 +47,5 @@ from .tir.transform.lower import lower  # noqa: E402
 # Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
 from .vm import compile  # noqa: E402, A004
 
-# The text format: irc.parse(text) -> IRModule or function (irc.IRModule.from_script).
-from .script_parser import parse  # noqa: E402
+# Frontends (irc.frontend.nn: build models in Python and export them).
+from . import frontend  # noqa: E402

@@ -7,6 +7,10 @@ builds on both, since tensor shapes are loop-IR integer expressions.
 """
 
 from . import dtype
+from . import ops as ops  # noqa: E402
+from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
+from .block_builder import InferContext as InferContext  # noqa: E402
+from .block_builder import normalize as normalize  # noqa: E402
 from .diagnostics import (
     BuildError,
     CodegenError,
@@ -24,29 +28,6 @@ from .diagnostics import (
     TuningError,
     UnsupportedOperatorError,
     VMError,
-)
-from .functor import Mutator, Visitor, collect, post_order_visit
-from .module import IRModule
-from .node import Node
-from .structural import (
-    StructuralMismatchError,
-    assert_structural_equal,
-    structural_equal,
-    structural_hash,
-    structural_hash_hex,
-)
-
-# Graph IR (imports irc.tir.expr for symbolic shapes).
-from .struct_info import (  # noqa: E402
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    shape_of,
-    tensor_sinfo,
 )
 from .expr import (  # noqa: E402
     Binding,
@@ -73,15 +54,34 @@ from .expr import (  # noqa: E402
     VarBinding,
     const,
 )
+from .functor import Mutator, Visitor, collect, post_order_visit
+from .module import IRModule
+from .node import Node
 from .op import OpDef, get_op_def, list_ops, make_call, register_op  # noqa: E402
-from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
-from .block_builder import InferContext as InferContext  # noqa: E402
-from .block_builder import normalize as normalize  # noqa: E402
+
+# Graph IR (imports irc.tir.expr for symbolic shapes).
+from .struct_info import (  # noqa: E402
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    shape_of,
+    tensor_sinfo,
+)
 from .struct_info_analysis import erase_to_well_defined as erase_to_well_defined  # noqa: E402
 from .struct_info_analysis import get_shape_vars as get_shape_vars  # noqa: E402
 from .struct_info_analysis import is_base_of as is_base_of  # noqa: E402
 from .struct_info_analysis import static_shape as static_shape  # noqa: E402
 from .struct_info_analysis import struct_info_lca as struct_info_lca  # noqa: E402
+from .structural import (
+    StructuralMismatchError,
+    assert_structural_equal,
+    structural_equal,
+    structural_hash,
+    structural_hash_hex,
+)
 from .well_formed import is_well_formed as is_well_formed  # noqa: E402
 from .well_formed import well_formed as well_formed  # noqa: E402
-from . import ops as ops  # noqa: E402

@@ -1,5 +1,6 @@
 """Pass infrastructure and the graph-level passes; named pipelines."""
 
+from .bind_params import BindParams
 from .infra import (
     FunctionPass,
     ModulePass,
@@ -17,4 +18,3 @@ from .infra import (
 )
 from .legalize import LegalizeOps
 from .pipeline import get_pipeline
-from .bind_params import BindParams

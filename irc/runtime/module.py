@@ -91,6 +91,9 @@ class Function:
         self._order = signature.order
         self._nargs = len(signature.order)
         self._scalar_casts = [_scalar_cast(s.dtype) for s in signature.scalars]
+        from .fastcall import make_fast_call
+
+        self._fast = make_fast_call(self)
 
     @property
     def num_args(self) -> int:
@@ -249,6 +252,13 @@ class Function:
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> None:
+        if len(args) != self._nargs:
+            return self.call_checked(*args)
+        return self._fast(*args)
+
+    def call_checked(self, *args: Any) -> None:
+        """Call with the general argument handling (numpy arrays, DLPack producers,
+        staging of unaligned or strided arrays) and precise errors."""
         native, staged = self.prepare(args)
         rc = self.c_function(*native)
         if staged:
@@ -257,6 +267,9 @@ class Function:
                     np.copyto(orig, copy)
         if rc:
             raise self.module._error(self.name, rc)
+
+    def _raise(self, rc: int) -> None:
+        raise self.module._error(self.name, rc)
 
 
 def _scalar_cast(dtype: str):

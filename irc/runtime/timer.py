@@ -79,19 +79,22 @@ class TimeEvaluator:
             native, staged = fn.prepare(args)
             c = fn.c_function
 
-            def run_once() -> None:
-                rc = c(*native)
-                if rc:
-                    raise fn.module._error(fn.name, rc)
+            def run_batch(count: int) -> None:
+                failed = 0
+                for _ in range(count):
+                    failed |= c(*native)
+                if failed:
+                    raise fn.module._error(fn.name, c(*native) or failed)
         else:
             # Any other callable (a VM function): time the whole call.
             staged = []
 
-            def run_once() -> None:
-                fn(*args)
+            def run_batch(count: int) -> None:
+                for _ in range(count):
+                    fn(*args)
         sync = getattr(self.device, "sync", None)
         calls = 1
-        run_once()  # warm-up: page faults, lazy binding, thread pool start
+        run_batch(1)  # warm-up: page faults, lazy binding, thread pool start
         results = []
         number = self.number
         perf = time.perf_counter
@@ -102,8 +105,7 @@ class TimeEvaluator:
                     number = int(max(self.min_repeat_ms / (duration_ms / number) + 1,
                                      number * _GOLDEN))
                 t0 = perf()
-                for _ in range(number):
-                    run_once()
+                run_batch(number)
                 if sync is not None:
                     sync()
                 duration_ms = (perf() - t0) * 1e3

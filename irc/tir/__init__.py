@@ -1,6 +1,15 @@
 """Loop-level IR (TensorIR style): expressions, statements, buffers, blocks, PrimFunc."""
 
+# Intrinsic calls (irc.tir.exp(x), ...); the table of known intrinsics is irc.tir.intrin.
+from . import intrin  # noqa: E402
+from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer, load
 from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
     Add,
     And,
     BinaryOp,
@@ -10,22 +19,16 @@ from .expr import (
     Cast,
     CmpOp,
     Div,
-    EQ,
     FloatImm,
     FloorDiv,
     FloorMod,
-    GE,
-    GT,
     IntImm,
     IterVar,
-    LE,
-    LT,
     Let,
     Max,
     Min,
     Mod,
     Mul,
-    NE,
     Not,
     Or,
     PrimExpr,
@@ -58,32 +61,6 @@ from .expr import (
 )
 from .expr import max_ as max  # noqa: A004
 from .expr import min_ as min  # noqa: A004
-from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer, load
-from .stmt import (
-    FOR_KINDS,
-    THREAD_TAGS,
-    Allocate,
-    AssertStmt,
-    AttrStmt,
-    Block,
-    BlockRealize,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    For,
-    IfThenElse,
-    LetStmt,
-    PrimFunc,
-    SeqStmt,
-    Stmt,
-    While,
-    is_no_op,
-    no_op,
-    seq,
-)
-
-# Intrinsic calls (irc.tir.exp(x), ...); the table of known intrinsics is irc.tir.intrin.
-from . import intrin  # noqa: E402
 from .intrin import (  # noqa: E402
     abs,
     acos,
@@ -135,4 +112,26 @@ from .intrin import (  # noqa: E402
     tan,
     tanh,
     trunc,
+)
+from .stmt import (
+    FOR_KINDS,
+    THREAD_TAGS,
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    While,
+    is_no_op,
+    no_op,
+    seq,
 )

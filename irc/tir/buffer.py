@@ -37,7 +37,8 @@ class Buffer(Node):
     def __post_init__(self) -> None:
         dt.check(self.dtype)
         if self.data.dtype != "handle":
-            raise IRTypeError(f"buffer {self.name}: data must be a handle Var, got {self.data.dtype}")
+            raise IRTypeError(f"buffer {self.name}: data must be a handle Var, got "
+                              f"{self.data.dtype}")
         if self.strides and len(self.strides) != len(self.shape):
             raise IRTypeError(
                 f"buffer {self.name}: {len(self.strides)} strides for {len(self.shape)} dimensions"

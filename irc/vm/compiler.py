@@ -45,7 +45,6 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.struct_info import (
-    ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
     StructInfo,

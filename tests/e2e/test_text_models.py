@@ -38,9 +38,9 @@ def test_example_convnet_matches_numpy(convnet_vm):
 
 
 def test_cli_runs_the_bundled_example(capsys):
-    from irc.cli import main
-
     import pathlib
+
+    from irc.cli import main
 
     root = pathlib.Path(__file__).resolve().parents[2]
     assert main(["run", str(root / EXAMPLE), "--repeat", "3"]) == 0
@@ -57,3 +57,31 @@ def test_cli_reports_errors_without_traceback(tmp_path, capsys):
     assert main(["run", str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("irc: error:") and "bad.ir" in err
+
+
+SYMBOLIC = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4), dtype="float32"),
+             w: R.Tensor((4, 3), dtype="float32")) -> R.Tensor(("n", 3), dtype="float32"):
+        with R.dataflow():
+            lv = R.matmul(x, w, out_dtype="void")
+            gv = R.nn.relu(lv)
+            R.output(gv)
+        return gv
+'''
+
+
+def test_symbolic_batch_through_the_whole_pipeline():
+    vm = irc.vm.VirtualMachine(irc.compile(irc.parse(SYMBOLIC), "llvm"))
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype("float32")
+    for n in (1, 5, 16):
+        x = rng.standard_normal((n, 4)).astype("float32")
+        np.testing.assert_allclose(vm["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-5,
+                                   atol=1e-6)
+    with pytest.raises(irc.RuntimeShapeError,
+                       match=r"parameter x \(#0\) expects R.Tensor\(\(n, 4\), 'float32'\), got "
+                             r"a tensor of shape \(2, 5\).*bound so far: \{'n': 2\}"):
+        vm["main"](np.zeros((2, 5), "float32"), w)

@@ -177,3 +177,55 @@ def test_missing_function_and_cuda_tensor_argument():
     mod = irc.build(_add_one(4))
     with pytest.raises(irc.IRCError, match="no function 'nope'"):
         mod["nope"]
+
+
+def test_fast_path_with_tensors_checks_like_the_general_path():
+    n = tir.var("n")
+    a, b = buf("a", (n, 3)), buf("b", (n * 3,))
+    s = tir.var("s", "float32")
+    i = tir.var("i")
+    f = func([a, s, b], loop(i, n * 3, store(b, i, a[i // 3, i % 3] * s)), name="scale")
+    fn = irc.build(f)["scale"]
+    x = irc.tensor(rand((4, 3), "float32"))
+    y = irc.runtime.empty((12,), "float32")
+    fn(x, 2.0, y)
+    np.testing.assert_allclose(y.numpy(), x.numpy().ravel() * 2)
+    with pytest.raises(irc.RuntimeShapeError, match="dimension 0 must be"):
+        fn(x, 2.0, irc.runtime.empty((13,), "float32"))
+    with pytest.raises(irc.RuntimeShapeError, match="expects a float32 scalar"):
+        fn(x, "two", y)
+    with pytest.raises(irc.RuntimeShapeError, match="is a scalar"):
+        fn(x, x, y)
+    with pytest.raises(irc.RuntimeShapeError, match="expects dtype float32, got float16"):
+        fn(irc.tensor(np.zeros((4, 3), "float16")), 2.0, y)
+    with pytest.raises(irc.RuntimeShapeError, match="expects shape"):
+        fn(irc.tensor(np.zeros((4, 2), "float32")), 2.0, y)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_parallel_kernels_work_in_a_forked_child():
+    # libgomp hangs in a child forked after it started; irc falls back to serial loops.
+    n = 5000
+    a, b = buf("a", (n,)), buf("b", (n,))
+    i = tir.var("i")
+    mod = irc.build(func([a, b], loop(i, n, store(b, i, a[i] + 1.0), kind="parallel"),
+                         name="par_inc"))
+    x, y = np.ones(n, "float32"), np.zeros(n, "float32")
+    mod["par_inc"](x, y)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            mod["par_inc"](x * 2, y)
+            ok = bool(np.all(y == 3.0)) and not irc.runtime.engine.parallel_loops_enabled()
+            os.write(w, b"ok" if ok else b"bad")
+        finally:
+            os._exit(0)
+    os.close(w)
+    import select
+
+    ready, _, _ = select.select([r], [], [], 60)
+    msg = os.read(r, 8) if ready else b"timeout"
+    os.waitpid(pid, 0)
+    assert msg == b"ok"
+    assert irc.runtime.engine.parallel_loops_enabled()

@@ -297,9 +297,9 @@ def test_gpu_style_thread_bindings_and_predicate():
     run(func, w, t)
     np.testing.assert_array_equal(t, w.T)
     # Without the predicate the binding leaves the block's domain.
-    bad = func_of([W, T], realize.replace(predicate=const(True)).__class__(
-        iter_values=realize.iter_values, predicate=const(True), block=block))
-    bad = func_of([W, T], loop(bx, 4, loop(tx, 64, bad.body, "thread_binding", "threadIdx.x"),
+    unguarded = BlockRealize(iter_values=realize.iter_values, predicate=const(True),
+                             block=block)
+    bad = func_of([W, T], loop(bx, 4, loop(tx, 64, unguarded, "thread_binding", "threadIdx.x"),
                                "thread_binding", "blockIdx.x"))
     with pytest.raises(InterpreterError, match="T_transpose.*v0 is bound to 25"):
         run(bad, w, t)

@@ -7,11 +7,11 @@ import pytest
 from irc import IRCError, te, topi
 
 
-def matmul_add(n, l, m, dtype="float32"):
-    A = te.placeholder((n, l), name="A", dtype=dtype)
-    B = te.placeholder((l, m), name="B", dtype=dtype)
+def matmul_add(n, kk, m, dtype="float32"):
+    A = te.placeholder((n, kk), name="A", dtype=dtype)
+    B = te.placeholder((kk, m), name="B", dtype=dtype)
     C = te.placeholder((n, m), name="C", dtype=dtype)
-    k = te.reduce_axis((0, l), name="k")
+    k = te.reduce_axis((0, kk), name="k")
     matmul = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul",
                         attrs={"layout_free_placeholers": [B]})
     out = te.compute((n, m), lambda i, j: matmul[i, j] + C[i, j], name="out")
@@ -42,7 +42,8 @@ def test_seed_004_conv2d_nhwc_without_padding():
         "p0 = PLACEHOLDER [1, 56, 56, 64]\n"
         "pad_temp(i0, i1, i2, i3) = p0[i0, i1, i2, i3]\n"
         "p1 = PLACEHOLDER [1, 1, 64, 64]\n"
-        "conv2d_nhwc(nn, yy, xx, ff) += (pad_temp[nn, (yy + ry), (xx + rx), rc]*p1[ry, rx, rc, ff])\n"
+        "conv2d_nhwc(nn, yy, xx, ff) += (pad_temp[nn, (yy + ry), (xx + rx), rc]"
+        "*p1[ry, rx, rc, ff])\n"
     )
 
 

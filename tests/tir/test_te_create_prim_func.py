@@ -36,10 +36,10 @@ def _iv(v, extent, kind="spatial"):
                    iter_type=kind)
 
 
-def expected_matmul(n, m, l, index="int32", with_add=False):
+def expected_matmul(n, m, kk, index="int32", with_add=False):
     """The matmul(+add) PrimFunc written out by hand, node by node."""
-    A = decl_buffer((n, l), "float32", "A", index_dtype=index)
-    B = decl_buffer((l, m), "float32", "B", index_dtype=index)
+    A = decl_buffer((n, kk), "float32", "A", index_dtype=index)
+    B = decl_buffer((kk, m), "float32", "B", index_dtype=index)
     out_name = "matmul" if not with_add else "out"
     mm = decl_buffer((n, m), "float32", "matmul", index_dtype=index)
     i, j, k = (Var(name=x, dtype=index) for x in "ijk")
@@ -47,13 +47,13 @@ def expected_matmul(n, m, l, index="int32", with_add=False):
     store = BufferStore(buffer=mm, indices=(vi, vj), value=mm[vi, vj] + A[vi, vk] * B[vk, vj])
     block = Block(
         name="matmul",
-        iter_vars=(_iv(vi, n), _iv(vj, m), _iv(vk, l, "reduce")),
+        iter_vars=(_iv(vi, n), _iv(vj, m), _iv(vk, kk, "reduce")),
         reads=(BufferRegion.from_indices(A, (vi, vk)), BufferRegion.from_indices(B, (vk, vj))),
         writes=(BufferRegion.from_indices(mm, (vi, vj)),),
         body=store,
         init=BufferStore(buffer=mm, indices=(vi, vj), value=FloatImm(dtype="float32", value=0.0)),
     )
-    stages = [_grid([i, j, k], [n, m, l], BlockRealize(iter_values=(i, j, k),
+    stages = [_grid([i, j, k], [n, m, kk], BlockRealize(iter_values=(i, j, k),
                                                          predicate=const(True), block=block))]
     params = [A, B]
     allocs = ()
@@ -85,10 +85,10 @@ def expected_matmul(n, m, l, index="int32", with_add=False):
                     attrs=attrs)
 
 
-def te_matmul(n, m, l):
-    A = te.placeholder((n, l), name="A")
-    B = te.placeholder((l, m), name="B")
-    k = te.reduce_axis((0, l), name="k")
+def te_matmul(n, m, kk):
+    A = te.placeholder((n, kk), name="A")
+    B = te.placeholder((kk, m), name="B")
+    k = te.reduce_axis((0, kk), name="k")
     C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
     return A, B, C
 

@@ -161,9 +161,10 @@ class _Retarget(Mutator):
     def __init__(self, new: dict[int, tuple[Buffer, list[PrimExpr]]]):
         super().__init__()
         self.new = new
+        self.an = Analyzer()
 
     def _shift(self, indices, mins):
-        return tuple(i if _is_zero(m) else i - m for i, m in zip(indices, mins))
+        return tuple(i if _is_zero(m) else self.an.simplify(i - m) for i, m in zip(indices, mins))
 
     def visit_BufferLoad(self, e: BufferLoad):
         e = self.generic_visit(e)
@@ -184,7 +185,8 @@ class _Retarget(Mutator):
         hit = self.new.get(id(r.buffer))
         if hit is None:
             return r
-        region = tuple(Range(min=rg.min if _is_zero(m) else rg.min - m, extent=rg.extent)
+        region = tuple(Range(min=rg.min if _is_zero(m) else self.an.simplify(rg.min - m),
+                             extent=rg.extent)
                        for rg, m in zip(r.region, hit[1]))
         return BufferRegion(buffer=hit[0], region=region)
 

@@ -64,7 +64,8 @@ class _Lower(Mutator):
         if hit is None:
             return None
         src, mins, lead = hit
-        idx = list(mins[:lead]) + [m + i for m, i in zip(mins[lead:], indices)]
+        idx = list(mins[:lead]) + [i if _is_zero(m) else m + i
+                                   for m, i in zip(mins[lead:], indices)]
         return src, tuple(idx)
 
     def visit_BufferLoad(self, e: BufferLoad):
@@ -89,11 +90,15 @@ class _Lower(Mutator):
         region = [type(r.region[0])(min=m, extent=IntImm(dtype=m.dtype, value=1))
                   for m in mins[:lead]] if lead else []
         for m, rg in zip(mins[lead:], r.region):
-            region.append(type(rg)(min=m + rg.min, extent=rg.extent))
+            region.append(type(rg)(min=rg.min if _is_zero(m) else m + rg.min, extent=rg.extent))
         return BufferRegion(buffer=src, region=tuple(region))
 
     def visit_Buffer(self, b: Buffer):
         return b
+
+
+def _is_zero(e) -> bool:
+    return type(e) is IntImm and e.value == 0
 
 
 @dataclass(frozen=True)
