@@ -33,8 +33,9 @@ __version__ = "0.1.0"
 if _sys.getrecursionlimit() < 10000:
     _sys.setrecursionlimit(10000)
 
-# Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)).
-from . import runtime, target, te, topi  # noqa: E402  # noqa: E402
+# Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)); frontends
+# (irc.frontend.nn: build models in Python and export them).
+from . import frontend, runtime, target, te, topi  # noqa: E402
 from .codegen import build  # noqa: E402
 from .runtime import cpu, cuda, device, tensor  # noqa: E402
 
@@ -46,6 +47,3 @@ from .tir.transform.lower import lower  # noqa: E402
 
 # Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
 from .vm import compile  # noqa: E402, A004
-
-# Frontends (irc.frontend.nn: build models in Python and export them).
-from . import frontend  # noqa: E402

@@ -43,9 +43,11 @@ from .llvm_expr import ExprCodegen
 # Buffers up to this many bytes with a constant size live on the stack (promotable to
 # registers); larger or dynamically sized ones are heap-allocated.
 STACK_ALLOC_LIMIT = 64 * 1024
-# Unrolled loops with a constant extent up to this are unrolled by the code generator;
-# longer ones get LLVM unroll metadata.
+# Unrolled loops with a constant extent up to this are unrolled by the code generator,
+# as long as the product of the extents of nested explicitly unrolled loops stays within
+# the budget (code size); the others get LLVM unroll metadata.
 EXPLICIT_UNROLL_LIMIT = 256
+EXPLICIT_UNROLL_BUDGET = 4096
 BUFFER_ALIGN = 64
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 _ABI_SCALAR = {"bool": "i8", "float16": "float", "bfloat16": "float"}
@@ -136,6 +138,7 @@ class CodeGenLLVM(ExprCodegen):
         self.in_parallel = False
         self.mask = None
         self.fmf = ""
+        self.unroll_product = 1
         noalias = bool(func.attrs.get("tir.noalias", False))
         sig, llvm_params, bindings = self._signature(name, func, noalias)
         self.b = FunctionBuilder(self.module, name, "i32", llvm_params, fn_attrs=self.fn_attrs)
@@ -443,7 +446,15 @@ class CodeGenLLVM(ExprCodegen):
             emit_parallel_for(self, s)
             return
         extent = E.as_int(s.extent)
-        if s.kind == "unrolled" and extent is not None and extent <= EXPLICIT_UNROLL_LIMIT:
+        if s.kind == "vectorized" and (s.annotations or {}).get("pragma_vectorize") is None:
+            from .llvm_vectorize import vectorize_loop
+
+            body = vectorize_loop(s)
+            if body is not None:
+                self.stmt(body)
+                return
+        if (s.kind == "unrolled" and extent is not None and extent <= EXPLICIT_UNROLL_LIMIT
+                and extent * self.unroll_product <= EXPLICIT_UNROLL_BUDGET):
             self._unroll(s, extent)
             return
         begin = self.expr(s.min)
@@ -455,6 +466,14 @@ class CodeGenLLVM(ExprCodegen):
     def _unroll(self, s: S.For, extent: int) -> None:
         start = E.as_int(s.min)
         ty = value_type(s.loop_var.dtype)
+        self.unroll_product *= max(1, extent)
+        try:
+            self._unroll_body(s, extent, start, ty)
+        finally:
+            self.unroll_product //= max(1, extent)
+        self.unbind(s.loop_var)
+
+    def _unroll_body(self, s: S.For, extent: int, start, ty: str) -> None:
         for k in range(extent):
             if start is not None:
                 v = const_int(ty, start + k)
@@ -464,7 +483,6 @@ class CodeGenLLVM(ExprCodegen):
                                  self._int_flags(s.loop_var.dtype))
             self.vars[id(s.loop_var)] = v
             self.stmt(s.body)
-        self.unbind(s.loop_var)
 
     def emit_loop(self, var: E.Var, begin: Value, end: Value, body: S.Stmt,
                   md: str = "") -> None:

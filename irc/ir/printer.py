@@ -236,6 +236,9 @@ class RelaxPrinter:
         for i, a in enumerate(c.args):
             if isinstance(a, ExternFunc) and i == 0:
                 args.append(str_literal(a.global_symbol))
+            elif opdef is not None and i < len(operand_names) and \
+                    operand_names[i] in getattr(opdef, "optional", ()):
+                args.append(f"{operand_names[i]}={self.expr(a)}")
             elif opdef is not None and opdef.variadic and i == len(opdef.operands) - 1:
                 if isinstance(a, Tuple):
                     args += [self.expr(f) for f in a.fields]

@@ -52,12 +52,31 @@ class Metadata:
 
     def get(self, kind: str, index: int, node: Any) -> Any:
         if self.tables is None or kind not in self.tables:
-            return MetadataRef(kind=kind, index=index)
+            ref = MetadataRef(kind=kind, index=index)
+            if kind == "relax.expr.Constant":
+                raise parse_error(f"{ref.metadata_text()} is not in this text: it was printed "
+                                  "without show_meta=True; print it with show_meta=True or "
+                                  "pass metadata= to irc.parse", node)
+            return ref
         table = self.tables[kind]
         if not 0 <= index < len(table):
             raise parse_error(f"metadata[{kind!r}] has {len(table)} entries; index {index} is "
                               "out of range", node)
-        return table[index]
+        value = table[index]
+        if kind == "relax.expr.Constant":
+            return _as_constant(value, node)
+        return value
+
+
+def _as_constant(value: Any, node: Any) -> Any:
+    from ..ir.expr import Constant
+
+    if isinstance(value, Constant):
+        return value
+    if isinstance(value, np.ndarray):
+        with located(node):
+            return Constant.from_numpy(value)
+    raise parse_error(f"metadata constants must be arrays, got {describe(value)}", node)
 
 
 class MetadataTable:
@@ -110,7 +129,7 @@ def decode_metadata(value: Any, node: Any) -> dict[str, list[Any]]:
     return out
 
 
-def _decode_array(item: dict, node: Any) -> np.ndarray:
+def _decode_array(item: dict, node: Any) -> Any:
     dtype, shape, data = item["dtype"], item["shape"], item["base64"]
     if not isinstance(dtype, str) or not isinstance(data, str) or \
             not isinstance(shape, list) or not all(
@@ -123,11 +142,17 @@ def _decode_array(item: dict, node: Any) -> np.ndarray:
         raw = base64.b64decode(data.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
         raise parse_error("metadata constant data is not valid base64", node) from None
-    count = int(np.prod(shape)) if shape else 1
+    count = 1
+    for s in shape:
+        count *= s
     if len(raw) != count * np_dtype.itemsize:
         raise parse_error(f"metadata constant of shape {tuple(shape)} and dtype {dtype} needs "
                           f"{count * np_dtype.itemsize} bytes, got {len(raw)}", node)
-    return np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
+    from ..ir.expr import Constant
+    from ..ir.struct_info import TensorStructInfo, shape_of
+
+    data = np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
+    return Constant(data=data, struct_info=TensorStructInfo(shape=shape_of(shape), dtype=dtype))
 
 
 class ModuleBuilder:

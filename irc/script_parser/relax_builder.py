@@ -28,6 +28,7 @@ from ..ir.expr import (
 )
 from ..ir.struct_info import FuncStructInfo, StructInfo
 from ..ir.struct_info_analysis import format_sinfo, is_base_of, may_match
+from ..ir.structural import structural_equal
 from . import syntax as syn
 from .context import (
     Scopes,
@@ -151,7 +152,8 @@ class FunctionBuilder:
             if result is None:
                 raise parse_error(f"function '{fdef.name}' must end with a return statement",
                                   fdef)
-        if ret is not None and not is_base_of(ret, result.sinfo):
+        if ret is not None and not structural_equal(ret, result.sinfo) and \
+                not is_base_of(ret, result.sinfo):
             raise type_error(f"function '{fdef.name}' is declared to return "
                              f"{format_sinfo(ret)} but returns {format_sinfo(result.sinfo)}",
                              fdef.returns)
@@ -233,7 +235,7 @@ class FunctionBuilder:
     def annotated(self, ann: StructInfo | None, inferred: StructInfo, node: Any) -> StructInfo:
         if ann is None:
             return inferred
-        if not is_base_of(ann, inferred):
+        if not structural_equal(ann, inferred) and not is_base_of(ann, inferred):
             raise type_error(f"the annotation {format_sinfo(ann)} does not match the value's "
                              f"struct info {format_sinfo(inferred)}", node,
                              hint="use R.match_cast(value, ...) to assert a more specific "
@@ -251,7 +253,7 @@ class FunctionBuilder:
                              f"match {format_sinfo(target)}", call)
         sinfo = target
         if ann is not None:
-            if not is_base_of(ann, target):
+            if not structural_equal(ann, target) and not is_base_of(ann, target):
                 raise type_error(f"the annotation {format_sinfo(ann)} does not match "
                                  f"{format_sinfo(target)}", s.annotation)
             sinfo = ann

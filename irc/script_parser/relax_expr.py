@@ -144,6 +144,12 @@ class RelaxEvaluator(ModuleEvaluator):
             fields = tuple(self.to_expr(v, node) for v in value)
             with located(node):
                 return self.normalize(Tuple(fields=fields, span=getattr(node, "span", None)))
+        from ..ir.printer import MetadataRef
+
+        if isinstance(value, MetadataRef):
+            raise parse_error(f"{value.metadata_text()} is not in this text: it was printed "
+                              "without show_meta=True; print it with show_meta=True or pass "
+                              "metadata= to irc.parse", node)
         if isinstance(value, (bool, int, float)) or isinstance(value, te.PrimExpr):
             raise parse_error(f"expected a graph value, got {describe(value)}; write "
                               "R.const(...) for a tensor or R.prim_value(...) for a scalar",
@@ -240,13 +246,13 @@ class RelaxEvaluator(ModuleEvaluator):
         sinfo_attr = next((a.name for a in opdef.attrs if a.sinfo), None)
         if "out_ty" in kw and sinfo_attr is not None and sinfo_attr not in kw:
             kw[sinfo_attr] = kw.pop("out_ty")  # TVM 0.27 spelling of out_sinfo
-        values = [self.operand(v, a) for v, a in zip(values, node.args)]
-        kw = {k: self.operand(v, node) for k, v in kw.items()}
+        values = [self.op_operand(v, a) for v, a in zip(values, node.args)]
+        kw = {k: self.op_operand(v, node) for k, v in kw.items()}
         with located(node):
             call = make_call(name, *values, span=node.span, **kw)
             return self.normalize(call)
 
-    def operand(self, value: Any, node: Any) -> Any:
+    def op_operand(self, value: Any, node: Any) -> Any:
         """Tuples of graph values become ``Tuple`` expressions; other values stay Python
         values for the registry's converters."""
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, Expr) for v in value):

@@ -1,7 +1,7 @@
 """Loop-level IR (TensorIR style): expressions, statements, buffers, blocks, PrimFunc."""
 
 # Intrinsic calls (irc.tir.exp(x), ...); the table of known intrinsics is irc.tir.intrin.
-from . import intrin  # noqa: E402
+from . import intrin
 from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer, load
 from .expr import (
     EQ,
@@ -61,7 +61,7 @@ from .expr import (
 )
 from .expr import max_ as max  # noqa: A004
 from .expr import min_ as min  # noqa: A004
-from .intrin import (  # noqa: E402
+from .intrin import (
     abs,
     acos,
     acosh,

@@ -460,6 +460,8 @@ def convert(value: ExprLike, dtype: str | None = None) -> PrimExpr:
     """A PrimExpr from a Python number (using ``dtype`` when given) or the expr itself."""
     if isinstance(value, PrimExpr):
         return value
+    if isinstance(value, IterVar):
+        return value.var
     if isinstance(value, (bool, int, float)):
         if dtype is not None and isinstance(value, float) and not dt.is_float(dtype):
             dtype = "float32"
@@ -520,6 +522,9 @@ def _coerce(e: PrimExpr, dtype: str) -> PrimExpr:
 
 def _match(a: ExprLike, b: ExprLike) -> tuple[PrimExpr, PrimExpr]:
     """Convert both operands to PrimExpr of one common dtype."""
+    # An IterVar (e.g. a te reduction axis) stands for its variable, as in TVM.
+    a = a.var if isinstance(a, IterVar) else a
+    b = b.var if isinstance(b, IterVar) else b
     if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
         a = convert(a)
     if not isinstance(a, PrimExpr):

@@ -186,13 +186,20 @@ class TIRPrinter:
         return head + "".join(", " + a for a in args) + ")"
 
     def _literals_round_trip(self, e: te.Call) -> bool:
-        # A bare int literal argument would be re-typed by the parser (it adopts the other
-        # arguments' dtype); print the explicit form when that changes its dtype.
-        ref = next((a.dtype for a in e.args if not isinstance(a, (te.IntImm, te.StringImm))),
+        """Whether the short form ``T.op(...)`` parses back to the same argument dtypes:
+        the parser gives a bare integer literal the dtype of the call's other arguments
+        (or of the other branch of ``if_then_else``)."""
+        def bare(a: Any) -> bool:
+            return isinstance(a, te.IntImm) and a.dtype in (self.int_default, "bool")
+
+        args = list(e.args[1:]) if e.op == "if_then_else" else list(e.args)
+        ref = next((a.dtype for a in args if not bare(a) and not isinstance(a, te.StringImm)),
                    None)
-        for a in e.args:
-            if isinstance(a, te.IntImm) and a.dtype == self.int_default and ref is not None \
-                    and a.dtype != ref:
+        for a in args:
+            if bare(a) and ref is not None and a.dtype != ref:
+                return False
+            if bare(a) and ref is None and e.op not in ("if_then_else",) and \
+                    dt.is_float(e.dtype):
                 return False
         return True
 

@@ -194,3 +194,67 @@ def test_block_form_needs_lowering_message():
 
     with pytest.raises(irc.CodegenError, match="block form"):
         codegen_llvm({"main": f}, "llvm")
+
+
+def _codegen_text(f):
+    from irc.codegen import codegen_llvm
+
+    return codegen_llvm({"main": f}, "llvm").text
+
+
+def test_vectorized_loop_becomes_vector_code():
+    m, n = 6, 16
+    A, B = buf("A", (m, n)), buf("B", (m, n))
+    bias = buf("bias", (n,))
+    i, j = tir.var("i"), tir.var("j")
+    t = tir.var("t", "float32")
+    value = S.LetStmt(var=t, value=A[i, j] * 2.0,
+                      body=store(B, (i, j), tir.max(t + bias[j], tir.const(0.0, "float32"))
+                                 + tir.cast(j, "float32")))
+    f = func([A, bias, B], loop(i, m, loop(j, n, value, kind="vectorized")))
+    text = _codegen_text(f)
+    assert "load <16 x float>" in text and "store <16 x float>" in text
+    assert "llvm.loop.vectorize" not in text  # vectorized by the code generator itself
+    a, bv, out = rand((m, n), "float32"), rand(n, "float32"), np.zeros((m, n), "float32")
+    run(f, a, bv, out)
+    np.testing.assert_allclose(out, np.maximum(2 * a + bv, 0) + np.arange(n), rtol=1e-6)
+
+
+def test_vectorized_loops_that_cannot_be_vector_code_stay_correct():
+    n = 16
+    a, s, b = buf("a", (n,)), buf("s", (1,)), buf("b", (n,))
+    i, j = tir.var("i"), tir.var("j")
+    # A reduction into one location and a lane-dependent branch: kept as loops.
+    red = loop(i, n, store(s, 0, s[0] + a[i]), kind="vectorized")
+    branch = loop(j, n, S.IfThenElse(condition=a[j] > 0, then_case=store(b, j, a[j]),
+                                     else_case=store(b, j, -a[j])), kind="vectorized")
+    f = func([a, s, b], tir.seq(red, branch))
+    assert "llvm.loop.vectorize.enable" in _codegen_text(f)
+    x, acc, y = rand(n, "float32"), np.zeros(1, "float32"), np.zeros(n, "float32")
+    run(f, x, acc, y)
+    np.testing.assert_allclose(acc[0], x.sum(), rtol=1e-5)
+    np.testing.assert_allclose(y, np.abs(x))
+
+
+def test_vectorized_micro_kernel_with_local_accumulator():
+    # The shape of a scheduled matmul: unrolled rows, a vectorized column loop,
+    # accumulators in a local buffer that must end up in vector registers.
+    m, n, k, mr = 8, 32, 20, 4
+    A, B, C = buf("A", (m, k)), buf("B", (k, n)), buf("C", (m, n))
+    acc = tir.var("acc", "handle")
+    accb = tir.decl_buffer((mr, n), "float32", "acc", data=acc, scope="local")
+    io, ii, jj, r = tir.var("io"), tir.var("ii"), tir.var("jj"), tir.var("r")
+    init = loop(ii, mr, loop(jj, n, store(accb, (ii, jj), 0.0), kind="vectorized"),
+                kind="unrolled")
+    upd = loop(ii, mr, loop(jj, n, store(accb, (ii, jj), accb[ii, jj]
+                                         + A[io * mr + ii, r] * B[r, jj]), kind="vectorized"),
+               kind="unrolled")
+    out = loop(ii, mr, loop(jj, n, store(C, (io * mr + ii, jj), accb[ii, jj]),
+                            kind="vectorized"), kind="unrolled")
+    body = _alloc(acc, "float32", [mr * n], tir.seq(init, loop(r, k, upd), out), "local")
+    f = func([A, B, C], loop(io, m // mr, body, kind="parallel"))
+    a, b, c = rand((m, k), "float32"), rand((k, n), "float32"), np.zeros((m, n), "float32")
+    mod = run(f, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    ll = mod.get_source("ll")
+    assert "alloca" not in ll and "fmuladd" in ll or "fma" in mod.get_source("asm")

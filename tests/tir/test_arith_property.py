@@ -53,7 +53,8 @@ def _extend(children):
     divisor = st.one_of(_nonzero_const(), st.just(VARS[3]))
     cond = st.tuples(st.sampled_from([E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE]), children, children)
     return st.one_of(
-        st.tuples(st.sampled_from([E.add, E.sub]), children, children).map(lambda t: t[0](t[1], t[2])),
+        st.tuples(st.sampled_from([E.add, E.sub]), children, children)
+        .map(lambda t: t[0](t[1], t[2])),
         st.tuples(children, st.one_of(st.integers(-5, 17).map(tir.const), children))
         .map(lambda t: t[0] * t[1]),
         st.tuples(st.sampled_from([E.floordiv, E.floormod, E.truncdiv, E.truncmod]), children,

@@ -16,12 +16,12 @@ import inspect
 from typing import Any, Mapping
 
 from ...ir.block_builder import BlockBuilder
+from ...ir.expr import Var
 from ...ir.module import IRModule
 from ...ir.struct_info import TensorStructInfo
-from ...ir.expr import Var
 from ...tir.expr import IntImm
 from .core import ExportFrame, NNError, Parameter, Tensor, output_expr
-from .module import Module, graph_name
+from .module import Module, ModuleList, graph_name
 from .spec import SymbolTable, check_spec_item
 
 
@@ -48,6 +48,8 @@ def _bind_spec(module: Module, method_name: str, method_spec: Any) -> tuple[Any,
     if not callable(method) or isinstance(method, Module):
         raise NNError(f"export spec names method '{method_name}', which {cls} does not have "
                       "(the spec maps method names to {argument name: nn.spec...})")
+    if getattr(method, "__func__", None) in (Module.forward, ModuleList.forward):
+        method()  # the base class's forward raises the error that says what to define
     if not isinstance(method_spec, Mapping):
         raise NNError(f"spec of '{method_name}' must be a dict of argument name to "
                       f"nn.spec.Tensor/nn.spec.Int, got {type(method_spec).__name__}")

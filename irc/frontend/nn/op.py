@@ -39,7 +39,7 @@ def _scalar(value: Any, dtype: str, op: str) -> Expr:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         raise NNError(f"nn.op.{op}: operands must be nn.Tensors or numbers, got "
                       f"{type(value).__name__} {value!r}")
-    if dtype and not dt.is_float(dtype) and float(value) != int(value):
+    if dtype and not dt.is_float(dtype) and not float(value).is_integer():
         raise NNError(f"nn.op.{op}: the number {value!r} does not fit the {dtype} tensor it is "
                       "combined with; convert the tensor first (x.astype('float32'))")
     return Constant.from_numpy(np.asarray(value), dtype or "float32")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..buffer import Buffer, BufferRegion
-from ..expr import BufferLoad, Let, PrimExpr, Var
+from ..expr import BufferLoad, Let, Var
 from ..stmt import (
     Allocate,
     Block,

@@ -68,14 +68,6 @@ class Lin:
         return f"Lin({' + '.join(parts)} + {self.const})"
 
 
-def _divisors_desc(c: int) -> list[int]:
-    """Divisors of ``c`` strictly between 1 and ``c``, largest first."""
-    small = [d for d in range(2, int(c ** 0.5) + 1) if c % d == 0]
-    out = set(small) | {c // d for d in small}
-    out.discard(c)
-    return sorted(out, reverse=True)
-
-
 class Canonicalizer:
     """Builds, combines, divides and prints linear forms for an :class:`Analyzer`."""
 
@@ -85,7 +77,6 @@ class Canonicalizer:
         # atom key -> ("div" | "mod", inner Lin, divisor) for floordiv/floormod atoms
         self.split_info: dict[int, tuple[str, Lin, int]] = {}
         self.memo: dict[int, tuple[PrimExpr, Lin]] = {}
-        self._divisors: dict[int, list[int]] = {}
 
     def clear(self) -> None:
         self.memo = {}
@@ -184,11 +175,21 @@ class Canonicalizer:
         qc, rc = divmod(x.const, c)
         return (Lin(x.dtype, qc, q_terms, normal=True), Lin(x.dtype, rc, r_terms, normal=True))
 
-    def _divisors_of(self, c: int) -> list[int]:
-        d = self._divisors.get(c)
-        if d is None:
-            d = self._divisors[c] = _divisors_desc(c)
-        return d
+    def _gcd_split(self, r: Lin, c: int) -> tuple[int, Lin, Lin] | None:
+        """``(g, A, B)`` with ``r = g*A + B``, ``g`` a divisor of ``c`` (1 < g < c) and
+        ``0 <= B < g``. Candidates take the terms with the largest coefficients into A."""
+        items = sorted(r.terms.items(), key=_item_order)
+        g = c
+        for p in range(1, len(items) + 1):
+            g = gcd(g, items[p - 1][1][0])
+            if g <= 1:
+                return None
+            a_terms = {k: (coef // g, ex) for k, (coef, ex) in items[:p]}
+            b_part = Lin(r.dtype, r.const % g, dict(items[p:]), normal=True)
+            lo, hi = self.bound(b_part)
+            if lo >= 0 and hi < g:
+                return g, Lin(r.dtype, r.const // g, a_terms, normal=True), b_part
+        return None
 
     def floordiv(self, x: Lin, c: int) -> Lin:
         """The form of ``floordiv(x, c)`` for a constant ``c > 0``."""
@@ -211,14 +212,11 @@ class Canonicalizer:
                 # (x // a + r) // c -> (x + r*a) // (a*c)
                 inner, a = info[1], info[2]
                 return self.floordiv(add(inner, Lin(dtype, r.const * a)), a * c)
-        for g in self._divisors_of(c):
-            a_part, b_part = self._split(r, g)
-            if not a_part.terms:
-                continue
-            blo, bhi = self.bound(b_part)
-            if blo >= 0 and bhi < g:
-                return self.floordiv(a_part, c // g)
-        ex = FloorDiv(dtype=dtype, a=self.to_expr(r), b=IntImm(dtype=dtype, value=c))
+        split = self._gcd_split(r, c)
+        if split is not None:
+            g, a_part, _ = split
+            return self.floordiv(a_part, c // g)
+        ex = FloorDiv(dtype=dtype, a=self.to_expr(r), b=make_const(c, dtype))
         return self._split_atom(ex, "div", r, c)
 
     def floormod(self, x: Lin, c: int) -> Lin:
@@ -238,14 +236,11 @@ class Canonicalizer:
             if coef == 1 and info is not None and info[0] == "mod" and info[2] % c == 0:
                 # (x % a) % c -> x % c when c divides a
                 return self.floormod(info[1], c)
-        for g in self._divisors_of(c):
-            a_part, b_part = self._split(r, g)
-            if not a_part.terms:
-                continue
-            blo, bhi = self.bound(b_part)
-            if blo >= 0 and bhi < g:
-                return add(scale(self.floormod(a_part, c // g), g), b_part)
-        ex = FloorMod(dtype=dtype, a=self.to_expr(r), b=IntImm(dtype=dtype, value=c))
+        split = self._gcd_split(r, c)
+        if split is not None:
+            g, a_part, b_part = split
+            return add(scale(self.floormod(a_part, c // g), g), b_part)
+        ex = FloorMod(dtype=dtype, a=self.to_expr(r), b=make_const(c, dtype))
         return self._split_atom(ex, "mod", r, c)
 
     def _split_atom(self, ex: PrimExpr, kind: str, inner: Lin, c: int) -> Lin:
@@ -336,6 +331,10 @@ class Canonicalizer:
 
 def _term_order(t):
     return -abs(t[0])
+
+
+def _item_order(kv):
+    return -abs(kv[1][0])
 
 
 def add(x: Lin, y: Lin) -> Lin:

@@ -132,8 +132,23 @@ COMPARE = {
 }
 
 
+_INT_CONSTS: dict[tuple[str, int], IntImm] = {}
+
+
 def make_const(value, dtype: str) -> PrimExpr:
-    """An immediate of scalar ``dtype`` holding ``value`` after wrapping/rounding."""
+    """An immediate of scalar ``dtype`` holding ``value`` after wrapping/rounding.
+    Integer immediates are shared (they are immutable and the simplifier makes many)."""
+    if type(value) is int:
+        hit = _INT_CONSTS.get((dtype, value))
+        if hit is not None:
+            return hit
+        if dt.is_float(dtype):
+            return FloatImm(dtype=dtype, value=round_float(float(value), dtype))
+        imm = IntImm(dtype=dtype, value=wrap_int(value, dtype))
+        if len(_INT_CONSTS) > 65536:
+            _INT_CONSTS.clear()
+        _INT_CONSTS[(dtype, value)] = imm
+        return imm
     if dt.is_float(dtype):
         return FloatImm(dtype=dtype, value=round_float(float(value), dtype))
     return IntImm(dtype=dtype, value=wrap_int(int(value), dtype))
@@ -156,7 +171,7 @@ def fold_binary(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
 def fold_compare(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     """Fold a comparison of two scalar immediates to a bool immediate."""
     if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
-        return IntImm(dtype="bool", value=int(COMPARE[op](a.value, b.value)))
+        return make_const(int(COMPARE[op](a.value, b.value)), "bool")
     return None
 
 

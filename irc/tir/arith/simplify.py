@@ -49,7 +49,7 @@ from ..expr import (
 )
 from .bound import NEG_INF, POS_INF
 from .canonical import Lin, add, scale
-from .fold import fold_binary, fold_cast, fold_compare
+from .fold import fold_binary, fold_cast, fold_compare, make_const
 from .rules import (
     FLOAT_RULES,
     IF_THEN_ELSE_RULES,
@@ -136,7 +136,7 @@ class Simplifier:
         if e.dtype in SIGNED_INT:
             lo, hi = self.an.bounds.bound(e)
             if lo == hi:
-                return IntImm(dtype=e.dtype, value=int(lo))
+                return make_const(int(lo), e.dtype)
         return e
 
     # -- arithmetic -------------------------------------------------------------------

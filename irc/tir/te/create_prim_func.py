@@ -27,9 +27,9 @@ from ..expr import (
     PrimExpr,
     Range,
     Reduce,
-    Select,
     Var,
     const,
+    if_then_else,
 )
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
@@ -390,8 +390,9 @@ class _Builder:
                      if body_expr.init is None else sub.visit(body_expr.init))
             if body_expr.condition is not None:
                 cond = sub.visit(body_expr.condition)
-                source = Select(dtype=source.dtype, condition=cond, true_value=source,
-                                false_value=reduction_identity(body_expr.kind, source.dtype))
+                # Lazily: masked-out elements (e.g. past the end of a window) are not read.
+                source = if_then_else(cond, source,
+                                      reduction_identity(body_expr.kind, source.dtype))
             acc = BufferLoad(dtype=out_buf.dtype, buffer=out_buf, indices=store_idx)
             init = BufferStore(buffer=out_buf, value=start, indices=store_idx)
             body: Stmt = BufferStore(buffer=out_buf, indices=store_idx,

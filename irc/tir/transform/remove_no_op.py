@@ -29,10 +29,9 @@ from ..stmt import (
     Stmt,
     is_no_op,
     no_op,
-    seq,
 )
 from .base import PrimFuncPass
-from .stmt_util import map_stmt_children
+from .stmt_util import flat_seq, map_stmt_children
 
 
 def _has_side_effect(e: PrimExpr) -> bool:
@@ -86,7 +85,7 @@ class _Remove:
             new = [self.visit(x) for x in s.seq]
             if all(a is b for a, b in zip(new, s.seq)):
                 return s
-            return seq(*new)
+            return flat_seq(new)
         s = map_stmt_children(s, self.visit)
         if cls is For:
             if is_no_op(s.body) or (type(s.extent) is IntImm and s.extent.value <= 0):

@@ -39,9 +39,9 @@ from ..stmt import (
     Stmt,
     While,
     no_op,
-    seq,
 )
 from .base import PrimFuncPass
+from .stmt_util import flat_seq
 from .substitute import substitute
 
 
@@ -89,7 +89,7 @@ class StmtSimplifier:
         new = [self.visit(x) for x in s.seq]
         if all(a is b for a, b in zip(new, s.seq)):
             return s
-        return seq(*new)
+        return flat_seq(new)
 
     def _store(self, s: BufferStore) -> Stmt:
         value = self.expr(s.value)

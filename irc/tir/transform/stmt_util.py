@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir.node import node_fields
-from ..stmt import SeqStmt, Stmt, seq
+from ..stmt import SeqStmt, Stmt
 
 
 def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
@@ -15,7 +15,7 @@ def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
         new = [fn(x) for x in s.seq]
         if all(a is b for a, b in zip(new, s.seq)):
             return s
-        return seq(*new)
+        return flat_seq(new)
     changes = {}
     for f in node_fields(type(s)):
         if f == "span":
@@ -26,3 +26,23 @@ def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
             if nv is not v:
                 changes[f] = nv
     return s.replace(**changes) if changes else s
+
+
+def flat_seq(stmts) -> Stmt:
+    """Like :func:`irc.tir.seq` for a list of statements (nested sequences flattened,
+    no-ops dropped), without the per-element overhead."""
+    from ..expr import IntImm
+    from ..stmt import Evaluate, no_op
+
+    flat: list[Stmt] = []
+    for s in stmts:
+        t = type(s)
+        if t is SeqStmt:
+            flat.extend(s.seq)
+        elif not (t is Evaluate and type(s.value) is IntImm):
+            flat.append(s)
+    if not flat:
+        return no_op()
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(seq=tuple(flat))

@@ -4,30 +4,39 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Union
 
-from ...ir.functor import Mutator
+from ..buffer import Buffer
 from ..expr import PrimExpr, Var
+from .rewriter import IRRewriter
 
 VarMap = Union[Mapping[Var, PrimExpr], Callable[[Var], Union[PrimExpr, None]]]
 
 
-class _Substituter(Mutator):
-    def __init__(self, vmap: VarMap):
-        super().__init__()
-        if callable(vmap):
-            self.lookup = vmap
-        else:
-            by_id = {id(k): v for k, v in vmap.items()}
-            self.lookup = lambda v: by_id.get(id(v))
+class Substituter(IRRewriter):
+    """Replaces variables by expressions (``lookup`` returns the replacement or None)."""
 
-    def visit_Var(self, v: Var) -> PrimExpr:
+    def __init__(self, lookup: Callable[[Var], PrimExpr | None]):
+        super().__init__()
+        self.lookup = lookup
+
+    def var(self, v: Var) -> PrimExpr:
         r = self.lookup(v)
         return v if r is None else r
+
+    def rewrite_buffer(self, b: Buffer) -> Buffer:
+        # A data pointer can only be renamed, never replaced by an expression.
+        data = self.lookup(b.data)
+        if data is not None and not isinstance(data, Var):
+            return b
+        return super().rewrite_buffer(b)
 
 
 def substitute(node, vmap: VarMap):
     """``node`` (expression, statement, region, ...) with variables replaced by
     ``vmap`` (a mapping, or a function returning the replacement or None). Unchanged
     subtrees are returned as the same objects."""
-    if not vmap and not callable(vmap):
+    if callable(vmap):
+        return Substituter(vmap)(node)
+    if not vmap:
         return node
-    return _Substituter(vmap).visit(node)
+    by_id = {id(k): v for k, v in vmap.items()}
+    return Substituter(lambda v: by_id.get(id(v)))(node)

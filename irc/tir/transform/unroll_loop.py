@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.functor import Mutator
 from ..expr import IntImm, Var
 from ..stmt import (
     Allocate,
@@ -28,10 +27,10 @@ from ..stmt import (
     PrimFunc,
     SeqStmt,
     Stmt,
-    seq,
 )
 from .base import PrimFuncPass
-from .stmt_util import map_stmt_children
+from .stmt_util import flat_seq, map_stmt_children
+from .substitute import Substituter
 
 MAX_STEP_KEY = "pragma_auto_unroll_max_step"
 EXPLICIT_KEY = "pragma_unroll_explicit"
@@ -61,12 +60,74 @@ def _defined_vars(s: Stmt) -> list[Var]:
     return out
 
 
-def _copy(body: Stmt, var: Var, value: IntImm, defined: list[Var]) -> Stmt:
-    m = Mutator()
-    m._memo[id(var)] = (var, value)
-    for v in defined:
-        m._memo[id(v)] = (v, Var(name=v.name, dtype=v.dtype))
-    return m.visit(body)
+class _Copier(Substituter):
+    """Substitutes only inside expressions known to mention a replaced variable."""
+
+    def __init__(self, vmap: dict[int, object], dirty: set[int]):
+        super().__init__(lambda v: vmap.get(id(v)))
+        self.dirty = dirty
+
+    def expr(self, e):
+        if id(e) not in self.dirty:
+            return e
+        return super().expr(e)
+
+
+def _dirty_exprs(body: Stmt, targets: set[int]) -> set[int]:
+    """Ids of the expressions under ``body`` that mention a variable in ``targets`` (or
+    load a buffer whose data pointer is one)."""
+    from ...ir.node import Node, node_fields
+    from ..arith.int_set import _children
+    from ..expr import BufferLoad, PrimExpr
+
+    dirty: set[int] = set()
+    seen: set[int] = set()
+
+    def expr(e: PrimExpr) -> bool:
+        if id(e) in seen:
+            return id(e) in dirty
+        seen.add(id(e))
+        if type(e) is Var:
+            hit = id(e) in targets
+        else:
+            hit = False
+            for c in _children(e):
+                if expr(c):
+                    hit = True
+            if type(e) is BufferLoad and id(e.buffer.data) in targets:
+                hit = True
+        if hit:
+            dirty.add(id(e))
+        return hit
+
+    def walk(x) -> None:
+        if isinstance(x, PrimExpr):
+            expr(x)
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, Node):
+            for f in node_fields(type(x)):
+                if f != "span":
+                    walk(getattr(x, f))
+
+    walk(body)
+    return dirty
+
+
+def _copies(s: For) -> list[Stmt]:
+    """One copy of the loop body per iteration, each with fresh inner variables."""
+    defined = _defined_vars(s.body)
+    targets = {id(s.loop_var)} | {id(v) for v in defined}
+    dirty = _dirty_exprs(s.body, targets)
+    dtype = s.loop_var.dtype
+    out = []
+    for k in range(s.extent.value):
+        vmap: dict[int, object] = {id(s.loop_var): IntImm(dtype=dtype, value=s.min.value + k)}
+        for v in defined:
+            vmap[id(v)] = Var(name=v.name, dtype=v.dtype)
+        out.append(_Copier(vmap, dirty)(s.body))
+    return out
 
 
 def _steps(s: Stmt) -> int:
@@ -116,14 +177,9 @@ class _Unroll:
         return self.expand(s) if self.explicit else s.replace(kind="unrolled")
 
     def expand(self, s: For) -> Stmt:
-        n = s.extent.value
-        if n <= 0:
-            return seq()
-        defined = _defined_vars(s.body)
-        dtype = s.loop_var.dtype
-        copies = [_copy(s.body, s.loop_var, IntImm(dtype=dtype, value=s.min.value + k), defined)
-                  for k in range(n)]
-        return seq(*copies)
+        if s.extent.value <= 0:
+            return flat_seq([])
+        return flat_seq(_copies(s))
 
 
 @dataclass(frozen=True)

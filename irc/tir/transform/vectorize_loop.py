@@ -54,11 +54,10 @@ from ..stmt import (
     PrimFunc,
     SeqStmt,
     Stmt,
-    seq,
 )
 from .base import PrimFuncPass
 from .remove_no_op import _PURE_CALLS
-from .stmt_util import map_stmt_children
+from .stmt_util import flat_seq, map_stmt_children
 
 
 class _Fallback(Exception):
@@ -179,7 +178,7 @@ class _Vectorizer:
             value = self.bcast(self.expr(s.value))
             return BufferStore(buffer=s.buffer, value=value, indices=idx)
         if cls is SeqStmt:
-            return seq(*[self.stmt(x) for x in s.seq])
+            return flat_seq([self.stmt(x) for x in s.seq])
         if cls is For:
             mn, ext = self.expr(s.min), self.expr(s.extent)
             if _lanes(mn) > 1 or _lanes(ext) > 1:
