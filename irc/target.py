@@ -268,6 +268,7 @@ class Target:
     # -- properties ---------------------------------------------------------------
     @property
     def keys(self) -> tuple[str, ...]:
+        """Target keys (``cpu``; ``cuda``, ``gpu``) used to pick schedule rules."""
         return self.kind.keys
 
     @property
@@ -287,14 +288,17 @@ class Target:
 
     @property
     def max_num_threads(self) -> int:
+        """Most threads per GPU block (cuda targets)."""
         return int(self.attrs.get("max-num-threads", 1))
 
     @property
     def thread_warp_size(self) -> int:
+        """Threads per warp (cuda targets)."""
         return int(self.attrs.get("thread-warp-size", 1))
 
     @property
     def max_shared_memory_per_block(self) -> int:
+        """Shared memory per GPU block in bytes (cuda targets)."""
         return int(self.attrs.get("max-shared-memory-per-block", 0))
 
     @property

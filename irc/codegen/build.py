@@ -6,8 +6,9 @@ graph functions are ignored), a schedule ``(sch, args)`` (anything with ``.mod``
 ``(None, args)`` / ``args`` with te tensors (turned into a PrimFunc with
 ``irc.te.create_prim_func``).
 
-Compiled modules are cached in memory by the structural hash of the lowered functions,
-their parameter names and the target string, so rebuilding the same function is free.
+Compiled modules are cached in memory by the structural hash of the functions (before
+lowering, which is deterministic), their parameter names and the target string, so
+rebuilding the same function is free.
 """
 
 from __future__ import annotations
@@ -114,20 +115,20 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         target = Target.current() or "llvm"
     t = Target.canon(target)
     funcs = collect_prim_funcs(inputs, args, name)
-    lowered = {n: lower_for_codegen(f) for n, f in funcs.items()}
     builder = _BUILDERS.get(t.kind.name)
     if builder is not None:
-        return builder(lowered, t)
+        return builder({n: lower_for_codegen(f) for n, f in funcs.items()}, t)
     if t.kind.name != "llvm":
         raise BuildError(f"no code generator is available for target {t}",
                          hint="build for 'llvm' (the CPU)")
-    key = _cache_key(lowered, t)
+    # Lowering is deterministic: the functions as given key the cache.
+    key = _cache_key(funcs, t)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    mod = build_llvm(lowered, t)
+    mod = build_llvm({n: lower_for_codegen(f) for n, f in funcs.items()}, t)
     with _cache_lock:
         _cache[key] = mod
         while len(_cache) > _CACHE_SIZE:

@@ -12,9 +12,11 @@ Calling convention (one C function per PrimFunc, named by its global symbol)::
                                                //   appearance (not scalar params)
                  S0 s0, S1 s1, ...)            // scalar params, in parameter order
 
-- Buffer pointers are 64-byte aligned (the runtime guarantees it) and ``noalias`` when
-  the function has the attribute ``tir.noalias``. Buffers are compact row-major unless
-  the parameter buffer declares strides.
+- Buffer pointers are 64-byte aligned (the runtime guarantees it, copying misaligned
+  numpy arrays) and ``noalias`` when the function has the attribute ``tir.noalias``.
+  Buffers are compact row-major unless the parameter buffer declares strides; then the
+  stride variables are passed with the shape variables and only element alignment is
+  assumed (views of other arrays are passed without a copy).
 - Scalars pass as their C type; ``bool`` as a byte; float16/bfloat16 as ``float``.
 - The return value is 0 on success, else ``k`` = 1 + the index of the failed assertion's
   message in the module's message table (``LLVMSource.messages``), which the runtime turns
@@ -22,6 +24,14 @@ Calling convention (one C function per PrimFunc, named by its global symbol)::
 - ``parallel`` loops run on ``-num-cores`` threads of the OpenMP runtime (libgomp's
   ``GOMP_parallel``) with static, contiguous chunks; a parallel loop inside another one
   runs serially. See ``llvm_parallel.py``.
+
+Loop kinds: ``vectorized`` loops of constant extent (up to 64) become vector code here
+(``llvm_vectorize.py``), others keep LLVM vectorize metadata; ``unrolled`` loops of
+constant extent are unrolled here (within a code-size budget), others get unroll
+metadata. Annotations ``pragma_vectorize``/``pragma_unroll`` steer LLVM (see
+``_loop_properties``). Allocations up to 64 KiB of constant size are stack slots in the
+function's entry block (SROA turns fully unrolled ones into registers); larger ones use
+``aligned_alloc``/``free``.
 """
 
 from __future__ import annotations
@@ -149,7 +159,8 @@ class CodeGenLLVM(ExprCodegen):
         for p, buf in func.buffer_map.items():
             ptr = self.vars[id(p)]
             self.vars[id(buf.data)] = ptr
-            self.ptr_align[id(buf.data)] = BUFFER_ALIGN
+            self.ptr_align[id(buf.data)] = _param_align(buf)
+            self.ptr_align[id(p)] = _param_align(buf)
             if noalias:
                 self.noalias_vars.add(id(buf.data))
         self.stmt(func.body)
@@ -195,7 +206,9 @@ class CodeGenLLVM(ExprCodegen):
                                    "element offset, which the calling convention does not "
                                    "pass", node=buf)
             attrs = "noalias nocapture" if noalias else "nocapture"
-            attrs += f" align {BUFFER_ALIGN}"
+            # Compact buffers are 64-byte aligned (the runtime guarantees it); strided
+            # views of other arrays only to their element size.
+            attrs += f" align {_param_align(buf)}"
             llvm_params.append(("ptr", buf.name, attrs))
             bound.append(p)
             buffer_params.append(BufferParamSpec(
@@ -239,7 +252,6 @@ class CodeGenLLVM(ExprCodegen):
         b = self.b
         if kind == "buffer":
             self.vars[id(var)] = value
-            self.ptr_align[id(var)] = BUFFER_ALIGN
             return
         if kind == "shape":
             if var.dtype == "int64":
@@ -259,9 +271,11 @@ class CodeGenLLVM(ExprCodegen):
 
     # -- helpers used by the expression mixin and the parallel outliner -----------------
     def declare_intrinsic(self, name: str, ret: str, args: list[str]) -> None:
+        """Declare LLVM intrinsic ``name`` once."""
         self.module.declare(name, f"declare {ret} @{name}({', '.join(args)})")
 
     def declare_extern(self, name: str, ret: str, args: list[str], attrs: str = "") -> None:
+        """Declare external function ``name``; a second, different signature is an error."""
         text = f"declare {ret} @{name}({', '.join(args)}){' ' + attrs if attrs else ''}"
         old = self.module.decls.get(name)
         if old is not None and old != text:
@@ -270,16 +284,19 @@ class CodeGenLLVM(ExprCodegen):
         self.module.declare(name, text)
 
     def unary_intrinsic(self, op: str, v: Value, dtype: str) -> Value:
+        """``op(v)`` for a float value (see ``llvm_intrin.unary_intrinsic``)."""
         from .llvm_intrin import unary_intrinsic
 
         return unary_intrinsic(self, op, v, dtype)
 
     def bind(self, var: E.Var, value: Value, expr: E.PrimExpr | None = None) -> None:
+        """Bind ``var`` to ``value`` (``expr``: its IR, for alignment analysis)."""
         self.vars[id(var)] = value
         if expr is not None and dt.is_integer(var.dtype):
             self.mult_env[id(var)] = known_multiple(expr, self.mult_env)
 
     def unbind(self, var: E.Var) -> None:
+        """Forget the binding of ``var``."""
         self.vars.pop(id(var), None)
         self.mult_env.pop(id(var), None)
 
@@ -297,6 +314,7 @@ class CodeGenLLVM(ExprCodegen):
 
     # -- statements ---------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> None:
+        """Emit statement ``s`` (dispatches to ``s_<ClassName>``)."""
         handler = getattr(self, f"s_{type(s).__name__}", None)
         if handler is None:
             raise CodegenError(f"the LLVM code generator cannot translate "
@@ -546,6 +564,13 @@ def _loop_properties(s: S.For, extent: int | None) -> list[str]:
     elif isinstance(unroll, int):
         props.append(f'!"llvm.loop.unroll.count", i32 {unroll}')
     return props
+
+
+def _param_align(buf) -> int:
+    """The alignment the calling convention promises for a buffer parameter."""
+    if buf.strides:
+        return max(1, dt.itemsize(buf.dtype))
+    return BUFFER_ALIGN
 
 
 def _pow2_floor(n: int) -> int:

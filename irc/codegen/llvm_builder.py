@@ -35,12 +35,14 @@ class Value:
 
     @property
     def is_const_int(self) -> bool:
+        """True for a scalar integer literal."""
         r = self.ref
         return bool(r) and (r.isdigit() or (r[0] == "-" and r[1:].isdigit())) and \
             not self.ty.startswith("<")
 
     @property
     def int_value(self) -> int:
+        """The value of an integer literal."""
         return int(self.ref)
 
 
@@ -53,6 +55,7 @@ def vec(ty: str, lanes: int) -> str:
 
 
 def is_vector(ty: str) -> bool:
+    """True for an LLVM vector type."""
     return ty.startswith("<")
 
 
@@ -64,12 +67,14 @@ def elem_type(ty: str) -> str:
 
 
 def lanes_of(ty: str) -> int:
+    """Number of lanes of a type (1 for scalars)."""
     if ty.startswith("<"):
         return int(ty[1:ty.index(" x ")])
     return 1
 
 
 def is_float_type(ty: str) -> bool:
+    """True for float/double/half (or vectors of them)."""
     return elem_type(ty) in ("float", "double", "half")
 
 
@@ -151,6 +156,7 @@ class Phi:
         self.incoming: list[tuple[str, str]] = []
 
     def add(self, value: Value, block: Block) -> None:
+        """Add the incoming ``value`` from ``block``."""
         self.incoming.append((value.ref, block.label))
 
     def __str__(self) -> str:
@@ -189,6 +195,7 @@ class FunctionBuilder:
 
     # -- naming and blocks --------------------------------------------------------
     def fresh(self, hint: str = "t") -> str:
+        """A new unique local name derived from ``hint``."""
         self._counter += 1
         return f"%{_NAME_RE.sub('_', hint)[:40]}.{self._counter}"
 
@@ -213,9 +220,11 @@ class FunctionBuilder:
         return Value(ty, ref)
 
     def emit_void(self, text: str) -> None:
+        """Emit an instruction without a result."""
         self.cur.lines.append(f"  {text}")
 
     def terminate(self, text: str) -> None:
+        """End the current block with ``text`` (once)."""
         if not self.cur.terminated:
             self.cur.lines.append(f"  {text}")
             self.cur.terminated = True
@@ -240,14 +249,17 @@ class FunctionBuilder:
         return self.emit(f"{op}{f} {a.ty} {a.ref}, {b.ref}", a.ty, hint)
 
     def icmp(self, pred: str, a: Value, b: Value) -> Value:
+        """Integer comparison."""
         return self.emit(f"icmp {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)), "c")
 
     def fcmp(self, pred: str, a: Value, b: Value, flags: str = "") -> Value:
+        """Float comparison."""
         f = f" {flags}" if flags else ""
         return self.emit(f"fcmp{f} {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)),
                          "c")
 
     def select(self, cond: Value, a: Value, b: Value) -> Value:
+        """``cond ? a : b``."""
         return self.emit(f"select {cond.ty} {cond.ref}, {a.ty} {a.ref}, {b.ty} {b.ref}", a.ty,
                          "sel")
 
@@ -258,9 +270,11 @@ class FunctionBuilder:
         return self.emit(f"{op} {v.ty} {v.ref} to {ty}", ty, "cv")
 
     def load(self, ty: str, ptr: Value, align: int, extra: str = "") -> Value:
+        """Load a ``ty`` from ``ptr``."""
         return self.emit(f"load {ty}, ptr {ptr.ref}, align {align}{extra}", ty, "ld")
 
     def store(self, v: Value, ptr: Value, align: int, extra: str = "") -> None:
+        """Store ``v`` to ``ptr``."""
         self.emit_void(f"store {v.ty} {v.ref}, ptr {ptr.ref}, align {align}{extra}")
 
     def gep(self, elem_ty: str, ptr: Value, index: Value, inbounds: bool = True) -> Value:
@@ -286,15 +300,19 @@ class FunctionBuilder:
         return self.emit(f"call {f}{ret_ty} @{fn}({arg_text}){tail}", ret_ty, hint)
 
     def br(self, target: Block, md: str = "") -> None:
+        """Unconditional branch (``md``: trailing metadata)."""
         self.terminate(f"br label %{target.label}{md}")
 
     def cbr(self, cond: Value, then: Block, other: Block, md: str = "") -> None:
+        """Conditional branch."""
         self.terminate(f"br i1 {cond.ref}, label %{then.label}, label %{other.label}{md}")
 
     def ret(self, v: Value | None) -> None:
+        """Return ``v`` (None: ``ret void``)."""
         self.terminate("ret void" if v is None else f"ret {v.ty} {v.ref}")
 
     def phi(self, ty: str, hint: str = "phi") -> Phi:
+        """A phi at the head of the current block; add edges with ``Phi.add``."""
         p = Phi(self.fresh(hint), ty)
         # Phis must lead their block.
         n = 0
@@ -304,13 +322,16 @@ class FunctionBuilder:
         return p
 
     def extract(self, v: Value, i: int) -> Value:
+        """Lane ``i`` of vector ``v``."""
         return self.emit(f"extractelement {v.ty} {v.ref}, i32 {i}", elem_type(v.ty), "ex")
 
     def insert(self, v: Value, elem: Value, i: int) -> Value:
+        """Vector ``v`` with lane ``i`` replaced by ``elem``."""
         return self.emit(f"insertelement {v.ty} {v.ref}, {elem.ty} {elem.ref}, i32 {i}", v.ty,
                          "in")
 
     def shuffle(self, a: Value, b: Value, mask: list[int]) -> Value:
+        """Lanes of ``a`` and ``b`` picked by ``mask`` (``b`` None: poison)."""
         ty = vec(elem_type(a.ty), len(mask))
         m = ", ".join(f"i32 {i}" if i >= 0 else "i32 poison" for i in mask)
         b_ref = b.ref if b is not None else "poison"

@@ -3,7 +3,9 @@
 Conventions: signed integer arithmetic of index width (int32/int64) carries ``nsw`` (index
 arithmetic does not overflow, which lets LLVM widen induction variables); 8/16-bit
 integers wrap like numpy. Float ``a * b + c`` becomes ``llvm.fmuladd``. Fast-math flags
-(``reassoc contract``) are set only while a reduction update is emitted (``self.fmf``).
+(``reassoc contract``) are set only while a reduction update is emitted (``self.fmf``);
+there, float min/max use ``llvm.minimum``/``llvm.maximum`` (NaN-propagating, and
+vectorizable as reductions); elsewhere they are ``select(a < b, a, b)``.
 Under a vector ``if_then_else`` the chosen side is evaluated with a lane mask
 (``self.mask``): its loads become masked loads/gathers, so disabled lanes never touch
 memory.
@@ -63,6 +65,7 @@ class ExprCodegen:
     _expr_handlers: dict[type, str] = {}
 
     def expr(self, e: E.PrimExpr) -> Value:
+        """Emit ``e`` (dispatches to ``e_<ClassName>``) and return its value."""
         handler = self._expr_handlers.get(type(e))
         if handler is None:
             handler = self._find_handler(type(e))
@@ -230,6 +233,12 @@ class ExprCodegen:
 
     def _minmax(self, e: E.BinaryOp, fpred: str, ipred: str) -> Value:
         a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_float(e.dtype) and self.fmf:
+            # A reduction update (max pooling, softmax): LLVM vectorizes reductions of the
+            # NaN-propagating llvm.maximum/minimum, not of compare-and-select.
+            name = f"llvm.{'minimum' if fpred == 'olt' else 'maximum'}.{mangle(a.ty)}"
+            self.declare_intrinsic(name, a.ty, [a.ty, a.ty])
+            return self.b.call(a.ty, name, [a, b], hint="mm")
         if dt.is_float(e.dtype):
             # select(a < b, a, b): what x86 min/max instructions compute.
             c = self.b.fcmp(fpred, a, b)

@@ -375,6 +375,12 @@ def _minmax_call(kind: str):
     return handler
 
 
+def _storage_sync(cg, e):
+    raise CodegenError("tvm_storage_sync is a GPU barrier (shared memory) and cannot run on "
+                       "the CPU", node=e, hint="build for target 'cuda', or do not cache "
+                       "into 'shared' scope in a CPU schedule")
+
+
 def _prefetch(cg, e):
     # A hint only; nothing to compute.
     return const_int("i32", 0)
@@ -404,6 +410,7 @@ _HANDLERS: dict[str, Callable] = {
     "min": _minmax_call("min"),
     "max": _minmax_call("max"),
     "prefetch": _prefetch,
+    "tvm_storage_sync": _storage_sync,
 }
 
 

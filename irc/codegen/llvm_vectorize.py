@@ -60,6 +60,7 @@ class _Vectorizer:
 
     # -- expressions ------------------------------------------------------------------
     def expr(self, e: E.PrimExpr) -> E.PrimExpr:
+        """``e`` with the loop variable replaced by its vector (memoized)."""
         key = id(e)
         hit = self.memo.get(key)
         if hit is not None:
@@ -145,6 +146,7 @@ class _Vectorizer:
 
     # -- statements -------------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> S.Stmt:
+        """``s`` rebuilt on vectors; raises _Cannot for unsupported statements."""
         t = type(s)
         if t is S.BufferStore:
             value = self.expr(s.value)

@@ -16,13 +16,15 @@ from typing import Any, Callable
 
 from .node import Node, node_fields
 
-_HANDLERS: dict[tuple[type, type], str | None] = {}
-
-
 def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
-    key = (visitor_cls, node_cls)
-    if key in _HANDLERS:
-        return _HANDLERS[key]
+    # The cache lives on the visitor class itself, so classes defined inside functions
+    # are freed with their cache (a global cache keyed by class would keep them alive).
+    cache = visitor_cls.__dict__.get("_irc_handler_cache")
+    if cache is None:
+        cache = {}
+        setattr(visitor_cls, "_irc_handler_cache", cache)
+    if node_cls in cache:
+        return cache[node_cls]
     found = None
     for klass in node_cls.__mro__:
         name = f"visit_{klass.__name__}"
@@ -31,7 +33,7 @@ def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
         if hasattr(visitor_cls, name):
             found = name
             break
-    _HANDLERS[key] = found
+    cache[node_cls] = found
     return found
 
 
@@ -112,15 +114,20 @@ class Mutator:
         return n.replace(**changes) if changes else n
 
 
+class _PostOrder(Visitor):
+    # One class for all calls: a class per call would stay alive in the handler cache,
+    # together with everything its callback refers to.
+    def __init__(self, fn: Callable[[Node], None]) -> None:
+        self.fn = fn
+
+    def generic_visit(self, x: Node) -> None:
+        super().generic_visit(x)
+        self.fn(x)
+
+
 def post_order_visit(n: Any, fn: Callable[[Node], None]) -> None:
     """Call ``fn`` on every node under ``n`` (children first)."""
-
-    class _V(Visitor):
-        def generic_visit(self, x: Node) -> None:
-            super().generic_visit(x)
-            fn(x)
-
-    _V().visit(n)
+    _PostOrder(fn).visit(n)
 
 
 def collect(n: Any, predicate: Callable[[Node], bool]) -> list[Node]:

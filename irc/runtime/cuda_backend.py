@@ -106,6 +106,7 @@ def compute_capability(index: int) -> tuple[int, int]:
 
 
 def synchronize(index: int) -> None:
+    """Wait for all work queued on GPU ``index``."""
     d = driver()
     _context(index)
     (err,) = d.cuCtxSynchronize()
@@ -136,6 +137,7 @@ class DeviceMemory:
 
 
 def copy_host_to_device(dst: DeviceMemory, host_ptr: int, nbytes: int) -> None:
+    """Copy ``nbytes`` from host memory to the device."""
     d = driver()
     _context(dst.index)
     (err,) = d.cuMemcpyHtoD(dst.ptr, host_ptr, nbytes)
@@ -143,6 +145,7 @@ def copy_host_to_device(dst: DeviceMemory, host_ptr: int, nbytes: int) -> None:
 
 
 def copy_device_to_host(host_ptr: int, src: DeviceMemory, nbytes: int) -> None:
+    """Copy ``nbytes`` from the device to host memory."""
     d = driver()
     _context(src.index)
     (err,) = d.cuMemcpyDtoH(host_ptr, src.ptr, nbytes)
@@ -150,6 +153,7 @@ def copy_device_to_host(host_ptr: int, src: DeviceMemory, nbytes: int) -> None:
 
 
 def copy_device_to_device(dst: DeviceMemory, src: DeviceMemory, nbytes: int) -> None:
+    """Copy ``nbytes`` between two allocations on one device."""
     d = driver()
     _context(dst.index)
     (err,) = d.cuMemcpyDtoD(dst.ptr, src.ptr, nbytes)

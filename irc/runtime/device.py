@@ -42,6 +42,7 @@ class Device:
 
     @property
     def device_id(self) -> int:
+        """The device index (DLPack's name for it)."""
         return self.index
 
     @property

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ndarray import Tensor
+from .ndarray import ALIGNMENT, Tensor
 from .signature import eval_dim
 
 
@@ -39,7 +39,7 @@ def make_fast_call(function) -> Callable[..., None]:
             continue
         spec = sig.buffers[i]
         lines.append(f"    if type({a}) is not Tensor or {a}.dtype != {spec.dtype!r} or "
-                     f"{a}._array is None:")
+                     f"{a}._array is None or {a}.data_ptr & {ALIGNMENT - 1}:")
         lines.append("        return slow(" + ", ".join(args) + ")")
         lines.append(f"    s{pos} = {a}.shape")
         if all(type(d) is int for d in spec.shape):
@@ -61,9 +61,9 @@ def make_fast_call(function) -> Callable[..., None]:
                 else:
                     deferred.append((pos, j, d))
         ptrs[i] = f"{a}.data_ptr"
-    consts: dict[str, Any] = {"Tensor": Tensor, "ndarray": np.ndarray, "slow": function.call_checked,
-                              "cfunc": function.c_function, "error": function._raise,
-                              "eval_dim": eval_dim}
+    consts: dict[str, Any] = {"Tensor": Tensor, "ndarray": np.ndarray,
+                              "slow": function.call_checked, "cfunc": function.c_function,
+                              "error": function._raise, "eval_dim": eval_dim}
     for k, cast in enumerate(function._scalar_casts):
         consts[f"cast{k}"] = cast
     if deferred:

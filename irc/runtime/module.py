@@ -26,7 +26,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
 from .engine import LoadedObject, check_externals, load_object, mark_openmp_used
-from .ndarray import ALIGNMENT, Tensor, aligned_empty
+from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer
 from .signature import KernelSignature, eval_dim, format_dim
 
 FORMAT = "irc-llvm-module/1"
@@ -97,6 +97,7 @@ class Function:
 
     @property
     def num_args(self) -> int:
+        """Number of arguments the kernel takes."""
         return self._nargs
 
     def __repr__(self) -> str:
@@ -140,7 +141,8 @@ class Function:
                     f"{self.name}: parameter {spec.name} is a {a.device} tensor, but this "
                     "kernel runs on the CPU; copy it with .copyto(irc.cpu())")
             arr = a._array
-            ptr = a.data_ptr
+            # A Tensor built around foreign memory may be misaligned: stage it below.
+            ptr = a.data_ptr if a.data_ptr % ALIGNMENT == 0 else None
             tensor_dtype = a.dtype
         elif isinstance(a, np.ndarray):
             arr = a
@@ -185,18 +187,18 @@ class Function:
         if plan.strides is not None:
             self._bind_strides(plan, arr, env)
             if ptr is None:
-                ptr = arr.ctypes.data
+                ptr = data_pointer(arr)
             if ptr % dt.itemsize(spec.dtype):
                 raise RuntimeShapeError(f"{self.name}: parameter {spec.name} is misaligned")
             return ptr
         if ptr is None:
-            ptr = arr.ctypes.data
+            ptr = data_pointer(arr)
             if ptr % ALIGNMENT or not arr.flags.c_contiguous:
                 copy = aligned_empty(shape, arr.dtype)
                 np.copyto(copy, arr)
                 if arr.flags.writeable:
                     staged.append((arr, copy))
-                ptr = copy.ctypes.data
+                ptr = data_pointer(copy)
                 staged.append((None, copy))  # keep the copy alive during the call
         return ptr
 
@@ -356,6 +358,7 @@ class Module:
 
     @property
     def function_names(self) -> list[str]:
+        """Names of the module's kernels."""
         return list(self.signatures)
 
     def _error(self, name: str, code: int) -> IRCError:

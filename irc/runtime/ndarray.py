@@ -68,6 +68,7 @@ def data_pointer(arr: np.ndarray) -> int:
 
 
 def is_aligned(arr: np.ndarray) -> bool:
+    """True when ``arr``'s data is 64-byte aligned."""
     return data_pointer(arr) % ALIGNMENT == 0
 
 
@@ -119,10 +120,12 @@ class Tensor:
     # -- basic properties ---------------------------------------------------------------
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements."""
         n = 1
         for s in self.shape:
             n *= s
@@ -130,10 +133,12 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
+        """Size of the data in bytes."""
         return self.size * dt.itemsize(self.dtype)
 
     @property
     def is_cpu(self) -> bool:
+        """True for tensors in host memory."""
         return self.device.device_type == "cpu"
 
     # -- data movement ------------------------------------------------------------------

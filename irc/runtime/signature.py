@@ -89,6 +89,7 @@ class BufferParamSpec:
     elem_offset: int = 0
 
     def shape_text(self) -> str:
+        """The declared shape as text, e.g. ``(n, 128)``."""
         inner = ", ".join(format_dim(d) for d in self.shape)
         return f"({inner}{',' if len(self.shape) == 1 else ''})"
 
@@ -117,13 +118,16 @@ class KernelSignature:
 
     @property
     def num_args(self) -> int:
+        """Number of user-visible parameters."""
         return len(self.order)
 
     def param_names(self) -> list[str]:
+        """Parameter names in call order."""
         return [self.buffers[i].name if k == "buffer" else self.scalars[i].name
                 for k, i in self.order]
 
     def to_json(self) -> dict:
+        """A JSON-serializable dict (see :meth:`from_json`)."""
         return {
             "name": self.name,
             "buffers": [{"name": b.name, "dtype": b.dtype, "shape": list(b.shape),
@@ -136,6 +140,7 @@ class KernelSignature:
 
     @staticmethod
     def from_json(d: dict) -> KernelSignature:
+        """The signature stored by :meth:`to_json`."""
         return KernelSignature(
             name=d["name"],
             buffers=tuple(BufferParamSpec(

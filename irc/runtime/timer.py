@@ -29,22 +29,27 @@ class BenchmarkResult:
 
     @property
     def mean(self) -> float:
+        """Mean seconds per run over the repeats."""
         return statistics.fmean(self.results)
 
     @property
     def median(self) -> float:
+        """Median seconds per run over the repeats."""
         return statistics.median(self.results)
 
     @property
     def std(self) -> float:
+        """Standard deviation of the repeats (seconds)."""
         return statistics.pstdev(self.results) if len(self.results) > 1 else 0.0
 
     @property
     def min(self) -> float:
+        """Fastest repeat (seconds per run)."""
         return min(self.results)
 
     @property
     def max(self) -> float:
+        """Slowest repeat (seconds per run)."""
         return max(self.results)
 
     def __repr__(self) -> str:

@@ -9,6 +9,8 @@ statement being parsed (``for``, ``def``, ...), plus the set of tokens the state
 
 from __future__ import annotations
 
+import re
+
 from lark import Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -21,14 +23,20 @@ _PUNCT = {
 }
 _KEYWORD_STMTS = {"FOR": "for", "IF": "if", "ELIF": "elif", "ELSE": "else", "WHILE": "while",
                   "WITH": "with", "DEF": "def", "CLASS": "class"}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERAND_STARTS = {"NAME", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER", "STRING",
                    "LONG_STRING", "LPAR", "LSQB", "LBRACE", "NONE", "TRUE", "FALSE", "ADD_OP",
                    "NOT"}
 
 
-def describe_token(tok: Token) -> str:
+def describe_token(tok: Token, source: SourceFile | None = None) -> str:
     """How a token is named in a message: ``name 'x'``, ``end of line``, ``')'``."""
     t = tok.type
+    if source is not None and str(tok).isidentifier() and tok.line is not None:
+        # A keyword can match the start of a longer name where no name is expected.
+        m = _WORD.match(source.line(tok.line), tok.column - 1)
+        if m is not None and len(m.group()) > len(str(tok)):
+            return f"name '{m.group()}'"
     if t == "$END":
         return "end of input"
     if t == "_NEWLINE":
@@ -64,10 +72,17 @@ def _span_of(source: SourceFile, tok: Token) -> Span:
 
 def _open_bracket(stack: list) -> tuple[Token | None, object]:
     """The innermost unclosed bracket token on the value stack and the value before it."""
+    depth = 0
     for i in range(len(stack) - 1, -1, -1):
         v = stack[i]
-        if isinstance(v, Token) and v.type in ("LPAR", "LSQB", "LBRACE"):
-            return v, (stack[i - 1] if i > 0 else None)
+        if not isinstance(v, Token):
+            continue
+        if v.type in ("RPAR", "RSQB", "RBRACE"):
+            depth += 1
+        elif v.type in ("LPAR", "LSQB", "LBRACE"):
+            if depth == 0:
+                return v, (stack[i - 1] if i > 0 else None)
+            depth -= 1
     return None, None
 
 
@@ -82,7 +97,7 @@ def _unexpected_token(e: UnexpectedToken, source: SourceFile) -> IRParseError:
     tok = e.token
     expected = set(e.expected or ())
     span = _span_of(source, tok)
-    what = describe_token(tok)
+    what = describe_token(tok, source)
     try:
         stack = list(e.interactive_parser.parser_state.value_stack)
     except AttributeError:
@@ -103,6 +118,13 @@ def _unexpected_token(e: UnexpectedToken, source: SourceFile) -> IRParseError:
         "COMP_OP", "NOT", "_AND", "_OR", "DOT", "AT", "__ANON_0", "RETURN", "IN", "IF",
         "ELIF", "WHILE", "WITH", "FOR", "ASSERT", "AS"))
     opener, before = _open_bracket(stack)
+    if opener is not None and tok.line is not None and opener.line is not None and \
+            tok.line > opener.line and not source.line(tok.line)[:tok.column - 1].strip():
+        # Newlines inside brackets are joined, so a bracket left open shows up as an
+        # error at the start of a later line: blame the bracket, as Python does.
+        return IRParseError(f"'{opener}' was never closed",
+                            span=Span(source, opener.line, opener.column, opener.end_line,
+                                      opener.end_column))
     if opener is not None:
         is_call = before is not None and not isinstance(before, Token)
         if opener.type == "LPAR" and is_call:

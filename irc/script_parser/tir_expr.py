@@ -497,7 +497,8 @@ def extent_of(ev: ExprEvaluator, lo: te.PrimExpr, hi: Any, node: Any) -> te.Prim
 def _two(cls: type) -> Callable[[ExprEvaluator, syn.Call], te.PrimExpr]:
     def build(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
         values, kw = ev.args(call)
-        a = bind_args(call, f"T.{cls.__name__}", ["a", "b"], 2, values, kw)
+        a = bind_args(call, syn.dotted_name(call.func) or f"T.{cls.__name__}", ["a", "b"], 2,
+                      values, kw)
         x, y = ev.unify(a["a"], a["b"], call)
         return cls(dtype=x.dtype, a=x, b=y)
     return build

@@ -145,6 +145,15 @@ def _sync_rule(args: tuple[str, ...], _dtype: str | None) -> str:
     return "int32"
 
 
+def _extern_rule(args: tuple[str, ...], dtype: str | None) -> str:
+    if not args or args[0] != "handle":
+        raise IRTypeError("call_extern needs the function name (a string) as first argument")
+    if dtype is None:
+        raise IRTypeError("call_extern needs its result dtype: call_intrin('call_extern', "
+                          "name, *args, dtype=...)")
+    return dtype
+
+
 _FLOAT_UNARY = {
     "exp": "e to the power x", "exp2": "2 to the power x", "exp10": "10 to the power x",
     "log": "natural logarithm", "log2": "base-2 logarithm", "log10": "base-10 logarithm",
@@ -182,6 +191,10 @@ register_intrinsic("if_then_else", 3, _if_then_else_rule,
                    "cond ? a : b, evaluating only the chosen side")
 register_intrinsic("likely", 1, _likely_rule, "the condition itself, hinted to be true")
 register_intrinsic("reinterpret", 1, _reinterpret_rule, "the bits of x read as another dtype")
+register_intrinsic("call_extern", None, _extern_rule,
+                   "a call of the C function named by the first (string) argument", pure=False)
+register_intrinsic("call_pure_extern", None, _extern_rule,
+                   "like call_extern, for a function without side effects")
 register_intrinsic("tvm_storage_sync", None, _sync_rule,
                    "barrier among the threads of a GPU block (scope string argument)",
                    pure=False)

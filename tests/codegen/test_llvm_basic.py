@@ -323,3 +323,18 @@ def test_assert_stmt_reports_message():
     assert x[1] == 5
     with pytest.raises(irc.runtime.KernelAssertionError, match="a\\[0\\] must be positive"):
         mod["main"](np.array([-1, 0, 0, 0], "int32"))
+
+
+def test_vector_dtype_buffer():
+    n = 16
+    a, b = buf("a", (n,)), buf("b", (n,))
+    t = tir.var("t", "handle")
+    tb = tir.decl_buffer((4,), "float32x4", "t", data=t)
+    i, j = tir.var("i"), tir.var("j")
+    body = S.Allocate(buffer_var=t, dtype="float32x4", extents=(tir.const(4),), scope="local",
+                      body=tir.seq(loop(i, 4, store(tb, i, a[ramp(i * 4, 4)] * 2.0)),
+                                   loop(j, 4, store(b, ramp(j * 4, 4), tb[3 - j]))))
+    f = func([a, b], body)
+    x, y = rand(n, "float32"), np.zeros(n, "float32")
+    run(f, x, y)
+    np.testing.assert_allclose(y, (2 * x).reshape(4, 4)[::-1].ravel())

@@ -10,6 +10,7 @@ import irc
 from irc import tir
 from irc.tir import expr as E
 from irc.tir import intrin
+from irc.tir import stmt as S
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -180,7 +181,7 @@ def test_reinterpret_half_bits():
 def test_every_intrinsic_is_supported():
     from irc.codegen import supported_intrinsics
 
-    missing = set(intrin.INTRINSICS) - set(supported_intrinsics()) - {"tvm_storage_sync"}
+    missing = set(intrin.INTRINSICS) - set(supported_intrinsics())
     assert not missing, f"intrinsics without LLVM lowering: {sorted(missing)}"
 
 
@@ -213,3 +214,11 @@ def test_broadcast_of_runtime_value():
     x, y = np.array([1.25], "float32"), np.zeros(n, "float32")
     run(f, x, y)
     np.testing.assert_allclose(y, np.full(n, 2.5))
+
+
+def test_gpu_barrier_is_an_error_on_cpu():
+    a = buf("a", (4,))
+    sync = E.Call(dtype="int32", op="tvm_storage_sync", args=(E.StringImm(value="shared"),))
+    f = func([a], tir.seq(S.Evaluate(value=sync), store(a, 0, 1.0)))
+    with pytest.raises(irc.CodegenError, match="GPU barrier"):
+        irc.build(f)

@@ -102,8 +102,8 @@ def test_reductions(dtype):
     S_ = te.compute((9,), lambda i: te.sum(A[i, k], axis=k), name="S")
     k2 = te.reduce_axis((0, 21), name="k2")
     M = te.compute((9,), lambda i: te.max(A[i, k2], axis=k2), name="M")
-    O = te.compute((9,), lambda i: S_[i] - M[i], name="O")
-    _compare(te.create_prim_func([A, O]))
+    out = te.compute((9,), lambda i: S_[i] - M[i], name="out")
+    _compare(te.create_prim_func([A, out]))
 
 
 def test_matmul_with_transpose():

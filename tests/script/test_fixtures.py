@@ -3,12 +3,11 @@
 from pathlib import Path
 
 import pytest
+from script_helpers import assert_roundtrip
 
 import irc
 from irc.ir import IRModule, assert_structural_equal
 from irc.tir import PrimFunc
-
-from script_helpers import assert_roundtrip
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_FIXTURES = sorted(p.name for p in FIXTURES.glob("seed*.ir"))

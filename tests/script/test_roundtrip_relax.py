@@ -3,6 +3,7 @@ the BlockBuilder and by hand."""
 
 import numpy as np
 import pytest
+from script_helpers import assert_roundtrip
 
 import irc
 from irc import tir
@@ -18,9 +19,9 @@ from irc.ir import (
     Tuple,
     TupleGetItem,
     Var,
+    ops,
     tensor_sinfo,
 )
-from irc.ir import ops
 from irc.ir.expr import Call, Function, If, SeqExpr, VarBinding
 from irc.ir.printer import METADATA_FOOTER
 from irc.ir.struct_info import (
@@ -31,8 +32,6 @@ from irc.ir.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-
-from script_helpers import assert_roundtrip
 
 
 def tvar(name, shape, dtype="float32"):

@@ -4,6 +4,7 @@ with te.create_prim_func."""
 import math
 
 import pytest
+from script_helpers import assert_roundtrip
 
 from irc import te
 from irc import tir as T
@@ -11,8 +12,6 @@ from irc.ir import IRModule
 from irc.tir import expr as E
 from irc.tir import stmt as S
 from irc.tir.buffer import BufferRegion, MatchBufferRegion, decl_buffer
-
-from script_helpers import assert_roundtrip
 
 
 def i32(v):

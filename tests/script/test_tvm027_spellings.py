@@ -1,102 +1,16 @@
 """What current Apache TVM (0.27) prints reads as the same IR as irc's canonical form."""
 
+from pathlib import Path
+
+from script_helpers import assert_roundtrip
+
 import irc
 from irc.ir import assert_structural_equal
 from irc.tir import stmt as S
 
-from script_helpers import assert_roundtrip
-
-TVM027 = '''# from typing import TypeVar
-# from tvm.script import ir as I
-# from tvm.script import tirx as T
-# from tvm.tirx.layout import Axis
-# from tvm.script import relax as R
-
-n = TypeVar("n")
-
-@I.ir_module
-class Module:
-    @T.prim_func(private=True, s_tir=True)
-    def relu(A: T.Buffer((T.int64(8), T.int64(16)), "float32"), B: T.Buffer((T.int64(8), T.int64(16)), "float32")):
-        T.func_attr({"op_pattern": 0, "tirx.is_scheduled": True, "tirx.noalias": True})
-        # with T.sblock("root"):
-        C = T.sblock_alloc_buffer((T.int64(8), T.int64(16)))
-        for i, j in T.grid(T.int64(8), T.int64(16)):
-            with T.sblock("C"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                T.reads(A[v_i, v_j])
-                T.writes(C[v_i, v_j])
-                T.sblock_attr({"meta_schedule.tiling_structure": "SSRSRS"})
-                C[v_i, v_j] = T.max(A[v_i, v_j], T.float32(0.0))
-        for i, j in T.grid(T.int64(8), T.int64(16)):
-            with T.sblock("B"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                T.reads(C[v_i, v_j])
-                T.writes(B[v_i, v_j])
-                B[v_i, v_j] = C[v_i, v_j]
-
-    @T.prim_func(s_tir=True)
-    def lowered(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
-        T.func_attr({"tirx.noalias": True})
-        A_1 = A.view(256)
-        C_1 = C.view(256)
-        for i in range(16):
-            C_1[i * 16:i * 16 + 16] = A_1[i * 16:i * 16 + 16] + T.Broadcast(T.float32(1.0), 16)
-            C_1[T.Ramp(i, 16, 16)] = T.Broadcast(T.float32(0.0), 16)
-
-    @R.function
-    def main(x: R.Tensor((n, 16), dtype="float32"), w: R.Tensor((16, 16), dtype="float32")) -> R.Tensor((n, 16), dtype="float32"):
-        cls = Module
-        with R.dataflow():
-            lv = R.call_tir(cls.relu, (x,), out_ty=R.Tensor((n, 16), dtype="float32"))
-            lv1: R.Tensor((n, 16), dtype="float32") = R.matmul(lv, w, out_dtype=None)
-            R.output(lv1)
-        return lv1
-'''
-
-CANONICAL = '''# from irc.script import ir as I
-# from irc.script import tir as T
-# from irc.script import relax as R
-
-@I.ir_module
-class Module:
-    @T.prim_func
-    def lowered(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
-        T.func_attr({"global_symbol": "lowered", "tir.noalias": True})
-        A_1 = T.Buffer((256,), data=A.data)
-        C_1 = T.Buffer((256,), data=C.data)
-        for i in range(16):
-            C_1[i * 16:i * 16 + 16] = A_1[i * 16:i * 16 + 16] + T.Broadcast(T.float32(1.0), 16)
-            C_1[T.Ramp(i, 16, 16)] = T.Broadcast(T.float32(0.0), 16)
-
-    @T.prim_func(private=True)
-    def relu(A: T.Buffer((T.int64(8), T.int64(16)), "float32"), B: T.Buffer((T.int64(8), T.int64(16)), "float32")):
-        T.func_attr({"op_pattern": 0, "tir.is_scheduled": True, "tir.noalias": True})
-        # with T.block("root"):
-        C = T.alloc_buffer((T.int64(8), T.int64(16)))
-        for i, j in T.grid(T.int64(8), T.int64(16)):
-            with T.block("C"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                T.reads(A[v_i, v_j])
-                T.writes(C[v_i, v_j])
-                T.block_attr({"meta_schedule.tiling_structure": "SSRSRS"})
-                C[v_i, v_j] = T.max(A[v_i, v_j], T.float32(0.0))
-        for i, j in T.grid(T.int64(8), T.int64(16)):
-            with T.block("B"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                T.reads(C[v_i, v_j])
-                T.writes(B[v_i, v_j])
-                B[v_i, v_j] = C[v_i, v_j]
-
-    @R.function
-    def main(x: R.Tensor(("n", 16), dtype="float32"), w: R.Tensor((16, 16), dtype="float32")) -> R.Tensor((n, 16), dtype="float32"):
-        cls = Module
-        with R.dataflow():
-            lv = R.call_tir(cls.relu, (x,), out_sinfo=R.Tensor((n, 16), dtype="float32"))
-            lv1: R.Tensor((n, 16), dtype="float32") = R.matmul(lv, w, out_dtype="void")
-            R.output(lv1)
-        return lv1
-'''
+FIXTURES = Path(__file__).parent / "fixtures"
+TVM027 = (FIXTURES / "tvm027_module.ir").read_text()
+CANONICAL = (FIXTURES / "tvm027_canonical.ir").read_text()
 
 
 def test_tvm027_text_parses_to_the_canonical_module():

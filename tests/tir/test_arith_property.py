@@ -109,3 +109,36 @@ def test_comparisons_preserve_truth(cmp, seed):
     for _ in range(12):
         env = {n: rng.randrange(lo, lo + ext) for n, (lo, ext) in RANGES.items()}
         assert evaluate(simplified, env) == evaluate(cond, env), (cond, simplified, env)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EXPRS, st.integers(0, 2**32))
+def test_int_set_contains_values(expr, seed):
+    """Relaxing a and b over their ranges: every value lies between the interval ends
+    evaluated at the same c and d."""
+    an = _analyzer()
+    a, b = VARS[0], VARS[1]
+    dom = {a: tir.Range.from_min_extent(*RANGES["a"]), b: tir.Range.from_min_extent(*RANGES["b"])}
+    iv = an.int_set(expr, dom)
+    rng = random.Random(seed)
+    for _ in range(12):
+        env = {n: rng.randrange(lo, lo + ext) for n, (lo, ext) in RANGES.items()}
+        value = evaluate(expr, env)
+        if iv.min_value is not None:
+            assert evaluate(iv.min_value, env) <= value, (expr, iv, env)
+        if iv.max_value is not None:
+            assert value <= evaluate(iv.max_value, env), (expr, iv, env)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EXPRS, st.integers(0, 2**32))
+def test_modular_set_holds(expr, seed):
+    ms = _analyzer().modular_set(expr)
+    rng = random.Random(seed)
+    for _ in range(12):
+        env = {n: rng.randrange(lo, lo + ext) for n, (lo, ext) in RANGES.items()}
+        value = evaluate(expr, env)
+        if ms.coeff == 0:
+            assert value == ms.base
+        else:
+            assert value % ms.coeff == ms.base, (expr, ms, env)

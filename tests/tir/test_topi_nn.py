@@ -269,3 +269,25 @@ def test_layer_norm_group_norm_batch_norm():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(IRCError, match="do not split into 4 groups"):
         topi.nn.group_norm(y, gg, bb, 4)
+
+
+def test_int64_shapes_with_a_symbolic_batch():
+    # What graph-level legalization builds: int64 shapes, a symbolic batch dimension.
+    from irc.tir import IntImm, var
+
+    def i64(v):
+        return IntImm(dtype="int64", value=v)
+
+    n = var("n", "int64")
+    x = te.placeholder((n, i64(3), i64(6), i64(6)), name="x")
+    w = te.placeholder((i64(2), i64(3), i64(3), i64(3)), name="w")
+    out = topi.nn.softmax(topi.nn.conv2d(x, w, 2, 1), axis=1)
+    func = te.create_prim_func([x, w, out], index_dtype_override="int64")
+    check_prim_func(func)
+    xv = RNG.standard_normal((3, 3, 6, 6)).astype("float32")
+    wv = RNG.standard_normal((2, 3, 3, 3)).astype("float32")
+    o = np.zeros((3, 2, 3, 3), "float32")
+    run(func, xv, wv, o)
+    conv = conv2d_ref(xv, wv, 2, (1, 1, 1, 1), 1, 1)
+    e = np.exp(conv - conv.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(o, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-5)

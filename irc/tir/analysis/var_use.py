@@ -139,7 +139,12 @@ def undefined_vars(node, defined: Iterable[Var] = ()) -> list[Var]:
     neither inside it nor in ``defined``, in order of first use. Accessing a buffer uses
     its data pointer and the variables of its shape."""
     if isinstance(node, PrimFunc):
+        # Parameters and the variables of parameter buffers' shapes are bound by a call.
         defined = [*defined, *node.params]
+        for b in node.buffer_map.values():
+            for e in (*b.shape, *b.strides, b.elem_offset):
+                if type(e) is Var:
+                    defined.append(e)
         c = _UndefinedVars(defined)
         for b in node.buffer_map.values():
             c.define_buffer(b)

@@ -157,11 +157,12 @@ class IntSetEvaluator:
         sign = self._sign(k)
         if sign == 0:
             return IntervalSet.point(IntImm(dtype=k.dtype, value=0))
+        if sign is None:  # either order: the ends are the min/max of both products
+            lo, hi = _bin(Mul, a.min_value, k), _bin(Mul, a.max_value, k)
+            return IntervalSet(_bin(Min, lo, hi), _bin(Max, lo, hi))
         if sign > 0:
             return IntervalSet(_bin(Mul, a.min_value, k), _bin(Mul, a.max_value, k))
-        if sign < 0:
-            return IntervalSet(_bin(Mul, a.max_value, k), _bin(Mul, a.min_value, k))
-        return IntervalSet.everything()
+        return IntervalSet(_bin(Mul, a.max_value, k), _bin(Mul, a.min_value, k))
 
     def _sign(self, k: PrimExpr):
         lo, hi = self.an.bounds.bound(k)
@@ -210,12 +211,14 @@ class IntSetEvaluator:
         return IntervalSet(zero, Sub(dtype=e.dtype, a=d, b=IntImm(dtype=e.dtype, value=1)))
 
     def _truncdiv(self, e: Div) -> IntervalSet:
-        if self.an.bounds.bound(e.a)[0] >= 0:
+        # Truncating and floor division agree for a non-negative dividend and positive
+        # divisor only.
+        if self.an.bounds.bound(e.a)[0] >= 0 and self.an.bounds.bound(e.b)[0] > 0:
             return self._floordiv(e)
         return IntervalSet.everything()
 
     def _truncmod(self, e: Mod) -> IntervalSet:
-        if self.an.bounds.bound(e.a)[0] >= 0:
+        if self.an.bounds.bound(e.a)[0] >= 0 and self.an.bounds.bound(e.b)[0] > 0:
             return self._floormod(e)
         return IntervalSet.everything()
 

@@ -38,7 +38,12 @@ class CompiledFunc:
         self.source = gen.generate()
         namespace: dict[str, Any] = dict(HELPERS)
         namespace["_K"] = gen.consts
-        code = compile(self.source, f"<irc interpreter: {self.name}>", "exec")
+        try:
+            code = compile(self.source, f"<irc interpreter: {self.name}>", "exec")
+        except (SyntaxError, RecursionError, MemoryError) as err:  # pragma: no cover
+            raise InterpreterError(f"{self.name}: the interpreter could not compile its "
+                                   f"translation of this function ({err}); the function is "
+                                   "too large or too deeply nested for it") from None
         exec(code, namespace)  # noqa: S102 - source generated from IR by this module
         self._kernel = namespace["kernel"]
         self.free_vars = [(v.name, v.dtype) for v, _ in gen.free_vars]

@@ -18,7 +18,7 @@ from ...ir import dtype as dt
 from ..buffer import Buffer
 from ..expr import Call, IntImm, IterVar, Var
 from ..stmt import Block, Stmt
-from .expr_codegen import _MAX_LOOP_NESTING, CE, ExprCompiler, _int_code
+from .expr_codegen import CE, MAX_LOOP_NESTING, ExprCompiler, int_code
 from .runtime import InterpreterError
 
 
@@ -70,7 +70,7 @@ class PythonGenerator(ExprCompiler):
         self.flush()
         if lo.lo is not None and lo.lo == lo.hi and extent.lo is not None \
                 and extent.lo == extent.hi:
-            bounds = f"{_int_code(lo.lo)}, {_int_code(lo.lo + extent.lo)}"
+            bounds = f"{int_code(lo.lo)}, {int_code(lo.lo + extent.lo)}"
             vlo, vhi = lo.lo, max(lo.lo, lo.lo + extent.lo - 1)
         else:
             start = self.fresh("_lo")
@@ -78,7 +78,7 @@ class PythonGenerator(ExprCompiler):
             bounds = f"{start}, {start} + {extent.code}"
             vlo = lo.lo
             vhi = None if None in (lo.hi, extent.hi) else max(lo.lo, lo.hi + extent.hi - 1)
-        nested = self.loop_depth >= _MAX_LOOP_NESTING
+        nested = self.loop_depth >= MAX_LOOP_NESTING
         saved_depth = self.loop_depth
         if nested:
             fn = self.fresh("_nest")

@@ -20,7 +20,7 @@ from ..stmt import PrimFunc
 from .runtime import InterpreterError, storage_dtype
 
 # Python allows 20 nested loops per function; deeper nests continue in a nested function.
-_MAX_LOOP_NESTING = 15
+MAX_LOOP_NESTING = 15
 # Python's parser limits nesting of parentheses; deeper subexpressions go to temporaries.
 _MAX_EXPR_DEPTH = 60
 
@@ -69,7 +69,7 @@ def _sanitize(name: str) -> str:
     return s or "v"
 
 
-def _int_code(value: int) -> str:
+def int_code(value: int) -> str:
     return str(value) if value >= 0 else f"({value})"
 
 
@@ -174,7 +174,7 @@ class ExprCompiler:
     def e_IntImm(self, n: IntImm) -> CE:
         if n.dtype == "bool":
             return CE("True" if n.value else "False", "bool")
-        return CE(_int_code(n.value), n.dtype, n.value, n.value)
+        return CE(int_code(n.value), n.dtype, n.value, n.value)
 
     def e_FloatImm(self, n: Any) -> CE:
         if n.dtype == "bfloat16":
@@ -426,7 +426,7 @@ class ExprCompiler:
                 if acc.lo == acc.hi == 1:
                     acc = s
                 elif s.lo is not None and s.lo == s.hi and acc.lo == acc.hi:
-                    acc = CE(_int_code(acc.lo * s.lo), "int64", acc.lo * s.lo, acc.lo * s.lo)
+                    acc = CE(int_code(acc.lo * s.lo), "int64", acc.lo * s.lo, acc.lo * s.lo)
                 else:
                     acc = CE(f"({acc.code} * {s.code})", "int64", None, None)
             strides.reverse()

@@ -17,9 +17,10 @@ import numpy as np
 from ...ir import dtype as dt
 from ...ir.diagnostics import IRTypeError
 from ...ir.functor import Mutator, Visitor
-from ...ir.node import Node
+from ...ir.node import Node, node_fields
 from ..buffer import Buffer, BufferRegion
 from ..expr import (
+    Add,
     BufferLoad,
     FloatImm,
     IntImm,
@@ -27,9 +28,12 @@ from ..expr import (
     PrimExpr,
     Range,
     Reduce,
+    Sub,
     Var,
     const,
     if_then_else,
+    max_,
+    min_,
 )
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
@@ -120,8 +124,6 @@ def reduction_identity(kind: str, dtype: str) -> PrimExpr:
 
 def combine(kind: str, lhs: PrimExpr, rhs: PrimExpr) -> PrimExpr:
     """The combiner of a ``kind`` reduction applied to the accumulator and a new value."""
-    from ..expr import max_, min_
-
     if kind == "sum":
         return lhs + rhs
     if kind == "prod":
@@ -144,8 +146,6 @@ def same_expr(a: Any, b: Any) -> bool:
     if isinstance(a, Node):
         if type(a) is not type(b) or type(a)._sequal_binding:
             return False
-        from ...ir.node import node_fields
-
         return all(same_expr(getattr(a, f), getattr(b, f))
                    for f in node_fields(type(a)) if f != "span")
     if isinstance(a, (tuple, list)):
@@ -156,8 +156,6 @@ def same_expr(a: Any, b: Any) -> bool:
 
 def _split_offset(e: PrimExpr) -> tuple[PrimExpr | None, int]:
     """``e`` as ``base + c`` with a constant ``c`` (base None for a constant)."""
-    from ..expr import Add, Sub
-
     if isinstance(e, IntImm):
         return None, e.value
     if isinstance(e, Add):
@@ -173,14 +171,16 @@ def _split_offset(e: PrimExpr) -> tuple[PrimExpr | None, int]:
     return e, 0
 
 
+class _FindLoad(Visitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_BufferLoad(self, n: BufferLoad) -> None:
+        self.found = True
+
+
 def _has_load(e: PrimExpr) -> bool:
-    class _Find(Visitor):
-        found = False
-
-        def visit_BufferLoad(self, n: BufferLoad) -> None:
-            self.found = True
-
-    f = _Find()
+    f = _FindLoad()
     f.visit(e)
     return f.found
 
@@ -411,15 +411,18 @@ class _Builder:
         return stmt
 
 
+class _FindVars(Visitor):
+    def __init__(self, var_ids: set[int]) -> None:
+        self.var_ids = var_ids
+        self.hit = False
+
+    def visit_Var(self, v: Var) -> None:
+        if id(v) in self.var_ids:
+            self.hit = True
+
+
 def _uses(e: PrimExpr, var_ids: set[int]) -> bool:
-    class _F(Visitor):
-        hit = False
-
-        def visit_Var(self, v: Var) -> None:
-            if id(v) in var_ids:
-                self.hit = True
-
-    f = _F()
+    f = _FindVars(var_ids)
     f.visit(e)
     return f.hit
 

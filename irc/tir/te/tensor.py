@@ -37,6 +37,11 @@ from ..expr import min_ as _min
 _TENSOR_OF_BUFFER: dict[int, weakref.ref] = {}
 
 
+def _forget(key: int, ref: weakref.ref) -> None:
+    if _TENSOR_OF_BUFFER.get(key) is ref:
+        del _TENSOR_OF_BUFFER[key]
+
+
 def tensor_of_buffer(buffer: Buffer) -> Tensor | None:
     """The te tensor whose buffer is ``buffer``, or None."""
     ref = _TENSOR_OF_BUFFER.get(id(buffer))
@@ -61,7 +66,8 @@ class Tensor:
         self.name = name
         self.value_index = value_index
         self.buffer = decl_buffer(shape, dtype, name)
-        _TENSOR_OF_BUFFER[id(self.buffer)] = weakref.ref(self)
+        key = id(self.buffer)
+        _TENSOR_OF_BUFFER[key] = weakref.ref(self, lambda _ref: _forget(key, _ref))
 
     @property
     def ndim(self) -> int:
@@ -228,6 +234,9 @@ def _collect_inputs(body: PrimExpr, stage: str) -> tuple[Tensor, ...]:
 def _index(value: ExprLike, what: str) -> PrimExpr:
     if isinstance(value, IterVar):
         value = value.var
+    if type(value).__module__ == "numpy" and hasattr(value, "dtype") and \
+            value.dtype.kind in "iu":
+        value = int(value)  # numpy integers are plain sizes, not int64 expressions
     e = convert(value)
     if not dt.is_integer(e.dtype):
         raise IRTypeError(f"{what} must be an integer, got {e!r} of dtype {e.dtype}")

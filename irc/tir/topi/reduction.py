@@ -196,7 +196,7 @@ def _arg_reduce(data: Tensor, axis: Any, keepdims: bool, kind: str, out_dtype: s
 
 
 def argmax(data: Tensor, axis: int | None = None, keepdims: bool = False,
-           out_dtype: str = "int32", select_last_index: bool = False) -> Tensor:
+           select_last_index: bool = False, out_dtype: str = "int32") -> Tensor:
     """The index of the largest element along ``axis`` (of the flattened tensor when
     ``axis`` is None); the first one wins unless ``select_last_index``."""
     return _arg_reduce(_check(data, "argmax"), axis, keepdims, "max", out_dtype,
@@ -204,7 +204,7 @@ def argmax(data: Tensor, axis: int | None = None, keepdims: bool = False,
 
 
 def argmin(data: Tensor, axis: int | None = None, keepdims: bool = False,
-           out_dtype: str = "int32", select_last_index: bool = False) -> Tensor:
+           select_last_index: bool = False, out_dtype: str = "int32") -> Tensor:
     """The index of the smallest element along ``axis`` (see :func:`argmax`)."""
     return _arg_reduce(_check(data, "argmin"), axis, keepdims, "min", out_dtype,
                        select_last_index)

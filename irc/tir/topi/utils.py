@@ -6,8 +6,7 @@ from typing import Any, Sequence
 
 from ...ir import dtype as dt
 from ...ir.diagnostics import IRTypeError
-from ..expr import IntImm, PrimExpr, Var, const, convert
-from ..te.create_prim_func import same_expr
+from ..expr import IntImm, PrimExpr, const, convert
 from ..te.tensor import Tensor
 
 # Tags of compute stages (what kind of computation a stage is), as in TVM's topi.
@@ -160,24 +159,6 @@ def scalar_like(value: Any, ref_dtype: str) -> PrimExpr:
         raise IRTypeError(f"cannot combine the float {value} with a tensor of dtype "
                           f"{ref_dtype}; cast the tensor to a float dtype first")
     return convert(value)
-
-
-def is_var(e: Any) -> bool:
-    return isinstance(e, Var)
-
-
-def same_shape(a: Sequence[PrimExpr], b: Sequence[PrimExpr]) -> bool:
-    """True when the shapes are provably equal (same constants or same expressions)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        cx, cy = const_int(x), const_int(y)
-        if cx is not None and cy is not None:
-            if cx != cy:
-                return False
-        elif not same_expr(x, y):
-            return False
-    return True
 
 
 def prod(values: Sequence[PrimExpr], dtype: str) -> PrimExpr:

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.functor import Mutator
 from ...ir.node import Node, node_fields
-from ..arith import POS_INF, Analyzer, IntervalSet, union_intervals
+from ..arith import Analyzer, IntervalSet, union_intervals
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from ..stmt import Block, BlockRealize, BufferStore, For, LetStmt, PrimFunc, Stmt
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 from .stmt_util import map_stmt_children
 
 
@@ -155,7 +155,7 @@ def _aligned_strides(shape: tuple[PrimExpr, ...], aligns: dict[int, tuple[int, i
     return tuple(strides)
 
 
-class _Retarget(Mutator):
+class _Retarget(IRRewriter):
     """Point every access of the compacted buffers at their new buffers, shifted."""
 
     def __init__(self, new: dict[int, tuple[Buffer, list[PrimExpr]]]):
@@ -164,24 +164,26 @@ class _Retarget(Mutator):
         self.an = Analyzer()
 
     def _shift(self, indices, mins):
-        return tuple(i if _is_zero(m) else self.an.simplify(i - m) for i, m in zip(indices, mins))
+        return tuple(i if _is_zero(m) else self.an.simplify(i - m)
+                     for i, m in zip(indices, mins))
 
-    def visit_BufferLoad(self, e: BufferLoad):
-        e = self.generic_visit(e)
-        hit = self.new.get(id(e.buffer))
+    def rewrite_buffer(self, b: Buffer) -> Buffer:
+        return b
+
+    def load(self, e: BufferLoad, buffer: Buffer, indices: tuple):
+        hit = self.new.get(id(buffer))
         if hit is None:
-            return e
-        return BufferLoad(dtype=e.dtype, buffer=hit[0], indices=self._shift(e.indices, hit[1]))
+            return super().load(e, buffer, indices)
+        return BufferLoad(dtype=e.dtype, buffer=hit[0], indices=self._shift(indices, hit[1]))
 
-    def visit_BufferStore(self, s: BufferStore):
-        s = self.generic_visit(s)
-        hit = self.new.get(id(s.buffer))
+    def store(self, s: BufferStore, buffer: Buffer, value: PrimExpr, indices: tuple):
+        hit = self.new.get(id(buffer))
         if hit is None:
-            return s
-        return BufferStore(buffer=hit[0], value=s.value, indices=self._shift(s.indices, hit[1]))
+            return super().store(s, buffer, value, indices)
+        return BufferStore(buffer=hit[0], value=value, indices=self._shift(indices, hit[1]))
 
-    def visit_BufferRegion(self, r: BufferRegion):
-        r = self.generic_visit(r)
+    def region(self, r: BufferRegion) -> BufferRegion:
+        r = super().region(r)
         hit = self.new.get(id(r.buffer))
         if hit is None:
             return r
@@ -190,8 +192,8 @@ class _Retarget(Mutator):
                        for rg, m in zip(r.region, hit[1]))
         return BufferRegion(buffer=hit[0], region=region)
 
-    def visit_Buffer(self, b: Buffer):
-        return b
+
+_MAX_TILE = 1 << 24  # elements; larger "bounds" of symbolic extents are not tiles
 
 
 def _is_zero(e: PrimExpr) -> bool:
@@ -238,8 +240,9 @@ class _Compactor:
                     mins.append(zero)
                     continue
                 ext_bound = an.const_int_bound(iv.max_value - iv.min_value + 1).max_value
-                full = extent.value if type(extent) is IntImm else POS_INF
-                if ext_bound < full and ext_bound >= 1:
+                # A symbolic extent only shrinks to a constant tile.
+                full = extent.value if type(extent) is IntImm else _MAX_TILE
+                if 1 <= ext_bound < full:
                     shape.append(IntImm(dtype=extent.dtype, value=int(ext_bound)))
                     mins.append(an.simplify(iv.min_value))
                     changed = True
@@ -258,8 +261,8 @@ class _Compactor:
         rt = _Retarget(new)
         return block.replace(
             alloc_buffers=tuple(allocs),
-            body=rt.visit(block.body),
-            init=None if block.init is None else rt.visit(block.init),
+            body=rt.stmt(block.body),
+            init=None if block.init is None else rt.stmt(block.init),
         )
 
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.diagnostics import LoweringError
-from ...ir.functor import Mutator
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, PrimExpr
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, PrimFunc, Stmt
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 
 
 def _is_flat(b: Buffer) -> bool:
@@ -56,7 +56,7 @@ def flat_size(b: Buffer) -> PrimExpr:
     return size
 
 
-class _Flatten(Mutator):
+class _Flatten(IRRewriter):
     def __init__(self) -> None:
         super().__init__()
         self.flat: dict[int, Buffer] = {}
@@ -90,31 +90,32 @@ class _Flatten(Mutator):
             flat = flat + b.elem_offset
         return (flat,)
 
-    def visit_BufferLoad(self, e: BufferLoad):
-        e = self.generic_visit(e)
-        self.used.add(id(e.buffer))
-        if _is_flat(e.buffer):
-            return e
-        return BufferLoad(dtype=e.dtype, buffer=self.flat_of(e.buffer),
-                          indices=self.index(e.buffer, e.indices))
+    def rewrite_buffer(self, b: Buffer) -> Buffer:
+        return b
 
-    def visit_BufferStore(self, s: BufferStore):
-        s = self.generic_visit(s)
-        self.used.add(id(s.buffer))
-        if _is_flat(s.buffer):
-            return s
-        return BufferStore(buffer=self.flat_of(s.buffer), value=s.value,
-                           indices=self.index(s.buffer, s.indices))
+    def load(self, e: BufferLoad, buffer: Buffer, indices: tuple):
+        self.used.add(id(buffer))
+        if _is_flat(buffer):
+            return super().load(e, buffer, indices)
+        return BufferLoad(dtype=e.dtype, buffer=self.flat_of(buffer),
+                          indices=self.index(buffer, indices))
 
-    def visit_DeclBuffer(self, d: DeclBuffer):
-        body = self.visit(d.body)
+    def store(self, s: BufferStore, buffer: Buffer, value: PrimExpr, indices: tuple):
+        self.used.add(id(buffer))
+        if _is_flat(buffer):
+            return super().store(s, buffer, value, indices)
+        return BufferStore(buffer=self.flat_of(buffer), value=value,
+                           indices=self.index(buffer, indices))
+
+    def stmt_DeclBuffer(self, d: DeclBuffer):
+        body = self.stmt(d.body)
         buf = self.flat_of(d.buffer)
         if buf is d.buffer and body is d.body:
             return d
         return DeclBuffer(buffer=buf, body=body)
 
-    def visit_Allocate(self, a: Allocate):
-        body = self.visit(a.body)
+    def stmt_Allocate(self, a: Allocate):
+        body = self.stmt(a.body)
         decl = a.body if type(a.body) is DeclBuffer and a.body.buffer.data is a.buffer_var \
             else None
         if decl is not None:
@@ -126,17 +127,17 @@ class _Flatten(Mutator):
             extents = (size,)
         else:
             extents = a.extents
+        if body is a.body and all(x is y for x, y in zip(extents, a.extents)) \
+                and len(extents) == len(a.extents):
+            return a
         return a.replace(extents=tuple(extents), body=body)
 
-    def visit_Buffer(self, b: Buffer):
-        return b
-
-    def visit_Block(self, b: Block):
+    def stmt_Block(self, b: Block):
         raise LoweringError(f"FlattenBuffer needs a function without blocks, found block "
                             f"{b.name!r}; run LowerOpaqueBlock first", node=b)
 
-    def visit_BlockRealize(self, r: BlockRealize):
-        return self.visit_Block(r.block)
+    def stmt_BlockRealize(self, r: BlockRealize):
+        return self.stmt_Block(r.block)
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class FlattenBuffer(PrimFuncPass):
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         fl = _Flatten()
-        body: Stmt = fl.visit(func.body)
+        body: Stmt = fl.stmt(func.body)
         for p in reversed(func.params):
             b = func.buffer_map.get(p)
             if b is not None and id(b) in fl.used and not _is_flat(b):

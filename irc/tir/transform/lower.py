@@ -43,7 +43,7 @@ from .vectorize_loop import VectorizeLoop
 
 LOWERING_PASSES = (
     LowerInitBlock(),
-    PlanAndUpdateBufferAllocationLocation(),
+    PlanAndUpdateBufferAllocationLocation(detect_regions=False),
     ConvertBlocksToOpaque(),
     CompactBufferAllocation(),
     LowerMatchBuffer(),

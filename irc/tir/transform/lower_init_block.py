@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.functor import Mutator
 from .. import expr as E
 from ..stmt import Block, IfThenElse, PrimFunc, seq
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 
 
-class _Lower(Mutator):
-    def visit_Block(self, block: Block) -> Block:
-        block = self.generic_visit(block)
+class _Lower(IRRewriter):
+    def stmt_Block(self, block: Block) -> Block:
+        block = super().stmt_Block(block)
         if block.init is None:
             return block
         conds = [E._compare(E.EQ, iv.var, iv.dom.min)
@@ -39,7 +39,7 @@ class LowerInitBlock(PrimFuncPass):
     name = "LowerInitBlock"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
-        return func.with_body(_Lower().visit(func.body))
+        return func.with_body(_Lower().stmt(func.body))
 
 
 def lower_init_block(func: PrimFunc) -> PrimFunc:

@@ -17,22 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.diagnostics import LoweringError
-from ...ir.functor import Mutator
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, Var
 from ..stmt import Block, BufferStore, PrimFunc
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 from .substitute import substitute
 
 
-class _Lower(Mutator):
+class _Lower(IRRewriter):
     def __init__(self) -> None:
         super().__init__()
         self.views: dict[int, tuple[Buffer, tuple]] = {}  # view id -> (source, mins)
 
-    def visit_Block(self, block: Block) -> Block:
+    def stmt_Block(self, block: Block) -> Block:
         if not block.match_buffers:
-            return self.generic_visit(block)
+            return super().stmt_Block(block)
         shape_map: dict[Var, object] = {}
         for mb in block.match_buffers:
             view, src = mb.buffer, mb.source
@@ -57,7 +57,7 @@ class _Lower(Mutator):
         if init is not None and shape_map:
             init = substitute(init, shape_map)
         block = block.replace(match_buffers=(), body=body, init=init)
-        return self.generic_visit(block)
+        return super().stmt_Block(block)
 
     def _map(self, buf: Buffer, indices):
         hit = self.views.get(id(buf))
@@ -68,33 +68,32 @@ class _Lower(Mutator):
                                    for m, i in zip(mins[lead:], indices)]
         return src, tuple(idx)
 
-    def visit_BufferLoad(self, e: BufferLoad):
-        e = self.generic_visit(e)
-        hit = self._map(e.buffer, e.indices)
+    def rewrite_buffer(self, b: Buffer) -> Buffer:
+        return b
+
+    def load(self, e: BufferLoad, buffer: Buffer, indices: tuple):
+        hit = self._map(buffer, indices)
         if hit is None:
-            return e
+            return super().load(e, buffer, indices)
         return BufferLoad(dtype=e.dtype, buffer=hit[0], indices=hit[1])
 
-    def visit_BufferStore(self, s: BufferStore):
-        s = self.generic_visit(s)
-        hit = self._map(s.buffer, s.indices)
+    def store(self, s: BufferStore, buffer: Buffer, value, indices: tuple):
+        hit = self._map(buffer, indices)
         if hit is None:
-            return s
-        return BufferStore(buffer=hit[0], value=s.value, indices=hit[1])
+            return super().store(s, buffer, value, indices)
+        return BufferStore(buffer=hit[0], value=value, indices=hit[1])
 
-    def visit_BufferRegion(self, r: BufferRegion):
+    def region(self, r: BufferRegion) -> BufferRegion:
         hit = self.views.get(id(r.buffer))
         if hit is None:
-            return self.generic_visit(r)
+            return super().region(r)
+        r = super().region(r)
         src, mins, lead = hit
         region = [type(r.region[0])(min=m, extent=IntImm(dtype=m.dtype, value=1))
                   for m in mins[:lead]] if lead else []
         for m, rg in zip(mins[lead:], r.region):
             region.append(type(rg)(min=rg.min if _is_zero(m) else m + rg.min, extent=rg.extent))
         return BufferRegion(buffer=src, region=tuple(region))
-
-    def visit_Buffer(self, b: Buffer):
-        return b
 
 
 def _is_zero(e) -> bool:
@@ -108,7 +107,7 @@ class LowerMatchBuffer(PrimFuncPass):
     name = "LowerMatchBuffer"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
-        return func.with_body(_Lower().visit(func.body))
+        return func.with_body(_Lower().stmt(func.body))
 
 
 def lower_match_buffer(func: PrimFunc) -> PrimFunc:

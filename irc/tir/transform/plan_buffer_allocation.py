@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.functor import Mutator
 from ...ir.node import Node, node_fields
 from ..analysis.block_access import detect_block_access_regions
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Var
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 
 
 class _LCADetector:
@@ -119,27 +119,29 @@ class _LCADetector:
         return path[-1] if path else self.root
 
 
-class _Rebuild(Mutator):
-    def __init__(self, owners: dict[int, list[Buffer]]):
+class _Rebuild(IRRewriter):
+    def __init__(self, owners: dict[int, list[Buffer]], detect_regions: bool):
         super().__init__()
         self.owners = owners
+        self.detect_regions = detect_regions
 
-    def visit_For(self, loop: For) -> Stmt:
+    def stmt_For(self, loop: For) -> Stmt:
         bufs = self.owners.get(id(loop))
-        loop = self.generic_visit(loop)
+        loop = super().stmt_For(loop)
         if not bufs:
             return loop
         block = Block(name="", iter_vars=(), reads=(), writes=(), body=loop.body,
                       alloc_buffers=tuple(bufs))
-        reads, writes = detect_block_access_regions(block)
-        block = block.replace(reads=tuple(reads), writes=tuple(writes))
+        if self.detect_regions:
+            reads, writes = detect_block_access_regions(block)
+            block = block.replace(reads=tuple(reads), writes=tuple(writes))
         realize = BlockRealize(iter_values=(), predicate=IntImm(dtype="bool", value=1),
                                block=block)
         return loop.replace(body=realize)
 
-    def visit_Block(self, block: Block) -> Block:
+    def stmt_Block(self, block: Block) -> Block:
         bufs = tuple(self.owners.get(id(block), ()))
-        block = self.generic_visit(block)
+        block = super().stmt_Block(block)
         if len(bufs) == len(block.alloc_buffers) and all(
                 a is b for a, b in zip(bufs, block.alloc_buffers)):
             return block
@@ -148,8 +150,11 @@ class _Rebuild(Mutator):
 
 @dataclass(frozen=True)
 class PlanAndUpdateBufferAllocationLocation(PrimFuncPass):
-    """Move each block-allocated buffer to the LCA of its accesses."""
+    """Move each block-allocated buffer to the LCA of its accesses. With
+    ``detect_regions=False`` the opaque blocks it inserts get empty reads/writes (the
+    lowering pipeline removes them anyway, and detection costs time)."""
 
+    detect_regions: bool = True
     name = "PlanAndUpdateBufferAllocationLocation"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
@@ -165,7 +170,7 @@ class PlanAndUpdateBufferAllocationLocation(PrimFuncPass):
             where = det.placement(b)
             if where is not None:
                 owners.setdefault(id(where), []).append(b)
-        return func.with_body(_Rebuild(owners).visit(func.body))
+        return func.with_body(_Rebuild(owners, self.detect_regions).stmt(func.body))
 
 
 def _blocks(stmt) -> list[Block]:

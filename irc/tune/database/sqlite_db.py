@@ -1,0 +1,174 @@
+"""The SQLite database: the same interface as the JSON one, for large record sets.
+
+Two tables: ``workloads(key, name, func)`` (each function once, as irc text) and
+``records(id, workload, trace_key, fingerprint, cost, json)`` where ``json`` is the same
+object a JSON-lines record holds and ``cost`` is the mean seconds (NULL for failures).
+Indexes make best-record and has-measured queries cheap without loading every record.
+The file uses write-ahead logging with ``synchronous=FULL``: a committed record survives
+a killed process; a row whose JSON cannot be read is skipped and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from typing import Any, Sequence
+
+from ...ir.diagnostics import TuningError
+from ..record import TuningRecord, Workload, trace_key
+from .base import Database, LoadReport, key_of
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS workloads (
+    key TEXT PRIMARY KEY,
+    name TEXT NOT NULL DEFAULT '',
+    func TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workload TEXT NOT NULL,
+    trace_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    cost REAL,
+    json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_best ON records (workload, fingerprint, cost);
+CREATE INDEX IF NOT EXISTS records_trace ON records (workload, trace_key);
+"""
+
+
+class SQLiteDatabase(Database):
+    """Tuning records in one SQLite file (``.db``/``.sqlite``); see the module docstring."""
+
+    def __init__(self, path: str, target: Any = None):
+        super().__init__(target)
+        self.path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.executescript(_SCHEMA)
+            self._conn.commit()
+        except sqlite3.DatabaseError as err:
+            raise TuningError(f"cannot open the tuning database {self.path}: {err}",
+                              hint="is it an SQLite file? JSON-lines records end in .json"
+                              ) from None
+        self._workloads: dict[str, Workload] = {}
+        self._count_rows()
+
+    def _count_rows(self) -> None:
+        report = LoadReport(path=self.path)
+        n_wl = self._conn.execute("SELECT COUNT(*) FROM workloads").fetchone()[0]
+        if self.target_fingerprint is None:
+            n = self._conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            other = 0
+        else:
+            n = self._conn.execute("SELECT COUNT(*) FROM records WHERE fingerprint = ?",
+                                   (self.target_fingerprint,)).fetchone()[0]
+            other = self._conn.execute("SELECT COUNT(*) FROM records WHERE fingerprint != ?",
+                                       (self.target_fingerprint,)).fetchone()[0]
+        report.records, report.workloads, report.other_target = n, n_wl, other
+        self.load_report = report
+        report.log()
+
+    # -- helpers ----------------------------------------------------------------------
+    def _where(self, clause: str = "") -> tuple[str, tuple]:
+        conds, params = [], []
+        if clause:
+            conds.append(clause)
+        if self.target_fingerprint is not None:
+            conds.append("fingerprint = ?")
+            params.append(self.target_fingerprint)
+        return (" WHERE " + " AND ".join(conds)) if conds else "", tuple(params)
+
+    def _decode(self, rows: list[tuple]) -> list[TuningRecord]:
+        out = []
+        for rowid, text in rows:
+            try:
+                out.append(TuningRecord.from_json(json.loads(text)))
+            except (ValueError, TuningError, TypeError):
+                self.load_report.unreadable += 1
+                self.load_report.unreadable_lines.append(rowid)
+        return out
+
+    # -- workloads --------------------------------------------------------------------
+    def get_workload(self, key: str) -> Workload | None:
+        wl = self._workloads.get(key)
+        if wl is None:
+            row = self._conn.execute("SELECT key, name, func FROM workloads WHERE key = ?",
+                                     (key,)).fetchone()
+            if row is None:
+                return None
+            wl = Workload(row[0], text=row[2], name=row[1])
+            self._workloads[key] = wl
+        return wl
+
+    def workloads(self) -> list[Workload]:
+        rows = self._conn.execute("SELECT key FROM workloads ORDER BY rowid").fetchall()
+        return [w for w in (self.get_workload(r[0]) for r in rows) if w is not None]
+
+    def _store_workload(self, workload: Workload) -> None:
+        with self._conn:
+            self._conn.execute("INSERT OR IGNORE INTO workloads (key, name, func) "
+                               "VALUES (?, ?, ?)", (workload.key, workload.name, workload.text))
+        self._workloads[workload.key] = workload
+
+    # -- records ----------------------------------------------------------------------
+    def commit_records(self, records: Sequence[TuningRecord]) -> None:
+        if not records:
+            return
+        rows = [(r.workload_key, r.trace_key, r.fingerprint,
+                 r.mean_cost if r.is_valid else None, r.to_line().rstrip("\n"))
+                for r in records]
+        with self._conn:
+            self._conn.executemany("INSERT INTO records (workload, trace_key, fingerprint, "
+                                   "cost, json) VALUES (?, ?, ?, ?, ?)", rows)
+
+    def get_all_records(self) -> list[TuningRecord]:
+        where, params = self._where()
+        rows = self._conn.execute(f"SELECT id, json FROM records{where} ORDER BY id",
+                                  params).fetchall()
+        return self._decode(rows)
+
+    def records_of(self, workload: Any) -> list[TuningRecord]:
+        where, params = self._where("workload = ?")
+        rows = self._conn.execute(f"SELECT id, json FROM records{where} ORDER BY id",
+                                  (key_of(workload),) + params).fetchall()
+        return self._decode(rows)
+
+    def get_top_k(self, workload: Any, k: int) -> list[TuningRecord]:
+        where, params = self._where("workload = ? AND cost IS NOT NULL")
+        rows = self._conn.execute(
+            f"SELECT id, json FROM records{where} ORDER BY cost, id LIMIT ?",
+            (key_of(workload),) + params + (max(0, int(k)),)).fetchall()
+        out = self._decode(rows)
+        out.sort(key=lambda r: (r.mean_cost, r.timestamp))
+        return out
+
+    def has_measured(self, workload: Any, trace: Any) -> bool:
+        where, params = self._where("workload = ? AND trace_key = ?")
+        row = self._conn.execute(f"SELECT 1 FROM records{where} LIMIT 1",
+                                 (key_of(workload), trace_key(trace)) + params).fetchone()
+        return row is not None
+
+    def __len__(self) -> int:
+        where, params = self._where()
+        return self._conn.execute(f"SELECT COUNT(*) FROM records{where}", params).fetchone()[0]
+
+    def workload_keys(self) -> list[str]:
+        where, params = self._where()
+        rows = self._conn.execute(f"SELECT workload, MIN(id) AS first FROM records{where} "
+                                  "GROUP BY workload ORDER BY first", params).fetchall()
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+            self._conn = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteDatabase({self.path!r})"
