@@ -137,8 +137,24 @@ class ExprCodegen:
         if dt.is_handle(e.dtype):
             raise CodegenError("arithmetic on handles is not supported", node=e)
         a, b = self.expr(e.a), self.expr(e.b)
+        if int_op in ("sdiv", "udiv", "srem", "urem"):
+            return self._int_divide(int_op, a, b, e.b)
         flags = self._int_flags(e.dtype) if int_op in ("add", "sub", "mul") else ""
         return self.b.binop(int_op, a, b, flags)
+
+    def _int_divide(self, op: str, x: Value, y: Value, divisor: E.PrimExpr) -> Value:
+        """Integer ``op`` (sdiv/udiv/srem/urem). A divisor that may be zero is replaced
+        by 1 and the result by 0 there (numpy's answer): x86 division by zero would
+        kill the process with SIGFPE."""
+        const = divisor.value if isinstance(divisor, E.IntImm) else (
+            divisor.value.value if isinstance(divisor, E.Broadcast)
+            and isinstance(divisor.value, E.IntImm) else None)
+        if const is not None and const != 0:
+            return self.b.binop(op, x, y)
+        b = self.b
+        is_zero = b.icmp("eq", y, const_int(y.ty, 0))
+        safe = b.select(is_zero, const_int(y.ty, 1), y)
+        return b.select(is_zero, const_int(x.ty, 0), b.binop(op, x, safe))
 
     def e_Add(self, e: E.Add) -> Value:
         if dt.is_float(e.dtype):
@@ -193,8 +209,8 @@ class ExprCodegen:
         if c is not None:
             return b.binop("ashr", x, const_int(x.ty, c.bit_length() - 1))
         y = self.expr(e.b)
-        q = b.binop("sdiv", x, y)
-        r = b.binop("srem", x, y)
+        q = self._int_divide("sdiv", x, y, e.b)
+        r = self._int_divide("srem", x, y, e.b)
         fix = self._floor_fix(x, y, r)
         return b.binop("sub", q, b.conv("zext", fix, x.ty))
 
@@ -212,7 +228,7 @@ class ExprCodegen:
         if c is not None:
             return b.binop("and", x, const_int(x.ty, c - 1))
         y = self.expr(e.b)
-        r = b.binop("srem", x, y)
+        r = self._int_divide("srem", x, y, e.b)
         fix = self._floor_fix(x, y, r)
         return b.binop("add", r, b.select(fix, y, const_int(x.ty, 0)))
 
@@ -309,6 +325,10 @@ class ExprCodegen:
         # from a float
         if d.code in ("int", "uint"):
             return b.conv("fptosi" if d.code == "int" else "fptoui", v, dty)
+        if dt.element_of(dst) == "float16" and elem_type(v.ty) == "double":
+            # Round once, straight to half (not through float).
+            h = b.conv("fptrunc", v, vec("half", lanes_of(v.ty)))
+            return b.conv("fpext", h, dty)
         if v.ty != dty:
             v = b.conv("fpext" if elem_type(dty) == "double" else "fptrunc", v, dty)
         return self.round16(v, dst) if is_half(dst) else v

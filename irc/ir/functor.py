@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .node import Node, node_fields
 
+
 def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
     # The cache lives on the visitor class itself, so classes defined inside functions
     # are freed with their cache (a global cache keyed by class would keep them alive).

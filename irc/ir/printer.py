@@ -76,6 +76,18 @@ class _Meta:
         self.constants: list[Constant] = []
         self.index: dict[int, int] = {}
         self.refs = False
+        self.objects: dict[str, list[Any]] = {}
+
+    def object_ref(self, obj: Any) -> str:
+        """``metadata["<type name>"][i]`` for an object that has no text form."""
+        self.refs = True
+        kind = type(obj).__name__
+        table = self.objects.setdefault(kind, [])
+        for i, o in enumerate(table):
+            if o is obj:
+                return MetadataRef(kind, i).metadata_text()
+        table.append(obj)
+        return MetadataRef(kind, len(table) - 1).metadata_text()
 
     def ref(self, c: Constant) -> str:
         i = self.index.get(id(c))
@@ -110,6 +122,7 @@ class RelaxPrinter:
         self.module_name = module_name
         self.names = NameTable()
         self.tir = TIRPrinter(self.names, int_default="int64")
+        self.tir.object_ref = meta.object_ref
         self.uses_cls = False
 
     # ---------------------------------------------------------------- struct info
@@ -253,6 +266,10 @@ class RelaxPrinter:
                         args.append(f"{spec.name}={self._sinfo_list(c.sinfo_args)}")
                 elif spec.name in c.attrs:
                     args.append(f"{spec.name}={self.attr(c.attrs[spec.name])}")
+            declared = {spec.name for spec in opdef.attrs}
+            # Attributes the registry does not declare still print (the parser then
+            # reports them) rather than vanish from the text.
+            args += [f"{k}={self.attr(v)}" for k, v in c.attrs.items() if k not in declared]
         else:
             args += [f"{k}={self.attr(v)}" for k, v in c.attrs.items()]
         return f"R.{name}({', '.join(args)})"
@@ -427,6 +444,7 @@ def _module_lines(mod: IRModule, meta: _Meta) -> list[str]:
     out = ["@I.ir_module", "class Module:"]
     if mod.attrs:
         tp = TIRPrinter()
+        tp.object_ref = meta.object_ref
         out.append(f"{INDENT}I.module_attrs({tp.value(mod.attrs)})")
         meta.refs = meta.refs or "metadata[" in out[-1]
     items = list(mod.functions.items())
@@ -440,9 +458,13 @@ def _module_lines(mod: IRModule, meta: _Meta) -> list[str]:
             out.append("")
         first = False
         if isinstance(fn, PrimFunc):
-            out += TIRPrinter().prim_func(fn, gv.name_hint, indent=1)
+            tp = TIRPrinter()
+            tp.object_ref = meta.object_ref
+            out += tp.prim_func(fn, gv.name_hint, indent=1)
         elif isinstance(fn, Function):
             out += RelaxPrinter(meta, "Module").function(fn, gv.name_hint, indent=1)
+        elif isinstance(fn, ExternFunc):
+            out.append(f"{INDENT}{gv.name_hint} = R.ExternFunc({str_literal(fn.global_symbol)})")
         else:
             out.append(f"{INDENT}# {gv.name_hint}: <{type(fn).__name__}>")
     if not items and not mod.attrs:
@@ -518,6 +540,10 @@ def _repr(node: Any) -> str:
     if isinstance(node, Var):
         s = f": {RelaxPrinter(_Meta()).sinfo(node.struct_info)}" if node.struct_info else ""
         return f"{node.name_hint}{s}"
+    if isinstance(node, Constant) and not (isinstance(node.data, np.ndarray) and
+                                           node.data.ndim == 0):
+        shape = tuple(getattr(node.data, "shape", ()))
+        return f"Constant(shape={shape}, dtype={_const_dtype(node)!r})"
     if isinstance(node, (VarBinding, MatchCast)):
         rp = RelaxPrinter(_Meta())
         return rp.binding_lines(node, 0)[0]
@@ -532,8 +558,9 @@ def _repr(node: Any) -> str:
         return f"Range(min={tp.expr(node.min)}, extent={tp.expr(node.extent)})"
     if isinstance(node, te.IterVar):
         tp = TIRPrinter()
-        return (f"IterVar({tp.expr(node.var)}, [{tp.expr(node.dom.min)}, "
-                f"{tp.expr(node.dom.min)} + {tp.expr(node.dom.extent)}), {node.iter_type})")
+        upper = tp._upper(node.dom.min, node.dom.extent)
+        return (f"IterVar({tp.expr(node.var)} in [{tp.expr(node.dom.min)}, {upper}), "
+                f"{node.iter_type})")
     if isinstance(node, BindingBlock):
         kind = "DataflowBlock" if isinstance(node, DataflowBlock) else "BindingBlock"
         return f"{kind}({len(node.bindings)} bindings)"

@@ -18,3 +18,12 @@ from .infra import (
 )
 from .legalize import LegalizeOps
 from .pipeline import get_pipeline
+from .annotate_tir_op_pattern import AnnotateTIROpPattern
+from .canonicalize_bindings import CanonicalizeBindings
+from .convert_layout import ConvertLayout
+from .dead_code_elimination import DeadCodeElimination
+from .decompose_ops import DecomposeOpsForInference
+from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR
+from .normalize import Normalize

@@ -127,10 +127,6 @@ class _Inline(Mutator):
         name = self.block_names.fresh_block(b.name)
         return new.replace(name=name) if name != new.name else new
 
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        new = self.generic_visit(b)
-        return new
-
 
 class _Names(NameSupply):
     """Unique names with TVM's ``_1`` suffix style."""
@@ -272,9 +268,7 @@ class _FusedBuilder:
         outs = []
         for buf, s in zip(callee_bufs[len(ins):], sinfos):
             name = buf.name if is_result else f"{buf.name}_intermediate"
-            new = self.new_buffer(s, name)
-            self.allocs.append(new)
-            outs.append(new)
+            outs.append(self.new_buffer(s, name))
         inliner = _Inline(self.block_names)
         for old, new in zip(callee_bufs, ins + outs):
             if old.strides or old.elem_offset is not None:
@@ -306,16 +300,16 @@ class _FusedBuilder:
             self.bodies.append(inliner.visit(body.block.body))
         else:
             self.bodies.append(inliner.visit(body))
-        if len(call.sinfo_args) == 1 and isinstance(call.sinfo_args[0], TupleStructInfo):
+        self.allocs.extend(outs)
+        if isinstance(call.struct_info, TupleStructInfo):
             return outs
-        if len(outs) == 1:
-            return outs[0]
-        return outs
+        return outs[0]
 
 
-def _flatten_args(call: Call, primitive: Function, names: NameSupply,
+def _flatten_args(call: Call, primitive: Function, names: NameSupply | None,
                   dataflow: bool) -> tuple[list[Expr], list[Binding]]:
-    """The call's arguments flattened to tensors, with bindings of tuple projections."""
+    """The call's arguments flattened to tensors, with bindings of tuple projections
+    (inline projections when ``names`` is None)."""
     flat: list[Expr] = []
     pre: list[Binding] = []
 
@@ -329,7 +323,7 @@ def _flatten_args(call: Call, primitive: Function, names: NameSupply,
             return
         for i, s in enumerate(sinfo.fields):
             item = TupleGetItem(tuple_value=e, index=i, struct_info=s)
-            if isinstance(s, TupleStructInfo):
+            if isinstance(s, TupleStructInfo) or names is None:
                 add(item, s)
                 continue
             v = names.var(item, dataflow)
@@ -384,11 +378,8 @@ class _CallRewriter(Mutator):
         call = self.generic_visit(call)
         if isinstance(call.op, GlobalVar) and call.op.name_hint in self.fused:
             callee = self.mod[call.op.name_hint]
-            args, pre = _flatten_args(call, callee, self.names, self.dataflow)
-            if pre:
-                # Outside a binding there is nowhere to bind the projections: pass them inline.
-                args = [b.value if isinstance(b, VarBinding) and a is b.var else a
-                        for a, b in _pair(args, pre)]
+            # Outside a binding there is nowhere to bind projections: they stay inline.
+            args, _ = _flatten_args(call, callee, None, self.dataflow)
             return self.make_call(call, args)
         return call
 
@@ -403,11 +394,6 @@ class _CallRewriter(Mutator):
                 fields=tuple(a.struct_info for a in arg_tuple.fields)))
             new = new.replace(args=(new.args[0], arg_tuple) + new.args[2:])
         return new.replace(struct_info=s, span=call.span)
-
-
-def _pair(args: list[Expr], pre: list[Binding]) -> list[tuple[Expr, Any]]:
-    by_var = {id(b.var): b for b in pre}
-    return [(a, by_var.get(id(a))) for a in args]
 
 
 class FuseTIR(Pass):

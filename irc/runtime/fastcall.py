@@ -21,8 +21,10 @@ from .signature import eval_dim
 def make_fast_call(function) -> Callable[..., None]:
     """The fast entry point of ``function`` (an ``irc.runtime.Function``)."""
     sig = function.signature
-    if any(b.strides is not None for b in sig.buffers):
-        return function.call_checked  # stride variables: the general path binds them
+    if any(b.strides is not None for b in sig.buffers) or function._dim_scalars:
+        # Stride variables, or scalar parameters that are also dimensions: the general
+        # path binds and checks them.
+        return function.call_checked
     lines = []
     args = [f"a{k}" for k in range(sig.num_args)]
     lines.append(f"def fast({', '.join(args)}):")

@@ -91,6 +91,9 @@ class Function:
         self._order = signature.order
         self._nargs = len(signature.order)
         self._scalar_casts = [_scalar_cast(s.dtype) for s in signature.scalars]
+        dim_names = {d for p in self._plans for d in _dim_names(p.spec)}
+        self._dim_scalars = {i for i, sc in enumerate(signature.scalars)
+                             if sc.name in dim_names}
         from .fastcall import make_fast_call
 
         self._fast = make_fast_call(self)
@@ -117,11 +120,15 @@ class Function:
         staged: list = []
         pending: list = []
         for pos, (kind, i) in enumerate(self._order):
-            a = args[pos]
+            if kind == "scalar":
+                scalars[i] = self._scalar_arg(i, args[pos], pos)
+                if self._dim_scalars and i in self._dim_scalars:
+                    # A scalar parameter that is also a dimension of some buffer.
+                    env[self.signature.scalars[i].name] = scalars[i]
+        for pos, (kind, i) in enumerate(self._order):
             if kind == "buffer":
-                ptrs[i] = self._buffer_arg(self._plans[i], a, env, staged, pos, pending)
-            else:
-                scalars[i] = self._scalar_arg(i, a, pos)
+                ptrs[i] = self._buffer_arg(self._plans[i], args[pos], env, staged, pos,
+                                           pending)
         for plan, shape in pending:
             self._check_exprs(plan, shape, env)
         shape_vals = []
@@ -272,6 +279,24 @@ class Function:
 
     def _raise(self, rc: int) -> None:
         raise self.module._error(self.name, rc)
+
+
+def _dim_names(spec) -> set[str]:
+    """Names of the shape variables in a buffer parameter's dimensions and strides."""
+    out: set[str] = set()
+
+    def walk(d):
+        if type(d) is str:
+            out.add(d)
+        elif type(d) is list:
+            walk(d[1])
+            walk(d[2])
+
+    for d in spec.shape:
+        walk(d)
+    for d in spec.strides or ():
+        walk(d)
+    return out
 
 
 def _scalar_cast(dtype: str):

@@ -228,6 +228,7 @@ class ModuleBuilder:
         attrs: dict[str, Any] = {}
         funcs: list[syn.FuncDef] = []
         gvars: dict[str, GlobalVar] = {}
+        externs: dict[str, Any] = {}
         for s in cls.body:
             if _is_docstring(s) or isinstance(s, syn.Pass):
                 continue
@@ -241,8 +242,16 @@ class ModuleBuilder:
                 attrs.update({attr_key(k, s): attr_value(v, s)
                               for k, v in a["attrs"].items()})
                 continue
+            if isinstance(s, syn.Assign) and isinstance(s.target, syn.Name) and \
+                    isinstance(s.value, syn.Call) and \
+                    syn.dotted_name(s.value.func) == "R.ExternFunc":
+                if s.target.id in gvars or s.target.id in externs:
+                    raise parse_error(f"duplicate definition of function '{s.target.id}'",
+                                      s.target)
+                externs[s.target.id] = self.extern_func(s.value)
+                continue
             if isinstance(s, syn.FuncDef):
-                if s.name in gvars:
+                if s.name in gvars or s.name in externs:
                     raise parse_error(f"duplicate definition of function '{s.name}'", s)
                 gvars[s.name] = GlobalVar(name_hint=s.name, span=s.span)
                 funcs.append(s)
@@ -272,8 +281,18 @@ class ModuleBuilder:
             for f in relax_funcs:
                 built[f.name] = self.function(f, module=module_ctx)
         functions = {gvars[f.name]: built[f.name] for f in funcs}
+        functions.update({GlobalVar(name_hint=k): v for k, v in externs.items()})
         with located(cls):
             return IRModule(functions=functions, attrs=attrs, span=cls.span)
+
+    def extern_func(self, call: syn.Call) -> Any:
+        """``name = R.ExternFunc("symbol")`` in a module class: an external function."""
+        from ..ir.expr import ExternFunc
+
+        if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], syn.Const) or \
+                not isinstance(call.args[0].value, str):
+            raise parse_error("R.ExternFunc takes the symbol name as a string", call)
+        return ExternFunc(global_symbol=call.args[0].value, span=call.span)
 
     def function(self, fdef: syn.FuncDef, module: ModuleContext | None) -> Any:
         if len(fdef.decorators) != 1:

@@ -300,6 +300,10 @@ class FunctionBuilder:
                                           "dataflow block", x)
                     elif isinstance(x, syn.ExprStmt):
                         b = self.expr_binding(x)
+                    elif isinstance(x, syn.If):
+                        b = self.if_binding(x, DataflowVar, names)
+                    elif isinstance(x, syn.FuncDef):
+                        b = self.local_function(x, DataflowVar, names)
                     else:
                         raise parse_error("a dataflow block holds only bindings and "
                                           "R.output(...)", x)
@@ -314,7 +318,7 @@ class FunctionBuilder:
         seq.flush()
         seq.blocks.append(DataflowBlock(bindings=tuple(bindings), span=s.span))
 
-    def if_binding(self, s: syn.If) -> Any:
+    def if_binding(self, s: syn.If, var_cls: type = Var, outputs: set | None = None) -> Any:
         if not s.orelse:
             raise parse_error("an 'if' in an R.function needs an 'else' branch", s)
         cond = self.bb.normalize(self.ev.to_expr(self.ev.eval(s.test), s.test))
@@ -329,7 +333,8 @@ class FunctionBuilder:
                                      span=s.span))
         ann = t_ann if t_ann is not None else f_ann
         sinfo = self.annotated(ann, value.sinfo, t_node)
-        var = Var(name_hint=t_name, struct_info=sinfo, span=t_node.span)
+        cls = Var if outputs is not None and t_name in outputs else var_cls
+        var = cls(name_hint=t_name, struct_info=sinfo, span=t_node.span)
         self.scopes.define(t_name, var, t_node, allow_redefine=True)
         return VarBinding(var=var, value=value, span=s.span)
 
@@ -353,7 +358,8 @@ class FunctionBuilder:
         body = SeqExpr(blocks=seq.finish(), body=result, struct_info=result.sinfo)
         return last.target.id, last.target, ann, body
 
-    def local_function(self, fdef: syn.FuncDef) -> Any:
+    def local_function(self, fdef: syn.FuncDef, var_cls: type = Var,
+                       outputs: set | None = None) -> Any:
         deco = fdef.decorators[0] if len(fdef.decorators) == 1 else None
         name = syn.dotted_name(deco.func if isinstance(deco, syn.Call) else deco) \
             if deco is not None else None
@@ -370,7 +376,8 @@ class FunctionBuilder:
         inner = FunctionBuilder(self.scopes, self.module, {}, bb=self.bb, nested=True)
         func = inner.build(fdef, private=True, pure=pure)
         func = self.bb.normalize(func)
-        var = Var(name_hint=fdef.name, struct_info=func.sinfo, span=fdef.span)
+        cls = Var if outputs is not None and fdef.name in outputs else var_cls
+        var = cls(name_hint=fdef.name, struct_info=func.sinfo, span=fdef.span)
         self.scopes.define(fdef.name, var, fdef, allow_redefine=True)
         return VarBinding(var=var, value=func, span=fdef.span)
 

@@ -9,13 +9,12 @@ function-level ``T.alloc_buffer``s, as TVM does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import dtype as dt
 from ..tir import expr as te
 from ..tir import stmt as ts
-from ..tir.buffer import Buffer, BufferRegion, MatchBufferRegion
+from ..tir.buffer import Buffer
 from . import syntax as syn
 from .context import (
     attr_key,
@@ -30,18 +29,13 @@ from .context import (
     target_names,
     type_error,
 )
+from .tir_block import ALLOC_NAMES, HEADER_ONLY, BlockBuilderMixin
 from .tir_expr import BufferMethod, DTypeMarker, ExprEvaluator, extent_of, is_dtype_name
 
 _LOOP_KINDS = {"range": "serial", "T.serial": "serial", "T.parallel": "parallel",
                "T.vectorized": "vectorized", "T.unroll": "unrolled",
                "T.thread_binding": "thread_binding"}
 _BLOCK_NAMES = ("T.block", "T.sblock")
-_ALLOC_NAMES = ("T.alloc_buffer", "T.sblock_alloc_buffer")
-_BLOCK_ATTR_NAMES = ("T.block_attr", "T.sblock_attr")
-_AXIS_KINDS = {"spatial": "spatial", "S": "spatial", "reduce": "reduce", "R": "reduce",
-               "opaque": "opaque", "scan": "ordered"}
-_REMAP_KINDS = {"S": "spatial", "R": "reduce", "O": "opaque"}
-_HEADER_ONLY = ("T.reads", "T.writes", "T.where", *_BLOCK_ATTR_NAMES)
 _BUFFER_PARAMS = ["shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
                   "offset_factor", "buffer_type", "axis_separators"]
 
@@ -69,21 +63,7 @@ def _is_docstring(s: Any) -> bool:
         isinstance(s.value.value, str)
 
 
-@dataclass
-class _BlockFrame:
-    name: str
-    iter_vars: list = field(default_factory=list)
-    iter_values: list = field(default_factory=list)
-    reads: list | None = None
-    writes: list | None = None
-    predicate: Any = None
-    init: Any = None
-    alloc_buffers: list = field(default_factory=list)
-    match_buffers: list = field(default_factory=list)
-    annotations: dict = field(default_factory=dict)
-
-
-class PrimFuncBuilder:
+class PrimFuncBuilder(BlockBuilderMixin):
     """Builds one PrimFunc from a ``def`` decorated with ``@T.prim_func``."""
 
     def __init__(self, ev: ExprEvaluator):
@@ -120,8 +100,6 @@ class PrimFuncBuilder:
             elif self.root_allocs:
                 raise parse_error("T.alloc_buffer at function level needs the implicit root "
                                   "block; move it into the explicit root block", fdef)
-        unmapped = [p for p in self.params if p.dtype == "handle" and p not in self.buffer_map]
-        del unmapped  # handle parameters without a buffer are allowed (opaque pointers)
         attrs = dict(self.attrs)
         if not private:
             attrs.setdefault("global_symbol", fdef.name)
@@ -265,7 +243,7 @@ class PrimFuncBuilder:
             if isinstance(method, BufferMethod):
                 buf = self.view(target, method.buffer, call)
                 return self.decl_buffer(target, buf, s, rest), True
-        if name in _ALLOC_NAMES:
+        if name in ALLOC_NAMES:
             buf = self.make_buffer(target, call, name)
             if self.depth == 0 and self.has_blocks:
                 self.root_allocs.append(buf)
@@ -479,7 +457,7 @@ class PrimFuncBuilder:
             a = bind_args(s.value, "T.func_attr", ["attrs"], 1, values, kw)
             self.attrs.update(self.annotations(a["attrs"], s.value))
             return None
-        if name in _HEADER_ONLY or name == "T.init":
+        if name in HEADER_ONLY or name == "T.init":
             raise parse_error(f"{name}(...) must be directly inside a T.block, before its body",
                               s)
         if name == "T.evaluate":
@@ -522,6 +500,49 @@ class PrimFuncBuilder:
                 body = ts.For(loop_var=var, min=mn, extent=ext, kind=kind, body=body,
                               thread_tag=tag, annotations=ann, span=s.span)
         return body
+
+    def attr_iter_var(self, expr: syn.Call, s: syn.With) -> ts.Stmt:
+        """``with T.attr(T.iter_var(v, dom, kind, tag), key, value):`` whose iteration
+        variable ``v`` is defined for the body (thread extents)."""
+        iv_call = expr.args[0]
+        if not iv_call.args or not isinstance(iv_call.args[0], syn.Name):
+            raise parse_error("T.iter_var(name, dom, kind, thread_tag) needs a new name first",
+                              iv_call)
+        values = [self.ev.eval(a) for a in iv_call.args[1:]]
+        kw = {k: self.ev.eval(v) for k, v, _ in iv_call.kwargs}
+        a = bind_args(iv_call, "T.iter_var", ["dom", "iter_type", "thread_tag", "dtype"], 3,
+                      values, kw)
+        dom = a["dom"]
+        if isinstance(dom, (tuple, list)) and len(dom) == 2:
+            lo = self.ev.prim(dom[0], iv_call)
+            rng = te.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], iv_call))
+        else:
+            ext = self.ev.prim(dom, iv_call)
+            rng = te.Range(min=te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
+                           else ext, extent=ext)
+        if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
+            raise type_error("the domain of T.iter_var must be integers of one dtype", iv_call)
+        dtype = rng.extent.dtype if "dtype" not in a else \
+            expect_dtype(a["dtype"], "dtype=", iv_call)
+        kind = expect_str(a["iter_type"], "the kind of T.iter_var", iv_call)
+        tag = expect_str(a["thread_tag"], "the thread tag of T.iter_var", iv_call)
+        name_node = iv_call.args[0]
+        var = te.Var(name=name_node.id, dtype=dtype, span=name_node.span)
+        with located(iv_call):
+            iv = te.IterVar(var=var, dom=rng, iter_type=kind, thread_tag=tag)
+        rest = [self.ev.eval(x) for x in expr.args[1:]]
+        kw2 = {k: self.ev.eval(v) for k, v, _ in expr.kwargs}
+        b = bind_args(expr, "T.attr", ["attr_key", "value"], 2, rest, kw2)
+        key = expect_str(b["attr_key"], "the key of T.attr", expr)
+        self.depth += 1
+        try:
+            with self.scopes.scope():
+                self.scopes.define(name_node.id, var, name_node)
+                value = self.ev.prim(b["value"], expr)
+                body = self.body(s.body)
+        finally:
+            self.depth -= 1
+        return ts.AttrStmt(node=iv, key=key, value=value, body=body, span=s.span)
 
     def loop_specs(self, name: str, call: syn.Call) -> list[tuple]:
         values, kw = self.ev.args(call)
@@ -581,6 +602,8 @@ class PrimFuncBuilder:
                 raise parse_error("T.block(...) does not bind a name", target)
             return self.block(expr, s)
         if name == "T.attr":
+            if expr.args and _call_name(expr.args[0]) == "T.iter_var":
+                return self.attr_iter_var(expr, s)
             values, kw = self.ev.args(expr)
             a = bind_args(expr, "T.attr", ["node", "attr_key", "value"], 3, values, kw)
             node = a["node"]
@@ -595,202 +618,6 @@ class PrimFuncBuilder:
             raise parse_error("T.init() must be directly inside a T.block, before its body", s)
         raise parse_error("'with' is only used for T.block(...), T.init() and T.attr(...) in a "
                           "T.prim_func", expr)
-
-    def block(self, call: syn.Call, s: syn.With) -> ts.Stmt:
-        values, kw = self.ev.args(call)
-        a = bind_args(call, "T.block", ["name_hint"], 0, values, kw)
-        name = expect_str(a.get("name_hint", ""), "the block name", call)
-        frame = _BlockFrame(name=name)
-        self.depth += 1
-        try:
-            with self.scopes.scope():
-                stmts = list(s.body)
-                i = 0
-                while i < len(stmts) and self.block_header(frame, stmts[i]):
-                    i += 1
-                body = self.body(stmts[i:])
-        finally:
-            self.depth -= 1
-        with located(call):
-            block = ts.Block(name=name, iter_vars=tuple(frame.iter_vars),
-                             reads=tuple(frame.reads or ()), writes=tuple(frame.writes or ()),
-                             body=body, init=frame.init,
-                             alloc_buffers=tuple(frame.alloc_buffers),
-                             match_buffers=tuple(frame.match_buffers),
-                             annotations=frame.annotations, span=s.span)
-            if frame.reads is None or frame.writes is None:
-                block = self.detect_regions(block, frame, call)
-            pred = frame.predicate if frame.predicate is not None else te.const(True)
-            return ts.BlockRealize(iter_values=tuple(frame.iter_values), predicate=pred,
-                                   block=block, span=s.span)
-
-    def detect_regions(self, block: ts.Block, frame: _BlockFrame, node: Any) -> ts.Block:
-        try:
-            from ..tir.analysis import detect_block_access_regions
-        except ImportError:
-            raise parse_error(f"block '{block.name}' has no T.reads/T.writes; write them "
-                              "explicitly (automatic detection needs "
-                              "irc.tir.analysis.detect_block_access_regions)", node) from None
-        reads, writes = detect_block_access_regions(block)
-        return block.replace(reads=tuple(reads) if frame.reads is None else block.reads,
-                             writes=tuple(writes) if frame.writes is None else block.writes)
-
-    def block_header(self, frame: _BlockFrame, s: Any) -> bool:
-        """Apply ``s`` to the block being built if it is a header statement."""
-        if _is_docstring(s):
-            return True
-        if isinstance(s, syn.With) and len(s.items) == 1 and _call_name(s.items[0][0]) == \
-                "T.init":
-            if frame.init is not None:
-                raise parse_error("a block has at most one T.init()", s)
-            if s.items[0][0].args or s.items[0][0].kwargs:
-                raise parse_error("T.init() takes no arguments", s.items[0][0])
-            frame.init = self.nested(s.body)
-            return True
-        if isinstance(s, syn.ExprStmt):
-            name = _call_name(s.value)
-            if name not in _HEADER_ONLY:
-                return False
-            with located(s):
-                self.block_call(frame, name, s.value)
-            return True
-        if isinstance(s, syn.Assign) and s.annotation is None and s.value is not None:
-            name = _call_name(s.value)
-            with located(s):
-                if name is not None and name.startswith("T.axis."):
-                    self.axis(frame, name, s)
-                    return True
-                if name in _ALLOC_NAMES and isinstance(s.target, syn.Name):
-                    buf = self.make_buffer(s.target.id, s.value, name)
-                    self.scopes.define(s.target.id, buf, s.target)
-                    frame.alloc_buffers.append(buf)
-                    return True
-                if name == "T.match_buffer" and isinstance(s.target, syn.Name):
-                    frame.match_buffers.append(self.match_region(s.target, s.value))
-                    return True
-        return False
-
-    def block_call(self, frame: _BlockFrame, name: str, call: syn.Call) -> None:
-        if name in ("T.reads", "T.writes"):
-            regions = []
-            items = call.args
-            if len(items) == 1 and isinstance(items[0], (syn.ListExpr, syn.TupleExpr)):
-                items = items[0].elts
-            if call.kwargs:
-                raise parse_error(f"{name} takes no keyword arguments", call)
-            for item in items:
-                regions.append(self.region(item))
-            attr = "reads" if name == "T.reads" else "writes"
-            if getattr(frame, attr) is not None:
-                raise parse_error(f"{name} given twice in one block", call)
-            setattr(frame, attr, regions)
-            return
-        values, kw = self.ev.args(call)
-        if name == "T.where":
-            a = bind_args(call, "T.where", ["predicate"], 1, values, kw)
-            if frame.predicate is not None:
-                raise parse_error("T.where given twice in one block", call)
-            frame.predicate = self.ev.condition(a["predicate"], call)
-            return
-        a = bind_args(call, name, ["attrs"], 1, values, kw)
-        frame.annotations.update(self.annotations(a["attrs"], call))
-
-    def region(self, node: Any) -> BufferRegion:
-        """``A[i, 0:16]`` in T.reads/T.writes/T.match_buffer: one Range per dimension."""
-        if isinstance(node, syn.Index):
-            buf = self.ev.eval(node.value)
-            if isinstance(buf, Buffer):
-                items = node.items
-                if len(items) == 1 and isinstance(items[0], syn.TupleExpr) and not \
-                        items[0].elts:
-                    items = []
-                if len(items) != len(buf.shape):
-                    raise type_error(f"buffer '{buf.name}' has {len(buf.shape)} dimension(s) "
-                                     f"but the region has {len(items)}", node)
-                ranges = []
-                for item, dim in zip(items, buf.shape):
-                    if isinstance(item, syn.Slice):
-                        if item.step is not None:
-                            raise parse_error("a buffer region cannot have a step", item)
-                        lo = self.ev.eval(item.lo) if item.lo is not None else 0
-                        lo_e = self.ev.operand(lo, dim.dtype, item) if not isinstance(
-                            lo, te.PrimExpr) else lo
-                        hi = self.ev.eval(item.hi) if item.hi is not None else dim
-                        ranges.append(te.Range(min=lo_e, extent=extent_of(self.ev, lo_e, hi,
-                                                                          item)))
-                    else:
-                        e = self.ev.prim(self.ev.eval(item), item)
-                        ranges.append(te.Range(min=e, extent=te.IntImm(dtype=e.dtype, value=1)))
-                return BufferRegion(buffer=buf, region=tuple(ranges))
-        value = self.ev.eval(node)
-        if isinstance(value, Buffer):
-            return BufferRegion.full(value)
-        raise parse_error(f"expected a buffer region such as A[i, 0:16], got {describe(value)}",
-                          node)
-
-    def match_region(self, target: syn.Name, call: syn.Call) -> MatchBufferRegion:
-        if not call.args:
-            raise parse_error("T.match_buffer needs the region it views", call)
-        source = self.region(call.args[0])
-        buf = self.make_buffer(target.id, call, "T.match_buffer", skip_first=True)
-        self.scopes.define(target.id, buf, target)
-        return MatchBufferRegion(buffer=buf, source=source)
-
-    def axis(self, frame: _BlockFrame, name: str, s: syn.Assign) -> None:
-        call = s.value
-        kind = name[len("T.axis."):]
-        if kind == "remap":
-            values, kw = self.ev.args(call)
-            a = bind_args(call, "T.axis.remap", ["kinds", "bindings"], 2, values, kw)
-            kinds = expect_str(a["kinds"], "the kinds of T.axis.remap", call)
-            bindings = a["bindings"]
-            if not isinstance(bindings, (list, tuple)):
-                raise parse_error("T.axis.remap needs a list of loop variables", call)
-            targets = target_names(s.target, "the targets of T.axis.remap")
-            if not (len(kinds) == len(bindings) == len(targets)):
-                raise parse_error(f"T.axis.remap: {len(kinds)} kinds, {len(bindings)} loop "
-                                  f"variables and {len(targets)} names must agree", call)
-            for ch, b, (tname, tnode) in zip(kinds, bindings, targets):
-                if ch not in _REMAP_KINDS:
-                    raise parse_error(f"T.axis.remap kind {ch!r} must be S, R or O", call)
-                dom = self.loop_dom.get(id(b)) if isinstance(b, te.Var) else None
-                if dom is None or dom[2] is not b:
-                    raise parse_error("T.axis.remap binds loop variables of enclosing loops; "
-                                      f"got {describe(b)}", call)
-                self.iter_var(frame, tname, tnode, te.Range(min=dom[0], extent=dom[1]),
-                              _REMAP_KINDS[ch], b)
-            return
-        if kind not in _AXIS_KINDS:
-            raise parse_error(f"unknown axis kind T.axis.{kind}; use spatial, reduce, opaque, "
-                              "scan or remap", call)
-        if not isinstance(s.target, syn.Name):
-            raise parse_error(f"T.axis.{kind} binds one name", s.target)
-        values, kw = self.ev.args(call)
-        a = bind_args(call, f"T.axis.{kind}", ["dom", "binding", "dtype"], 2, values, kw)
-        binding = self.ev.prim(a["binding"], call)
-        dom = a["dom"]
-        ref = binding.dtype
-        if "dtype" in a:
-            ref = expect_dtype(a["dtype"], "dtype=", call)
-        if isinstance(dom, (tuple, list)):
-            if len(dom) != 2:
-                raise parse_error("an axis domain is an extent or a (min, max) pair", call)
-            lo = self.ev.operand(dom[0], ref, call)
-            rng = te.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], call))
-        else:
-            ext = self.ev.operand(dom, ref, call)
-            rng = te.Range(min=te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
-                           else ext, extent=ext)
-        if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
-            raise type_error("an axis domain must be integers of one dtype", call)
-        self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding)
-
-    def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: te.Range, kind: str,
-                 binding: te.PrimExpr) -> None:
-        var = te.Var(name=name, dtype=dom.extent.dtype, span=node.span)
-        self.scopes.define(name, var, node)
-        frame.iter_vars.append(te.IterVar(var=var, dom=dom, iter_type=kind))
-        frame.iter_values.append(binding)
 
 
 def buf_has_fresh_data(call: syn.Call) -> bool:

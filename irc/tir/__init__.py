@@ -113,6 +113,9 @@ from .intrin import (
     tanh,
     trunc,
 )
+
+# The schedule language (irc.tir.Schedule, irc.tir.Trace, handles).
+from .schedule import BlockRV, ExprRV, LoopRV, Schedule, Trace  # noqa: E402
 from .stmt import (
     FOR_KINDS,
     THREAD_TAGS,

@@ -35,7 +35,7 @@ _AXIS = {"spatial": "spatial", "reduce": "reduce", "opaque": "opaque", "ordered"
 _REMAP = {"spatial": "S", "reduce": "R", "opaque": "O"}
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]")
 RESERVED_NAMES = frozenset(keyword.kwlist) | {
-    "T", "R", "I", "range", "metadata", "cls", "True", "False", "None", "TypeVar"}
+    "T", "R", "I", "range", "metadata", "cls", "True", "False", "None", "TypeVar", "Module"}
 
 
 def str_literal(s: str) -> str:
@@ -104,6 +104,9 @@ class TIRPrinter:
         self.int_default = int_default
         self.data_text: dict[int, str] = {}
         self.loops: dict[int, ts.For] = {}
+        # Objects with no text form (e.g. compiled modules in attributes) print as
+        # ``metadata["Kind"][i]`` references through this hook when one is given.
+        self.object_ref: Any = None
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> str:
@@ -336,6 +339,19 @@ class TIRPrinter:
         return [f"{pad}# <{type(s).__name__}>"]
 
     def attr_node(self, node: Any) -> str:
+        if isinstance(node, te.IterVar):
+            # The iteration variable is defined here and scopes over the attribute's body.
+            dom = node.dom
+            if isinstance(dom.min, te.IntImm) and dom.min.value == 0 and \
+                    dom.min.dtype == dom.extent.dtype:
+                d = self.expr(dom.extent)
+            else:
+                d = f"({self.expr(dom.min)}, {self._upper(dom.min, dom.extent)})"
+            extra = "" if node.var.dtype == dom.extent.dtype else \
+                f", dtype={str_literal(node.var.dtype)}"
+            name = self.names.define(node.var, node.var.name)
+            return (f"T.iter_var({name}, {d}, {str_literal(node.iter_type)}, "
+                    f"{str_literal(node.thread_tag)}{extra})")
         if isinstance(node, te.PrimExpr):
             return self.expr(node)
         if isinstance(node, Buffer):
@@ -497,6 +513,8 @@ class TIRPrinter:
         ref = getattr(v, "metadata_text", None)
         if callable(ref):
             return ref()
+        if self.object_ref is not None:
+            return self.object_ref(v)
         return str_literal(str(v))
 
     # ------------------------------------------------------------------ functions

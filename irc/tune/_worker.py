@@ -1,4 +1,4 @@
-"""The main loop of a tuning worker process (``python -m irc.tune._worker RFD WFD``).
+"""The main loop of a tuning worker process (started by ``irc.tune.worker_pool``).
 
 A worker imports irc once, then serves requests from its parent over two pipes until the
 parent closes them: ``("call", module, function, args)`` runs ``module.function(*args)``

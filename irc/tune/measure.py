@@ -42,6 +42,11 @@ WRONG_RESULT = MeasureErrorKind.WRONG_RESULT
 # ---------------------------------------------------------------------------------------
 
 
+class TraceReplayUnavailable(TuningError):
+    """Replaying a trace needs the schedule language (``irc.tir.schedule``), which is
+    missing from this installation."""
+
+
 def func_of_schedule(sch: Any) -> PrimFunc:
     """The scheduled PrimFunc of a Schedule (``sch.mod``: a module with one loop function,
     ``main`` when there are several)."""
@@ -66,8 +71,9 @@ def apply_trace(func: PrimFunc, trace: Any) -> PrimFunc:
     try:
         from ..tir.schedule import Schedule, Trace
     except ImportError:
-        raise TuningError("replaying a schedule trace needs irc.tir.schedule (the schedule "
-                          "language), which this installation lacks") from None
+        raise TraceReplayUnavailable("replaying a schedule trace needs irc.tir.schedule (the "
+                                     "schedule language), which this installation lacks"
+                                     ) from None
     sch = Schedule(func)
     tr = Trace.from_json(trace)
     params = inspect.signature(tr.apply_to_schedule).parameters
@@ -315,6 +321,7 @@ class ProgramMeasurer:
 __all__ = [
     "BUILD_ERROR", "BUILD_TIMEOUT", "Builder", "BuildResult", "MeasureCallback",
     "MeasureErrorKind", "MeasureInput", "MeasureResult", "ProgramMeasurer",
-    "RecordToDatabase", "RUN_ERROR", "RUN_TIMEOUT", "RunResult", "Runner", "WRONG_RESULT",
+    "RecordToDatabase", "RUN_ERROR", "RUN_TIMEOUT", "RunResult", "Runner",
+    "TraceReplayUnavailable", "WRONG_RESULT",
     "apply_trace", "combine_results", "func_of_schedule",
 ]

@@ -1,8 +1,8 @@
 """Persistent worker processes for building and measuring candidates.
 
-A :class:`WorkerProcess` is a separate Python process (``python -m irc.tune._worker``)
-that imports irc once and then serves calls over two pipes, so starting work on a
-candidate costs a message, not an interpreter. The process is started with
+A :class:`WorkerProcess` is a separate Python process (``irc.tune._worker``) that imports
+irc once and then serves calls over two pipes, so starting work on a candidate costs a
+message, not an interpreter. The process is started with
 ``subprocess`` (not ``fork``): it never inherits the tuner's threads or OpenMP state, and
 a script without an ``if __name__ == "__main__"`` guard is never re-run. When a call
 crashes the process (a segfault, ``abort``) or overruns its timeout, the process is
@@ -22,6 +22,10 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..ir.diagnostics import TuningError
+
+# The worker's command line: run irc.tune._worker's loop (imported as a module, not as
+# __main__, so its helpers are the same objects the handlers import).
+_LAUNCH = "import sys; from irc.tune._worker import main; sys.exit(main(sys.argv))"
 
 # Starting a worker imports irc (about a second); allow a loaded machine much more.
 START_TIMEOUT = 120.0
@@ -108,7 +112,7 @@ class WorkerProcess:
         env.update(self.extra_env)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "irc.tune._worker", str(p2c_r), str(c2p_w)],
+                [sys.executable, "-c", _LAUNCH, str(p2c_r), str(c2p_w)],
                 pass_fds=(p2c_r, c2p_w), stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=os.getcwd(), close_fds=True)
         except OSError as err:

@@ -338,3 +338,22 @@ def test_vector_dtype_buffer():
     x, y = rand(n, "float32"), np.zeros(n, "float32")
     run(f, x, y)
     np.testing.assert_allclose(y, (2 * x).reshape(4, 4)[::-1].ravel())
+
+
+def test_integer_division_by_zero_does_not_crash():
+    n = 6
+    a, b, q, r = (buf(s, (n,), "int32") for s in "abqr")
+    fq, fr = buf("fq", (n,), "int32"), buf("fr", (n,), "int32")
+    i = tir.var("i")
+    body = tir.seq(store(q, i, tir.truncdiv(a[i], b[i])), store(r, i, tir.truncmod(a[i], b[i])),
+                   store(fq, i, tir.floordiv(a[i], b[i])), store(fr, i, tir.floormod(a[i], b[i])))
+    f = func([a, b, q, r, fq, fr], loop(i, n, body))
+    x = np.array([7, -7, 5, 0, 9, -9], "int32")
+    y = np.array([2, 0, 0, 3, -2, 4], "int32")
+    outs = [np.zeros(n, "int32") for _ in range(4)]
+    run(f, x, y, *outs)
+    zero = y == 0
+    for o in outs:
+        assert np.all(o[zero] == 0)
+    np.testing.assert_array_equal(outs[2][~zero], x[~zero] // y[~zero])
+    np.testing.assert_array_equal(outs[3][~zero], x[~zero] % y[~zero])

@@ -85,3 +85,19 @@ def test_symbolic_batch_through_the_whole_pipeline():
                        match=r"parameter x \(#0\) expects R.Tensor\(\(n, 4\), 'float32'\), got "
                              r"a tensor of shape \(2, 5\).*bound so far: \{'n': 2\}"):
         vm["main"](np.zeros((2, 5), "float32"), w)
+
+
+def test_padded_conv_with_symbolic_batch():
+    """Regression: the padded intermediate of a conv with a symbolic batch once got a
+    wrong (overflowed) allocation size."""
+    from irc.frontend import nn
+
+    mod, _ = nn.Conv2D(3, 8, 3, padding=1, bias=False).export_ir(
+        {"forward": {"x": nn.spec.Tensor(("n", 3, 8, 8), "float32")}})
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    rng = np.random.default_rng(0)
+    w = rng.random((8, 3, 3, 3), dtype=np.float32)
+    for n in (1, 2, 5):
+        x = rng.random((n, 3, 8, 8), dtype=np.float32)
+        np.testing.assert_allclose(vm["forward"](x, w).numpy(),
+                                   ref.conv2d_nchw(x, w, padding=1), rtol=1e-5, atol=1e-5)

@@ -245,3 +245,17 @@ def test_strided_parameter_buffer_takes_views_without_copy():
     mod["strided"](view, out)
     np.testing.assert_array_equal(out, view * 10)
     assert "align 4" in mod.get_source("ll")  # only element alignment is promised
+
+
+def test_scalar_parameter_that_is_a_dimension_is_checked():
+    n = tir.var("n")
+    a, b = buf("a", (n,)), buf("b", (n * 2,))
+    i = tir.var("i")
+    f = func([n, a, b], loop(i, n * 2, store(b, i, a[i // 2])), name="dup")
+    mod = irc.build(f)
+    assert not mod["dup"].signature.shape_vars  # n arrives as the scalar argument
+    x, y = np.arange(3, dtype="float32"), np.zeros(6, "float32")
+    mod["dup"](3, x, y)
+    np.testing.assert_array_equal(y, np.repeat(x, 2))
+    with pytest.raises(irc.RuntimeShapeError, match="n is already 4"):
+        mod["dup"](4, x, y)

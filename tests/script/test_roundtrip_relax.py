@@ -200,3 +200,53 @@ def test_module_with_prim_and_graph_functions_and_symbolic_call_tir():
 def test_empty_module_and_prim_only_module():
     assert_roundtrip(IRModule())
     assert_roundtrip(IRModule(functions={"f": add_one_prim_func(tir.const(8, "int64"))}))
+
+
+def test_if_in_dataflow_block_and_reserved_variable_names():
+    text = '''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), c: R.Tensor((), "bool")):
+        with R.dataflow():
+            if c:
+                y = R.nn.relu(x)
+            else:
+                y = x
+            z = R.add(y, y)
+            R.output(y, z)
+        return z
+'''
+    mod = irc.parse(text)
+    (block,) = mod["main"].body.blocks
+    assert [type(b.var).__name__ for b in block.bindings] == ["Var", "Var"]
+    assert_roundtrip(mod)
+    # Variables named like script names are renamed when printed.
+    x = tvar("cls", (2,))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        y = bb.emit(ops.nn.relu(x), "Module")
+        z = bb.emit(ops.nn.relu(y), "T")
+        bb.emit_func_output(z)
+    text = assert_roundtrip(bb.get()).script()
+    assert "def main(cls_1: R.Tensor" in text and "Module_1: R.Tensor" in text
+
+
+def test_module_with_extern_function():
+    mod = IRModule(functions={"my_ext": ExternFunc(global_symbol="my_ext_symbol"),
+                              "f": add_one_prim_func(tir.const(8, "int64"))})
+    text = assert_roundtrip(mod).script()
+    assert 'my_ext = R.ExternFunc("my_ext_symbol")' in text
+
+
+def test_objects_without_text_form_print_as_metadata_references():
+    class CompiledLibrary:
+        pass
+
+    lib = CompiledLibrary()
+    mod = IRModule(attrs={"external_mods": [lib, lib]})
+    text = mod.script()
+    assert 'I.module_attrs({"external_mods": [metadata["CompiledLibrary"][0], ' \
+           'metadata["CompiledLibrary"][0]]})' in text
+    assert text.endswith(METADATA_FOOTER + "\n")
+    ref = irc.parse(text).attrs["external_mods"][0]
+    assert (ref.kind, ref.index) == ("CompiledLibrary", 0)

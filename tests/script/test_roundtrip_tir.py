@@ -279,3 +279,16 @@ def test_te_create_prim_func_roundtrip(index_dtype):
     f = te.create_prim_func([A, B, E2])
     assert_roundtrip(f)
     assert_roundtrip(IRModule(functions={"main": f}))
+
+
+def test_attr_with_iteration_variable():
+    pa, A = buffer_param("A", (64,))
+    tx = T.var("tx")
+    iv = E.IterVar(var=tx, dom=E.Range(min=i32(0), extent=i32(64)), iter_type="opaque",
+                   thread_tag="threadIdx.x")
+    body = S.AttrStmt(node=iv, key="thread_extent", value=i32(64),
+                      body=S.BufferStore(buffer=A, value=E.FloatImm(dtype="float32", value=0.0),
+                                         indices=(tx,)))
+    text = assert_roundtrip(func([pa], body, {pa: A})).script()
+    assert 'with T.attr(T.iter_var(tx, 64, "opaque", "threadIdx.x"), "thread_extent", 64):' \
+        in text

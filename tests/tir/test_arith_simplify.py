@@ -106,6 +106,10 @@ FOLD_CASES = [
      const(1.0 / 3.0, "float64")),
     ("float16_rounds", E.Add(dtype="float16", a=const(1.0, "float16"),
                              b=const(0.0001, "float16")), const(1.0, "float16")),
+    ("bfloat16_rounds", E.Add(dtype="bfloat16", a=const(1.0, "bfloat16"),
+                               b=const(0.001, "bfloat16")), const(1.0, "bfloat16")),
+    ("uint_sub_wraps", E.Sub(dtype="uint8", a=const(1, "uint8"), b=const(2, "uint8")),
+     const(255, "uint8")),
     ("cast_float_to_int", tir.cast(E.Cast(dtype="float32", value=x), "int32"),
      tir.cast(E.Cast(dtype="float32", value=x), "int32")),
     ("cast_trunc", E.Cast(dtype="int32", value=const(-3.7, "float32")), const(-3)),
@@ -232,3 +236,10 @@ def test_simplify_is_memoized_and_idempotent():
     s = an.simplify(e)
     assert an.simplify(e) is s
     assert an.simplify(s) is s
+
+
+def test_module_level_simplify():
+    from irc.tir.arith import simplify
+
+    assert_structural_equal(simplify(x * 4 + x * 4 - x * 8), const(0))
+    assert_structural_equal(simplify((i * 16 + j) % 16, analyzer()), j)

@@ -181,3 +181,47 @@ def test_irc_lower_entry_points():
     verify_lowered(lowered["main"])
     with pytest.raises(LoweringError, match="cannot lower"):
         irc.lower(42)
+
+
+def test_symbolic_int64_shapes():
+    n = tir.var("n", "int64")
+    A = te.placeholder((n, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((n,), lambda i: B[i] * 2.0, name="C")
+    lowered = _check_lowering(te.create_prim_func([A, C]),
+                              _args(((5, 8), "float32"), ((5,), "float32")),
+                              lambda a, c: a.sum(1) * 2)
+    (alloc,) = collect(lowered.body, lambda x: type(x) is tir.Allocate)
+    assert alloc.extents[0] is lowered.buffers[1].shape[0]  # the intermediate stays n long
+
+
+def test_gpu_shared_buffer_allocated_per_thread_block():
+    from irc.script_parser import parse
+
+    f = parse('''
+@T.prim_func
+def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    A_shared = T.alloc_buffer((256,), scope="shared")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            with T.block("A_shared"):
+                v = T.axis.spatial(256, bx * 64 + tx)
+                A_shared[v] = A[v]
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            with T.block("B"):
+                v = T.axis.spatial(256, bx * 64 + tx)
+                B[v] = A_shared[v] * T.float32(2)
+''')
+    expected = parse('''
+@T.prim_func
+def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        A_shared = T.allocate([64], "float32", "shared")
+        A_shared_1 = T.Buffer((64,), data=A_shared, scope="shared")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            A_shared_1[tx] = A[bx * 64 + tx]
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            B[bx * 64 + tx] = A_shared_1[tx] * T.float32(2)
+''')
+    assert_structural_equal(lower_primfunc(f), expected)

@@ -276,12 +276,15 @@ class Analyzer:
         return False
 
     def prove_nonneg(self, a: PrimExpr) -> bool:
+        """``a >= 0`` always (integers)."""
         return self._bound(a)[0] >= 0 if _is_int(a) else False
 
     def prove_pos(self, a: PrimExpr) -> bool:
+        """``a > 0`` always (integers)."""
         return self._bound(a)[0] > 0 if _is_int(a) else False
 
     def prove_nonzero(self, a: PrimExpr) -> bool:
+        """``a != 0`` always (integers)."""
         if not _is_int(a):
             return False
         lo, hi = self._bound(a)

@@ -64,6 +64,7 @@ class ConstIntBound:
 
     @property
     def is_bounded(self) -> bool:
+        """True when both ends are finite."""
         return self.min_value != NEG_INF and self.max_value != POS_INF
 
 
@@ -95,22 +96,26 @@ def _mul(a, b):
 
 
 def iv_add(x: Interval, y: Interval) -> Interval:
+    """Interval of ``x + y``."""
     lo = x[0] + y[0] if not (x[0] == NEG_INF and y[0] == POS_INF) else NEG_INF
     hi = x[1] + y[1] if not (x[1] == POS_INF and y[1] == NEG_INF) else POS_INF
     return (lo, hi)
 
 
 def iv_neg(x: Interval) -> Interval:
+    """Interval of ``-x``."""
     return (-x[1], -x[0])
 
 
 def iv_scale(x: Interval, c: int) -> Interval:
+    """Interval of ``x * c`` for a constant ``c``."""
     if c >= 0:
         return (_mul(x[0], c), _mul(x[1], c))
     return (_mul(x[1], c), _mul(x[0], c))
 
 
 def iv_mul(x: Interval, y: Interval) -> Interval:
+    """Interval of ``x * y`` (corner products)."""
     corners = (_mul(x[0], y[0]), _mul(x[0], y[1]), _mul(x[1], y[0]), _mul(x[1], y[1]))
     return (min(corners), max(corners))
 
@@ -122,6 +127,7 @@ def _floordiv_end(a, c):
 
 
 def iv_floordiv_const(x: Interval, c: int) -> Interval:
+    """Interval of ``floordiv(x, c)`` for a nonzero constant ``c``."""
     if c > 0:
         return (_floordiv_end(x[0], c), _floordiv_end(x[1], c))
     return (_floordiv_end(x[1], c), _floordiv_end(x[0], c))
@@ -146,6 +152,7 @@ def iv_floordiv(x: Interval, y: Interval) -> Interval | None:
 
 
 def iv_floormod(x: Interval, y: Interval) -> Interval | None:
+    """Interval of ``floormod(x, y)``; None when the divisor may be zero."""
     if y[0] > 0:
         top = y[1] - 1
         if x[0] >= 0:
@@ -159,6 +166,7 @@ def iv_floormod(x: Interval, y: Interval) -> Interval | None:
 
 
 def iv_truncdiv_const(x: Interval, c: int) -> Interval:
+    """Interval of the truncating division ``x / c`` for a nonzero constant."""
     def end(a):
         if a in (POS_INF, NEG_INF):
             return a if c > 0 else -a
@@ -169,6 +177,7 @@ def iv_truncdiv_const(x: Interval, c: int) -> Interval:
 
 
 def iv_truncmod_const(x: Interval, c: int) -> Interval:
+    """Interval of the truncating remainder ``x % c`` for a nonzero constant."""
     m = abs(c) - 1
     if x[0] >= 0:
         return (0, min(x[1], m))
@@ -178,10 +187,12 @@ def iv_truncmod_const(x: Interval, c: int) -> Interval:
 
 
 def iv_union(x: Interval, y: Interval) -> Interval:
+    """The smallest interval containing ``x`` and ``y``."""
     return (min(x[0], y[0]), max(x[1], y[1]))
 
 
 def iv_intersect(x: Interval, y: Interval) -> Interval:
+    """The intersection of ``x`` and ``y``."""
     return (max(x[0], y[0]), min(x[1], y[1]))
 
 
@@ -227,6 +238,7 @@ class BoundAnalyzer:
         }
 
     def clear(self) -> None:
+        """Forget memoized results."""
         self.memo = {}
 
     def bound(self, e: PrimExpr) -> Interval:

@@ -61,6 +61,7 @@ class Lin:
         self.normal = normal or not self.terms
 
     def is_const(self) -> bool:
+        """True when the form has no terms."""
         return not self.terms
 
     def __repr__(self) -> str:  # debugging aid
@@ -79,6 +80,7 @@ class Canonicalizer:
         self.memo: dict[int, tuple[PrimExpr, Lin]] = {}
 
     def clear(self) -> None:
+        """Forget memoized forms."""
         self.memo = {}
 
     # -- building -------------------------------------------------------------------

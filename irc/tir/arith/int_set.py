@@ -46,10 +46,12 @@ class IntervalSet:
 
     @staticmethod
     def point(e: PrimExpr) -> IntervalSet:
+        """The interval holding only ``e``."""
         return IntervalSet(e, e)
 
     @staticmethod
     def everything() -> IntervalSet:
+        """The unbounded interval."""
         return IntervalSet(None, None)
 
     @staticmethod
@@ -59,15 +61,19 @@ class IntervalSet:
 
     @staticmethod
     def from_bounds(lo: PrimExpr, hi: PrimExpr) -> IntervalSet:
+        """The interval ``[lo, hi]``."""
         return IntervalSet(lo, hi)
 
     def is_single_point(self) -> bool:
+        """True when both ends are the same expression."""
         return self.min_value is not None and self.min_value is self.max_value
 
     def is_everything(self) -> bool:
+        """True when both ends are unbounded."""
         return self.min_value is None and self.max_value is None
 
     def is_bounded(self) -> bool:
+        """True when both ends are known."""
         return self.min_value is not None and self.max_value is not None
 
     def __repr__(self) -> str:
@@ -179,9 +185,7 @@ class IntSetEvaluator:
             return self._scale(self._eval(e.a), e.b)
         if not self.uses_dom(e.a):
             return self._scale(self._eval(e.b), e.a)
-        return self._by_corners(e)
-
-    def _by_corners(self, e: PrimExpr) -> IntervalSet:
+        # A product of two relaxed factors (rare in indices) is left unbounded.
         return IntervalSet.everything()
 
     def _floordiv(self, e: PrimExpr) -> IntervalSet:
@@ -262,6 +266,7 @@ class IntSetEvaluator:
         return self._eval(e.value)
 
     def union(self, a: IntervalSet, b: IntervalSet) -> IntervalSet:
+        """The hull of two intervals."""
         return IntervalSet(_bin(Min, a.min_value, b.min_value), _bin(Max, a.max_value, b.max_value))
 
 

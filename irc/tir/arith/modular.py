@@ -38,6 +38,7 @@ class ModularSet:
 
     @staticmethod
     def make(coeff: int, base: int) -> ModularSet:
+        """A modular set with ``base`` reduced modulo ``coeff``."""
         coeff = abs(coeff)
         if coeff:
             base %= coeff
@@ -45,9 +46,11 @@ class ModularSet:
 
     @staticmethod
     def everything() -> ModularSet:
+        """The set of all integers."""
         return ModularSet(1, 0)
 
     def is_const(self) -> bool:
+        """True when the set holds one value (``base``)."""
         return self.coeff == 0
 
 
@@ -69,9 +72,11 @@ class ModularAnalyzer:
         self.memo: dict[int, tuple[PrimExpr, ModularSet]] = {}
 
     def clear(self) -> None:
+        """Forget memoized results."""
         self.memo = {}
 
     def modular_set(self, e: PrimExpr) -> ModularSet:
+        """The modular set of ``e``."""
         hit = self.memo.get(id(e))
         if hit is not None:
             return hit[1]

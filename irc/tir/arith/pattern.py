@@ -140,42 +140,52 @@ class PCall(Pattern):
 
 
 def lift(v: Any) -> Pattern:
+    """A pattern for ``v`` (a literal unless it already is a pattern)."""
     return v if isinstance(v, Pattern) else PLit(v)
 
 
 def pmin(a, b) -> Pattern:
+    """Pattern ``min(a, b)``."""
     return PNode(E.Min, lift(a), lift(b))
 
 
 def pmax(a, b) -> Pattern:
+    """Pattern ``max(a, b)``."""
     return PNode(E.Max, lift(a), lift(b))
 
 
 def pselect(c, t, f) -> Pattern:
+    """Pattern ``select(c, t, f)``."""
     return PNode(E.Select, lift(c), lift(t), lift(f))
 
 
 def pif_then_else(c, t, f) -> Pattern:
+    """Pattern ``if_then_else(c, t, f)``."""
     return PCall("if_then_else", lift(c), lift(t), lift(f))
 
 
 def pcast(x) -> Pattern:
+    """Pattern ``cast(x)`` (any target dtype)."""
     return PNode(E.Cast, lift(x))
 
 
 def ptruncdiv(a, b) -> Pattern:
+    """Pattern of the truncating division ``a / b``."""
     return PNode(E.Div, lift(a), lift(b))
 
 
 def ptruncmod(a, b) -> Pattern:
+    """Pattern of the truncating remainder."""
     return PNode(E.Mod, lift(a), lift(b))
 
 
 def pramp(base, stride) -> Pattern:
+    """Pattern ``ramp(base, stride)`` (any lanes)."""
     return PNode(E.Ramp, lift(base), lift(stride))
 
 
 def pbroadcast(value) -> Pattern:
+    """Pattern ``broadcast(value)`` (any lanes)."""
     return PNode(E.Broadcast, lift(value))
 
 

@@ -70,6 +70,7 @@ _CMP = (EQ, NE, LT, LE, GT, GE)
 
 
 def bool_const(v: bool) -> IntImm:
+    """The shared bool immediate of ``v``."""
     return _TRUE if v else _FALSE
 
 
@@ -114,6 +115,7 @@ class Simplifier:
         }
 
     def clear(self) -> None:
+        """Forget memoized results."""
         self.memo = {}
 
     def simplify(self, e: PrimExpr) -> PrimExpr:

@@ -102,16 +102,24 @@ def replace_loads(node, fn: Callable[[BufferLoad], PrimExpr | None]):
     return _LoadReplacer(fn).visit(node)
 
 
-def with_detected_regions(block: Block, analyzer=None) -> Block:
-    """``block`` with reads and writes recomputed from its body (keeping the declared
-    order of buffers that stay)."""
-    reads, writes = detect_block_access_regions(block, analyzer=analyzer)
-    return block.replace(reads=tuple(_ordered(block.reads, reads)),
-                         writes=tuple(_ordered(block.writes, writes)))
+def with_detected_regions(block: Block, like: Block | None = None,
+                          renamed: dict[int, Buffer | list[Buffer]] | None = None) -> Block:
+    """``block`` with reads and writes recomputed from its body, in the declared order of
+    ``like`` (``block`` by default; ``renamed`` maps ids of its buffers to the buffer or
+    buffers that took their place)."""
+    reads, writes = detect_block_access_regions(block)
+    like = like or block
+    return block.replace(reads=tuple(_ordered(like.reads, reads, renamed)),
+                         writes=tuple(_ordered(like.writes, writes, renamed)))
 
 
-def _ordered(old: tuple[BufferRegion, ...], new: list[BufferRegion]) -> list[BufferRegion]:
-    rank = {id(r.buffer): i for i, r in enumerate(old)}
+def _ordered(old: tuple[BufferRegion, ...], new: list[BufferRegion],
+             renamed: dict[int, Buffer | list[Buffer]] | None) -> list[BufferRegion]:
+    rank: dict[int, int] = {}
+    for r in old:
+        b = renamed.get(id(r.buffer), r.buffer) if renamed else r.buffer
+        for x in (b if isinstance(b, list) else [b]):
+            rank.setdefault(id(x), len(rank))
     return sorted(new, key=lambda r: rank.get(id(r.buffer), len(rank)))
 
 

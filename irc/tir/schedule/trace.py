@@ -225,7 +225,16 @@ def _text(v: Any) -> str:
 
 
 def _py_value(v: Any) -> Any:
-    return _Code(repr(v)) if not isinstance(v, list) else [_py_value(x) for x in v]
+    if isinstance(v, list):
+        return [_py_value(x) for x in v]
+    return _Code(_literal(v))
+
+
+def _literal(v: Any) -> str:
+    """Python source of a constant (strings in double quotes)."""
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
 
 
 class _Names:
@@ -258,7 +267,9 @@ class _Names:
     def python(self, x: Any) -> Any:
         if isinstance(x, RV_TYPES):
             return self.name_of(x)
-        return repr(x)
+        if isinstance(x, list):
+            return "[" + ", ".join(self.python(y) for y in x) + "]"
+        return _literal(x)
 
 
 def _decode(x: Any, rvs: dict[str, Any], n: int) -> Any:

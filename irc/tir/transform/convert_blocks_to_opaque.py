@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.functor import Mutator
 from ..stmt import BlockRealize, PrimFunc
 from .base import PrimFuncPass
+from .rewriter import IRRewriter
 from .substitute import substitute
 
 
-class _Convert(Mutator):
-    def visit_BlockRealize(self, realize: BlockRealize) -> BlockRealize:
-        realize = self.generic_visit(realize)
+class _Convert(IRRewriter):
+    def stmt_BlockRealize(self, realize: BlockRealize) -> BlockRealize:
+        realize = super().stmt_BlockRealize(realize)
         block = realize.block
         if not block.iter_vars:
             return realize
@@ -46,7 +46,7 @@ class ConvertBlocksToOpaque(PrimFuncPass):
     name = "ConvertBlocksToOpaque"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
-        return func.with_body(_Convert().visit(func.body))
+        return func.with_body(_Convert().stmt(func.body))
 
 
 def convert_blocks_to_opaque(func: PrimFunc) -> PrimFunc:

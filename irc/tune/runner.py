@@ -1,0 +1,389 @@
+"""LocalRunner: time each candidate in an isolated, persistent process, one at a time.
+
+The runner process loads a candidate's module, fills its buffers with random data (the
+same data for every candidate of a workload), and, when the kernel is about to start,
+tells the tuner, whose ``timeout`` clock starts only then: waiting, loading and computing
+reference outputs do not count (they have their own ``setup_timeout``). Timing follows
+``time_evaluator``: ``number`` runs per repeat, ``repeat`` repeats, each repeat at least
+``min_repeat_ms`` long; with ``enable_cpu_cache_flush`` the caches are flushed before each
+repeat (then ``min_repeat_ms`` is not used). With ``check_correctness`` the candidate's
+outputs are first compared with those of the unscheduled function (compiled with LLVM and
+run once per workload in the runner process) on the same random inputs.
+
+Outcomes: a crash (segfault, abort) kills only the runner process → ``RUN_ERROR`` with the
+signal and the process's last output, and a fresh process serves the next candidate; a
+kernel running past ``timeout`` → ``RUN_TIMEOUT`` (the process is killed); a run-time check
+failing inside the kernel → ``RUN_ERROR``; different outputs → ``WRONG_RESULT``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir.diagnostics import IRCError, TuningError
+from ..ir.functor import Visitor
+from ..tir.stmt import PrimFunc
+from ._worker import TaskFailure, notify
+from .builder import serialize_for_runner
+from .measure import (
+    RUN_ERROR,
+    RUN_TIMEOUT,
+    WRONG_RESULT,
+    BuildResult,
+    MeasureInput,
+    Runner,
+    RunResult,
+)
+from .worker_pool import WorkerDied, WorkerProcess, WorkerTimeout
+
+_REFERENCE_CACHE_SIZE = 4
+# Enough to evict a 32 MiB last-level cache (twice its size).
+_FLUSH_BYTES = 64 << 20
+
+
+# ---------------------------------------------------------------------------------------
+# Which parameters a function writes
+# ---------------------------------------------------------------------------------------
+
+
+class _WrittenBuffers(Visitor):
+    def __init__(self) -> None:
+        self.data_vars: set[int] = set()
+
+    def visit_BufferStore(self, s: Any) -> None:
+        self.data_vars.add(id(s.buffer.data))
+        self.generic_visit(s)
+
+    def visit_Block(self, b: Any) -> None:
+        for region in b.writes:
+            self.data_vars.add(id(region.buffer.data))
+        self.generic_visit(b)
+
+
+def output_params(func: PrimFunc) -> list[int]:
+    """Positions of the parameters whose buffers ``func`` writes (its outputs)."""
+    v = _WrittenBuffers()
+    v.visit(func.body)
+    out = []
+    for i, p in enumerate(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is not None and id(buf.data) in v.data_vars:
+            out.append(i)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Worker side
+# ---------------------------------------------------------------------------------------
+
+
+class _Reference:
+    """Random inputs of a workload and the unscheduled function's outputs on them."""
+
+    def __init__(self, arrays: list[np.ndarray], expected: dict[int, np.ndarray] | None):
+        self.arrays = arrays
+        self.expected = expected
+
+
+_references: OrderedDict[str, _Reference] = OrderedDict()
+_flush_buffer: np.ndarray | None = None
+
+
+def _random_arrays(function: Any, seed: int) -> list[np.ndarray]:
+    from ..ir import dtype as dt
+    from ..runtime.ndarray import aligned_empty
+
+    sig = function.signature
+    if sig.scalars or sig.shape_vars:
+        raise TaskFailure(RUN_ERROR, f"{sig.name} has scalar parameters or symbolic shapes; "
+                                     "only functions of static-shape buffers can be measured")
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for _, i in sig.order:
+        spec = sig.buffers[i]
+        np_dtype = dt.to_numpy(spec.dtype)
+        arr = aligned_empty(tuple(spec.shape), np_dtype)
+        if dt.is_float(spec.dtype) and spec.dtype != "bfloat16":
+            arr[...] = rng.uniform(0.0, 1.0, size=arr.shape).astype(np_dtype)
+        elif np_dtype.kind == "b":
+            arr[...] = rng.integers(0, 2, size=arr.shape).astype(bool)
+        else:
+            # Small integers: index inputs (gather, one-hot) stay in range.
+            arr[...] = rng.integers(0, 2, size=arr.shape).astype(np_dtype)
+        arrays.append(arr)
+    return arrays
+
+
+def _load_function(artifact: bytes) -> Any:
+    from ..runtime.module import Module
+
+    try:
+        module = Module.deserialize(artifact)
+        return module.get_function(module.entry_name)
+    except IRCError as err:
+        raise TaskFailure(RUN_ERROR, f"cannot load the compiled candidate: {err}") from None
+
+
+def _call(function: Any, arrays: list[np.ndarray]) -> None:
+    try:
+        function(*arrays)
+    except IRCError as err:
+        raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}") from None
+
+
+def _reference(key: str, ref_artifact: bytes | None, function: Any, outputs: list[int],
+               seed: int, check: bool) -> _Reference:
+    ref = _references.get(key)
+    if ref is not None and (ref.expected is not None or not check):
+        _references.move_to_end(key)
+        return ref
+    arrays = ref.arrays if ref is not None else _random_arrays(function, seed)
+    expected = None
+    if check:
+        if ref_artifact is None:
+            raise TaskFailure(RUN_ERROR, "the runner process has no reference for this workload")
+        notify("reference")
+        ref_fn = _load_function(ref_artifact)
+        work = [a.copy() for a in arrays]
+        try:
+            ref_fn(*work)
+        except IRCError as err:
+            raise TaskFailure(RUN_ERROR, "the unscheduled function failed while computing "
+                                         f"reference outputs: {err}") from None
+        expected = {i: work[i] for i in (outputs or range(len(work)))}
+    ref = _Reference(arrays, expected)
+    _references[key] = ref
+    while len(_references) > _REFERENCE_CACHE_SIZE:
+        _references.popitem(last=False)
+    return ref
+
+
+def _compare(function: Any, got: list[np.ndarray], expected: dict[int, np.ndarray],
+             rtol: float, atol: float) -> None:
+    names = function.signature.param_names()
+    for i, want in expected.items():
+        have = got[i]
+        if have.dtype.kind in "fc":
+            ok = np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            ok = np.array_equal(have, want)
+        if ok:
+            continue
+        diff = np.abs(have.astype(np.float64) - want.astype(np.float64))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape)
+        bad = int(np.count_nonzero(~np.isclose(have, want, rtol=rtol, atol=atol,
+                                               equal_nan=True))) if have.dtype.kind in "fc" \
+            else int(np.count_nonzero(have != want))
+        raise TaskFailure(WRONG_RESULT,
+                          f"output {names[i]!r} differs from the unscheduled function's at "
+                          f"{bad} of {have.size} elements; largest difference at index "
+                          f"{tuple(int(x) for x in where)}: expected {want[where].item()!r}, got "
+                          f"{have[where].item()!r} (rtol={rtol:g}, atol={atol:g})")
+
+
+def _flush_cpu_cache() -> None:
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = np.zeros(_FLUSH_BYTES // 8, dtype=np.int64)
+    _flush_buffer += 1
+
+
+def _time_flushing(function: Any, arrays: list[np.ndarray], number: int, repeat: int,
+                   cooldown_ms: float) -> list[float]:
+    native, _ = function.prepare(tuple(arrays))
+    c = function.c_function
+    if c(*native):
+        raise TaskFailure(RUN_ERROR, "the kernel reported an error")
+    results = []
+    for _ in range(repeat):
+        _flush_cpu_cache()
+        t0 = time.perf_counter()
+        failed = 0
+        for _ in range(number):
+            failed |= c(*native)
+        elapsed = time.perf_counter() - t0
+        if failed:
+            raise TaskFailure(RUN_ERROR, "the kernel reported an error")
+        results.append(elapsed / number)
+        if cooldown_ms > 0:
+            time.sleep(cooldown_ms / 1e3)
+    return results
+
+
+def run_candidate(spec: dict) -> list[float]:
+    """Worker side of :class:`LocalRunner`: load, check and time one candidate; returns
+    seconds per run of each repeat (raises TaskFailure with an error kind on failure)."""
+    from ..runtime.timer import time_evaluator
+
+    function = _load_function(spec["artifact"])
+    check = spec["check"]
+    ref = _reference(spec["key"], spec.get("ref_artifact"), function, spec["outputs"],
+                     spec["seed"], check)
+    arrays = [a.copy() for a in ref.arrays]
+    notify("started")
+    if check:
+        _call(function, arrays)
+        _compare(function, arrays, ref.expected, spec["rtol"], spec["atol"])
+    number, repeat = spec["number"], spec["repeat"]
+    if spec["flush"]:
+        return _time_flushing(function, arrays, number, repeat, spec["cooldown_ms"])
+    evaluator = time_evaluator(function, None, number=number, repeat=repeat,
+                               min_repeat_ms=spec["min_repeat_ms"],
+                               cooldown_interval_ms=spec["cooldown_ms"])
+    try:
+        return list(evaluator(*arrays).results)
+    except IRCError as err:
+        raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Tuner side
+# ---------------------------------------------------------------------------------------
+
+
+class LocalRunner(Runner):
+    """Measure candidates one at a time in a persistent, isolated runner process.
+
+    Parameters follow Ansor's LocalRunner: ``timeout`` (seconds a kernel may run,
+    counted from its start; default 10), ``number`` (runs per repeat, default 3),
+    ``repeat`` (default 1), ``min_repeat_ms`` (default 100), ``cooldown_interval_ms``,
+    ``enable_cpu_cache_flush``; plus ``check_correctness`` (compare outputs with the
+    unscheduled function on random inputs; ``rtol``/``atol`` for floats),
+    ``setup_timeout`` (loading and computing reference outputs), ``seed`` (of the random
+    inputs) and ``log_dir`` (keep the process's output there).
+    """
+
+    def __init__(self, timeout: float = 10.0, number: int = 3, repeat: int = 1,
+                 min_repeat_ms: float = 100.0, cooldown_interval_ms: float = 0.0,
+                 enable_cpu_cache_flush: bool = False, check_correctness: bool = False,
+                 rtol: float = 1e-3, atol: float = 1e-3, setup_timeout: float = 120.0,
+                 seed: int = 0, log_dir: str | None = None):
+        if timeout <= 0 or setup_timeout <= 0:
+            raise TuningError("LocalRunner timeouts must be positive")
+        if number < 1 or repeat < 1 or min_repeat_ms < 0:
+            raise TuningError(f"LocalRunner needs number >= 1, repeat >= 1 and min_repeat_ms "
+                              f">= 0, got number={number}, repeat={repeat}, "
+                              f"min_repeat_ms={min_repeat_ms}")
+        if not enable_cpu_cache_flush and min_repeat_ms * repeat / 1e3 >= timeout:
+            raise TuningError(f"LocalRunner: {repeat} repeat(s) of at least {min_repeat_ms:g} ms "
+                              f"cannot finish within the timeout of {timeout:g} s",
+                              hint="raise timeout or lower min_repeat_ms/repeat")
+        self.timeout = float(timeout)
+        self.number = int(number)
+        self.repeat = int(repeat)
+        self.min_repeat_ms = float(min_repeat_ms)
+        self.cooldown_interval_ms = float(cooldown_interval_ms)
+        self.enable_cpu_cache_flush = bool(enable_cpu_cache_flush)
+        self.check_correctness = bool(check_correctness)
+        self.rtol, self.atol = float(rtol), float(atol)
+        self.setup_timeout = float(setup_timeout)
+        self.seed = int(seed)
+        self._worker = WorkerProcess("runner", log_dir)
+        self._references: OrderedDict[str, bytes] = OrderedDict()
+        self._outputs: dict[str, list[int]] = {}
+        self._sent: tuple[int, set[str]] = (0, set())  # (worker generation, keys sent)
+        self.restarts = 0
+
+    def start(self) -> None:
+        """Start the runner process now (otherwise the first run starts it)."""
+        if not self._worker.alive:
+            self._worker.start()
+
+    def _reference_artifact(self, inp: MeasureInput) -> bytes:
+        key = inp.workload.key
+        blob = self._references.get(key)
+        if blob is None:
+            from ..codegen import build
+
+            blob = serialize_for_runner(build(inp.workload.func, target=inp.target,
+                                              name="main"))
+            self._references[key] = blob
+            while len(self._references) > _REFERENCE_CACHE_SIZE:
+                self._references.popitem(last=False)
+        return blob
+
+    def _spec(self, inp: MeasureInput, build: BuildResult) -> dict:
+        key = inp.workload.key
+        outputs = self._outputs.get(key)
+        if outputs is None:
+            outputs = self._outputs[key] = output_params(inp.workload.func)
+        spec = {"artifact": build.artifact, "key": key, "outputs": outputs,
+                "check": self.check_correctness, "seed": self.seed, "rtol": self.rtol,
+                "atol": self.atol, "number": self.number, "repeat": self.repeat,
+                "min_repeat_ms": self.min_repeat_ms, "cooldown_ms": self.cooldown_interval_ms,
+                "flush": self.enable_cpu_cache_flush}
+        if self.check_correctness:
+            gen, sent = self._sent
+            if gen != self._worker.generation:
+                sent = set()
+                self._sent = (self._worker.generation, sent)
+            if key not in sent:
+                spec["ref_artifact"] = self._reference_artifact(inp)
+                sent.add(key)
+        return spec
+
+    def run(self, inputs: Sequence[MeasureInput], builds: Sequence[BuildResult]
+            ) -> list[RunResult]:
+        if len(inputs) != len(builds):
+            raise TuningError("LocalRunner.run needs one build result per input")
+        return [self._run_one(inp, b) for inp, b in zip(inputs, builds)]
+
+    def _run_one(self, inp: MeasureInput, build: BuildResult) -> RunResult:
+        if build.error_kind or build.artifact is None:
+            return RunResult(None, build.error_kind or RUN_ERROR,
+                             build.error_msg or "the candidate was not built")
+        t_start = time.monotonic()
+        w = self._worker
+        try:
+            w.wait_ready()
+            spec = self._spec(inp, build)
+        except IRCError as err:
+            return RunResult(None, RUN_ERROR, f"cannot prepare the measurement: {err}",
+                             time.monotonic() - t_start)
+        phase = "setup"
+        try:
+            w.send_call(__name__, "run_candidate", (spec,))
+            deadline = time.monotonic() + self.setup_timeout
+            while True:
+                msg = w.recv(deadline)
+                if msg[0] == "note":
+                    phase = msg[1]
+                    if phase == "started":
+                        deadline = time.monotonic() + self.timeout
+                    continue
+                break
+        except WorkerTimeout:
+            self.restarts += 1
+            wall = time.monotonic() - t_start
+            if phase == "started":
+                return RunResult(None, RUN_TIMEOUT, f"the kernel ran longer than the run "
+                                                    f"timeout of {self.timeout:g} s", wall)
+            what = ("computing reference outputs with the unscheduled function"
+                    if phase == "reference" else "loading the candidate")
+            return RunResult(None, RUN_ERROR, f"{what} took longer than {self.setup_timeout:g} s",
+                             wall)
+        except WorkerDied as err:
+            self.restarts += 1
+            wall = time.monotonic() - t_start
+            where = {"started": "the kernel crashed: ",
+                     "reference": "the unscheduled function crashed while computing "
+                                  "reference outputs: "}.get(phase, "")
+            return RunResult(None, RUN_ERROR, where + err.message, wall)
+        wall = time.monotonic() - t_start
+        if msg[0] == "ok":
+            return RunResult(tuple(float(s) for s in msg[1]), run_wall_secs=wall)
+        return RunResult(None, msg[1] or RUN_ERROR, msg[2], wall)
+
+    def close(self) -> None:
+        self._worker.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

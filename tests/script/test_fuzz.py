@@ -1,0 +1,121 @@
+"""Property: mutating a valid script (deleting, duplicating and swapping tokens) yields
+either IR or one of irc's own exceptions, never an internal error (AttributeError,
+KeyError, TypeError, ...) or a bare lark exception."""
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import irc
+from irc import te
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|\d+\.\d*|\d+|[A-Za-z_]\w*|\n[ \t]*|//|==|<=|>=|!=|->'
+                    r'|[^\sA-Za-z_\d]| +')
+
+EXTRA = '''@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), n: T.int32):
+    x = T.allocate([64], "float32", "local")
+    x_1 = T.Buffer((64,), data=x)
+    for i in T.vectorized(4):
+        with T.block("b"):
+            vi = T.axis.spatial((0, 4), i)
+            T.where(vi < n)
+            T.reads(A[vi, 0:16])
+            T.writes(A[vi, vi:vi + 1])
+            s = T.match_buffer(A[vi, 0:4], (4,))
+            with T.init():
+                A[vi, 0] = T.float32(0.0)
+            A[vi, vi] = T.Select(n > 2, T.exp(A[vi, 0]), T.Cast("float32", n))
+    x_1[0:16] = T.Broadcast(T.float32(1.0), 16)
+    if n < 3:
+        assert n >= 0, "bad"
+        c: T.int32 = n // 2 % 3
+        T.evaluate(T.Let(c * 2, where={d: c}))
+    else:
+        T.evaluate(T.call_intrin("int32", "f", n, "s"))
+'''
+
+RELAX = '''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32"), c: R.Prim("bool")) -> R.Tensor((n, 4), "float32"):
+        m = T.int64()
+        with R.dataflow():
+            a: R.Tensor((n, 4), "float32") = R.add(x, R.const(1.5, "float32"))
+            t = (a, x)
+            b = R.reshape(t[0], R.shape([n * 4]))
+            R.output(a, b)
+        y = R.match_cast(b, R.Tensor((m,), "float32"))
+        if c:
+            z = R.nn.relu(a)
+        else:
+            z = R.permute_dims(a, axes=[0, 1])
+        s = R.call_packed("f", z, R.prim_value(2), sinfo_args=R.Object)
+        return z
+'''
+
+
+def _corpus():
+    texts = [p.read_text() for p in sorted(FIXTURES.glob("*.ir"))]
+    a = te.placeholder((8, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    b = te.compute((8, 8), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="B")
+    texts.append(te.create_prim_func([a, b]).script())
+    return texts + [EXTRA, RELAX]
+
+
+CORPUS = [_TOKEN.findall(t) for t in _corpus()]
+
+mutation = st.tuples(st.sampled_from(["delete", "duplicate", "swap", "swap_near"]),
+                     st.integers(min_value=0, max_value=10**6),
+                     st.integers(min_value=0, max_value=10**6))
+
+
+def mutate(tokens, mutations):
+    toks = list(tokens)
+    for op, i, j in mutations:
+        if not toks:
+            break
+        i %= len(toks)
+        if op == "delete":
+            del toks[i]
+        elif op == "duplicate":
+            toks.insert(i, toks[i])
+        else:
+            j = j % len(toks) if op == "swap" else min(i + 1, len(toks) - 1)
+            toks[i], toks[j] = toks[j], toks[i]
+    return "".join(toks)
+
+
+def check_only_irc_errors(text):
+    try:
+        irc.parse(text, source_name="<fuzz>")
+    except irc.IRCError as e:
+        assert str(e)  # renders without failing
+    # Anything else propagates and fails the test with its traceback.
+
+
+def test_corpus_is_valid_and_tokenizes_losslessly():
+    for tokens, text in zip(CORPUS, _corpus()):
+        assert "".join(tokens) == text
+        irc.parse(text)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=len(CORPUS) - 1),
+       st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_scripts_raise_only_irc_errors(which, mutations):
+    check_only_irc_errors(mutate(CORPUS[which], mutations))
+
+
+@pytest.mark.slow
+@settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=len(CORPUS) - 1),
+       st.lists(mutation, min_size=1, max_size=6))
+def test_mutated_scripts_raise_only_irc_errors_long(which, mutations):
+    check_only_irc_errors(mutate(CORPUS[which], mutations))
