@@ -66,6 +66,7 @@ class MetadataRef:
     index: int
 
     def metadata_text(self) -> str:
+        """``metadata["kind"][index]``."""
         return f"metadata[{str_literal(self.kind)}][{self.index}]"
 
 
@@ -127,6 +128,8 @@ class RelaxPrinter:
 
     # ---------------------------------------------------------------- struct info
     def sinfo(self, s: StructInfo | None, defining: bool = False) -> str:
+        """Struct info as an annotation; ``defining`` prints new symbolic dimensions as
+        strings (in a signature)."""
         if isinstance(s, TensorStructInfo):
             args = []
             if s.shape is not None:
@@ -179,6 +182,7 @@ class RelaxPrinter:
 
     # ---------------------------------------------------------------- expressions
     def expr(self, e: Any) -> str:
+        """A graph expression as script text."""
         if isinstance(e, Var):
             return self.names.name(e, e.name_hint)
         if isinstance(e, GlobalVar):
@@ -237,6 +241,7 @@ class RelaxPrinter:
         return "[" + ", ".join(self.sinfo(s) for s in items) + "]"
 
     def op_call(self, c: Call) -> str:
+        """``R.op(operands..., attr=value...)`` with every registry attribute."""
         from .op import get_op_def
 
         name = c.op.name
@@ -339,6 +344,7 @@ class RelaxPrinter:
 
     # ---------------------------------------------------------------- functions
     def function(self, f: Function, name: str, indent: int, nested: bool = False) -> list[str]:
+        """The lines of ``@R.function def name(...)`` at ``indent``."""
         pad = INDENT * indent
         inner = INDENT * (indent + 1)
         attrs = dict(f.attrs)

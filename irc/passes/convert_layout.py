@@ -107,6 +107,9 @@ class _BlockConverter:
         self.names = names
         self.conv: dict[int, _Converted] = {}
         self.out: list[Binding] = []
+        # One permute per (value, layouts): the same call object is bound once by the
+        # normalizer, however many operators use it.
+        self.permuted: dict[tuple[int, str, str], Expr] = {}
 
     def new_var(self, base: Var) -> DataflowVar:
         return DataflowVar(name_hint=self.names.fresh(f"{base.name_hint}_t"), struct_info=None)
@@ -153,7 +156,10 @@ class _BlockConverter:
             return None
         if src == dst:
             return e
-        return make_call("permute_dims", e, axes=_perm(src, dst))
+        key = (id(e), src, dst)
+        if key not in self.permuted:
+            self.permuted[key] = make_call("permute_dims", e, axes=_perm(src, dst))
+        return self.permuted[key]
 
     def broadcast_operand(self, e: Expr, src: str, dst: str) -> Expr | None:
         """The other operand of a broadcasting binary operator, moved to layout ``dst``."""
@@ -188,10 +194,14 @@ class _BlockConverter:
         value = b.value
         if isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
             c = self.conv.get(id(value.tuple_value))
-            if c is not None and c.field0 and value.index == 0:
-                self.emit_converted(b, TupleGetItem(tuple_value=c.var, index=0), c.src, c.dst)
-                return True
-            return False
+            if c is None or not c.field0:
+                return False
+            item = TupleGetItem(tuple_value=c.var, index=value.index)
+            if value.index == 0:
+                self.emit_converted(b, item, c.src, c.dst)
+            else:  # the statistics have no layout
+                self.out.append(b.replace(value=item))
+            return True
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             return False
         name = value.op.name

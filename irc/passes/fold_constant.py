@@ -222,7 +222,8 @@ class _Rewriter(Mutator):
         return s
 
     def visit_Function(self, f: Function) -> Expr:
-        return f.replace(body=self.visit(f.body))
+        body = self.visit(f.body)
+        return f if body is f.body else f.replace(body=body)
 
     def visit_SeqExpr(self, e: SeqExpr) -> Expr:
         blocks = []
@@ -237,8 +238,12 @@ class _Rewriter(Mutator):
                 elif isinstance(value, (Constant, Tuple)) and _tensors(value) is not None:
                     self.known[id(b.var)] = value
                 out.append(b if value is b.value else b.replace(value=value))
-            blocks.append(block.replace(bindings=tuple(out)))
-        return e.replace(blocks=tuple(blocks), body=self.visit(e.body))
+            same = all(x is y for x, y in zip(out, block.bindings))
+            blocks.append(block if same else block.replace(bindings=tuple(out)))
+        body = self.visit(e.body)
+        if body is e.body and all(x is y for x, y in zip(blocks, e.blocks)):
+            return e
+        return e.replace(blocks=tuple(blocks), body=body)
 
     def fold(self, value: Expr) -> Expr | None:
         if isinstance(value, Call) and isinstance(value.op, Op):

@@ -27,8 +27,13 @@ def parse(text: str, source_name: str = "<string>", metadata: dict[str, list[Any
         raise IRParseError(f"irc.parse expects the script as a string, got "
                            f"{type(text).__name__}")
     source = SourceFile(source_name, text)
-    stmts = parse_syntax(source)
-    return ModuleBuilder(source, metadata).build(stmts)
+    try:
+        stmts = parse_syntax(source)
+        return ModuleBuilder(source, metadata).build(stmts)
+    except RecursionError:
+        # Only pathological nesting (thousands of levels) gets here.
+        raise IRParseError(f"{source_name}: the script is nested too deeply to parse "
+                           "(Python's recursion limit); split the expression") from None
 
 
 __all__ = ["parse"]

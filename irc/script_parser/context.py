@@ -30,6 +30,7 @@ NAMESPACES = {"T": Namespace("T"), "R": Namespace("R"), "I": Namespace("I")}
 
 
 def span_of(node: Any) -> Span | None:
+    """The span of a syntax node (None for anything else)."""
     return getattr(node, "span", None)
 
 
@@ -92,21 +93,25 @@ class Scopes:
         self.function_base = 1
 
     def lookup(self, name: str, node: Any) -> Any:
+        """The value of ``name``; IRParseError ``undefined name`` if none."""
         for frame in reversed(self.frames):
             if name in frame:
                 return frame[name]
         raise parse_error(f"undefined name '{name}'", node)
 
     def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name`` or ``default``."""
         for frame in reversed(self.frames):
             if name in frame:
                 return frame[name]
         return default
 
     def defined_in_function(self, name: str) -> bool:
+        """Whether ``name`` is visible in the current function's scopes."""
         return any(name in f for f in self.frames[self.function_base:])
 
     def define(self, name: str, value: Any, node: Any, *, allow_redefine: bool = False) -> None:
+        """Bind ``name`` in the innermost scope (duplicates raise unless allowed)."""
         if name in NAMESPACES or name in ("True", "False", "None"):
             raise parse_error(f"cannot use the reserved name '{name}' for a variable", node)
         if not allow_redefine and self.defined_in_function(name):
@@ -117,6 +122,7 @@ class Scopes:
 
     @contextmanager
     def scope(self) -> Iterator[dict[str, Any]]:
+        """A nested scope for the duration of the ``with``."""
         self.frames.append({})
         try:
             yield self.frames[-1]
@@ -125,6 +131,7 @@ class Scopes:
 
     @contextmanager
     def function(self) -> Iterator[None]:
+        """The scope of one function (duplicate checks stop at its start)."""
         saved = self.function_base
         self.frames.append({})
         self.function_base = len(self.frames) - 1
@@ -171,6 +178,7 @@ def bind_args(call: syn.Call, fname: str, params: list[str], required: int,
 
 
 def expect_str(value: Any, what: str, node: Any) -> str:
+    """``value`` if it is a string, else an IRParseError naming ``what``."""
     if not isinstance(value, str):
         raise parse_error(f"{what} must be a string, got {describe(value)}", node)
     return value
@@ -193,6 +201,7 @@ def expect_dtype(value: Any, what: str, node: Any) -> str:
 
 
 def expect_int(value: Any, what: str, node: Any) -> int:
+    """``value`` as a Python int (an integer immediate is accepted)."""
     from ..tir.expr import IntImm
 
     if isinstance(value, IntImm) and value.dtype != "bool":
@@ -203,18 +212,21 @@ def expect_int(value: Any, what: str, node: Any) -> int:
 
 
 def expect_bool(value: Any, what: str, node: Any) -> bool:
+    """``value`` if it is True or False."""
     if not isinstance(value, bool):
         raise parse_error(f"{what} must be True or False, got {describe(value)}", node)
     return value
 
 
 def expect_sequence(value: Any, what: str, node: Any) -> list[Any]:
+    """``value`` as a list if it is a tuple or list."""
     if not isinstance(value, (tuple, list)):
         raise parse_error(f"{what} must be a tuple or list, got {describe(value)}", node)
     return list(value)
 
 
 def expect_name(node: Any, what: str) -> str:
+    """The identifier of a plain-name syntax node."""
     if not isinstance(node, syn.Name):
         raise parse_error(f"{what} must be a plain name", node)
     return node.id
@@ -251,6 +263,7 @@ def attr_value(value: Any, node: Any, what: str = "attribute value") -> Any:
 
 
 def attr_key(key: Any, node: Any) -> str:
+    """An attribute name, with TVM 0.27's ``tirx.`` prefix mapped to ``tir.``."""
     if not isinstance(key, str):
         raise parse_error(f"attribute names must be strings, got {describe(key)}", node)
     if key.startswith("tirx."):

@@ -165,6 +165,7 @@ class ModuleBuilder:
         self.type_vars: dict[str, TypeVarDecl] = {}
 
     def build(self, stmts: list) -> Any:
+        """The module or function the top-level statements define."""
         definitions = []
         for s in stmts:
             if isinstance(s, (syn.Import, syn.Pass)) or _is_docstring(s):

@@ -126,6 +126,7 @@ class FunctionBuilder:
 
     # -- function -------------------------------------------------------------------------
     def build(self, fdef: syn.FuncDef, private: bool, pure: bool) -> Function:
+        """The graph Function of ``fdef``."""
         attrs: dict[str, Any] = {}
         with self.scopes.function():
             params, ret = self._signature(fdef)

@@ -33,6 +33,8 @@ class Syntax:
 
 
 class Name(Syntax):
+    """A plain name: ``x``."""
+
     __slots__ = ("id",)
 
     def __init__(self, id: str, span: Span | None):
@@ -49,6 +51,8 @@ class Const(Syntax):
 
 
 class Attr(Syntax):
+    """Attribute access: ``value.attr``."""
+
     __slots__ = ("value", "attr")
 
     def __init__(self, value: Syntax, attr: str, span: Span | None):
@@ -74,6 +78,8 @@ class Index(Syntax):
 
 
 class Slice(Syntax):
+    """``lo:hi:step`` inside an index (each part may be None)."""
+
     __slots__ = ("lo", "hi", "step")
 
     def __init__(self, lo, hi, step, span: Span | None):
@@ -90,6 +96,8 @@ class BinOp(Syntax):
 
 
 class Unary(Syntax):
+    """``-x``, ``+x`` or ``not x``."""
+
     __slots__ = ("op", "operand")
 
     def __init__(self, op: str, operand: Syntax, span: Span | None):
@@ -97,6 +105,8 @@ class Unary(Syntax):
 
 
 class TupleExpr(Syntax):
+    """``(a, b)`` (also a bare ``a, b``)."""
+
     __slots__ = ("elts",)
 
     def __init__(self, elts: list, span: Span | None):
@@ -104,6 +114,8 @@ class TupleExpr(Syntax):
 
 
 class ListExpr(Syntax):
+    """``[a, b]``."""
+
     __slots__ = ("elts",)
 
     def __init__(self, elts: list, span: Span | None):
@@ -111,6 +123,8 @@ class ListExpr(Syntax):
 
 
 class DictExpr(Syntax):
+    """``{k: v, ...}``."""
+
     __slots__ = ("keys", "values")
 
     def __init__(self, keys: list, values: list, span: Span | None):
@@ -127,6 +141,8 @@ class Assign(Syntax):
 
 
 class ExprStmt(Syntax):
+    """An expression used as a statement (a call, or a docstring)."""
+
     __slots__ = ("value",)
 
     def __init__(self, value: Syntax, span: Span | None):
@@ -134,6 +150,8 @@ class ExprStmt(Syntax):
 
 
 class Return(Syntax):
+    """``return value`` (value None for a bare return)."""
+
     __slots__ = ("value",)
 
     def __init__(self, value, span: Span | None):
@@ -141,6 +159,8 @@ class Return(Syntax):
 
 
 class Pass(Syntax):
+    """``pass``."""
+
     __slots__ = ()
 
     def __init__(self, span: Span | None):
@@ -148,6 +168,8 @@ class Pass(Syntax):
 
 
 class Assert(Syntax):
+    """``assert test, msg``."""
+
     __slots__ = ("test", "msg")
 
     def __init__(self, test, msg, span: Span | None):
@@ -164,6 +186,8 @@ class Import(Syntax):
 
 
 class If(Syntax):
+    """``if``/``else`` (``elif`` nests an If in ``orelse``)."""
+
     __slots__ = ("test", "body", "orelse")
 
     def __init__(self, test, body: list, orelse: list | None, span: Span | None):
@@ -171,6 +195,8 @@ class If(Syntax):
 
 
 class For(Syntax):
+    """``for target in iter: body``."""
+
     __slots__ = ("target", "iter", "body")
 
     def __init__(self, target, iter, body: list, span: Span | None):
@@ -178,6 +204,8 @@ class For(Syntax):
 
 
 class While(Syntax):
+    """``while test: body``."""
+
     __slots__ = ("test", "body")
 
     def __init__(self, test, body: list, span: Span | None):
@@ -194,6 +222,8 @@ class With(Syntax):
 
 
 class Param(Syntax):
+    """A function parameter with its annotation and default (either may be None)."""
+
     __slots__ = ("name", "annotation", "default")
 
     def __init__(self, name: str, annotation, default, span: Span | None):
@@ -201,6 +231,8 @@ class Param(Syntax):
 
 
 class FuncDef(Syntax):
+    """``def name(params) -> returns: body`` with its decorators."""
+
     __slots__ = ("name", "params", "returns", "decorators", "body")
 
     def __init__(self, name: str, params: list, returns, body: list, span: Span | None):
@@ -210,6 +242,8 @@ class FuncDef(Syntax):
 
 
 class ClassDef(Syntax):
+    """``class name(bases): body`` with its decorators."""
+
     __slots__ = ("name", "bases", "decorators", "body")
 
     def __init__(self, name: str, bases: list, body: list, span: Span | None):

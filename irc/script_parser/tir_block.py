@@ -242,7 +242,8 @@ class BlockBuilderMixin:
         if not isinstance(s.target, syn.Name):
             raise parse_error(f"T.axis.{kind} binds one name", s.target)
         values, kw = self.ev.args(call)
-        a = bind_args(call, f"T.axis.{kind}", ["dom", "binding", "dtype"], 2, values, kw)
+        a = bind_args(call, f"T.axis.{kind}", ["dom", "binding", "dtype", "thread_tag"], 2,
+                      values, kw)
         binding = self.ev.prim(a["binding"], call)
         dom = a["dom"]
         ref = binding.dtype
@@ -259,13 +260,17 @@ class BlockBuilderMixin:
                            else ext, extent=ext)
         if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
             raise type_error("an axis domain must be integers of one dtype", call)
-        self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding)
+        tag = expect_str(a.get("thread_tag", ""), "thread_tag=", call)
+        self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding,
+                      dtype=ref if "dtype" in a else None, thread_tag=tag)
 
     def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: te.Range, kind: str,
-                 binding: te.PrimExpr) -> None:
-        var = te.Var(name=name, dtype=dom.extent.dtype, span=node.span)
+                 binding: te.PrimExpr, dtype: str | None = None, thread_tag: str = "") -> None:
+        """Define block iteration variable ``name`` over ``dom`` bound to ``binding``."""
+        var = te.Var(name=name, dtype=dtype or dom.extent.dtype, span=node.span)
         self.scopes.define(name, var, node)
-        frame.iter_vars.append(te.IterVar(var=var, dom=dom, iter_type=kind))
+        frame.iter_vars.append(te.IterVar(var=var, dom=dom, iter_type=kind,
+                                          thread_tag=thread_tag))
         frame.iter_values.append(binding)
 
 

@@ -79,6 +79,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
 
     # -- function ---------------------------------------------------------------------
     def build(self, fdef: syn.FuncDef, private: bool) -> ts.PrimFunc:
+        """The PrimFunc of ``fdef`` (``private`` leaves out the global symbol)."""
         with self.scopes.function():
             for p in fdef.params:
                 self.param(p)
@@ -154,6 +155,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
 
     # -- statement lists ------------------------------------------------------------------
     def body(self, stmts: list) -> ts.Stmt:
+        """A statement list as one statement (scoped declarations take the rest)."""
         out: list[ts.Stmt] = []
         for i, s in enumerate(stmts):
             if _is_docstring(s):
@@ -234,7 +236,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
             return self.allocate(target, s, rest), True
         if name in ("T.Buffer", "T.decl_buffer"):
             buf = self.make_buffer(target, call, name)
-            if name == "T.decl_buffer" and buf_has_fresh_data(call):
+            if name == "T.decl_buffer" and _fresh_data(call):
                 return self.alloc_decl(target, buf, s, rest), True
             return self.decl_buffer(target, buf, s, rest), True
         if isinstance(call, syn.Call) and isinstance(call.func, syn.Attr) and \
@@ -620,7 +622,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
                           "T.prim_func", expr)
 
 
-def buf_has_fresh_data(call: syn.Call) -> bool:
+def _fresh_data(call: syn.Call) -> bool:
     return not any(k == "data" for k, _, _ in call.kwargs) and len(call.args) < 3
 
 

@@ -67,6 +67,7 @@ STATEMENT_BUILTINS = frozenset({
 
 
 def is_dtype_name(name: str) -> bool:
+    """Whether ``T.<name>`` is a dtype (``float32``, ``int64``, ``handle``, ...)."""
     if name in ("handle", "void"):
         return True
     try:
@@ -202,6 +203,7 @@ class ExprEvaluator:
         return a, b
 
     def condition(self, value: Any, node: Any) -> te.PrimExpr:
+        """``value`` as a boolean expression."""
         e = self.prim(value, node, "bool")
         if not dt.is_bool(e.dtype):
             raise type_error(f"expected a boolean condition, got an expression of dtype "
@@ -210,6 +212,7 @@ class ExprEvaluator:
 
     # -- evaluation ---------------------------------------------------------------------
     def eval(self, node: Any) -> Any:
+        """The value of a syntax expression (IR nodes, Python literals, buffers, ...)."""
         method = getattr(self, "eval_" + type(node).__name__, None)
         if method is None:
             raise parse_error(f"{type(node).__name__.lower()} is not an expression", node)
@@ -274,6 +277,7 @@ class ExprEvaluator:
         return self.binary(node.op, a, b, node)
 
     def binary(self, op: str, a: Any, b: Any, node: Any) -> te.PrimExpr:
+        """The loop-IR node of ``a <op> b`` (no folding)."""
         if op in ("and", "or"):
             x, y = self.condition(a, node.lhs), self.condition(b, node.rhs)
             if x.dtype != y.dtype:
@@ -327,6 +331,7 @@ class ExprEvaluator:
         raise parse_error(f"{describe(base)} cannot be indexed", node)
 
     def indices(self, buf: Buffer, node: syn.Index) -> tuple[te.PrimExpr, ...]:
+        """The indices of ``buf[...]`` (slices become Ramps), checked against its rank."""
         items = node.items
         if len(items) == 1 and isinstance(items[0], syn.TupleExpr) and not items[0].elts:
             items = []
@@ -345,6 +350,7 @@ class ExprEvaluator:
         return tuple(out)
 
     def buffer_load(self, buf: Buffer, node: syn.Index) -> te.BufferLoad:
+        """``buf[indices]`` as a (possibly vector) BufferLoad."""
         idx = self.indices(buf, node)
         lanes = max([dt.lanes(i.dtype) for i in idx] + [1])
         dtype = buf.dtype if lanes == 1 else dt.with_lanes(buf.dtype, lanes)
@@ -376,6 +382,7 @@ class ExprEvaluator:
 
     # -- calls -----------------------------------------------------------------------
     def args(self, call: syn.Call) -> tuple[list[Any], dict[str, Any]]:
+        """The evaluated positional and keyword arguments of a call."""
         return [self.eval(a) for a in call.args], {k: self.eval(v) for k, v, _ in call.kwargs}
 
     def eval_Call(self, node: syn.Call) -> Any:
@@ -394,6 +401,7 @@ class ExprEvaluator:
         raise parse_error(f"{describe(func)} cannot be called", node)
 
     def call_builtin(self, name: str, node: syn.Call) -> Any:
+        """A call of ``T.<name>``: expression builtins, intrinsics and dtype constructors."""
         prefix, _, rest = name.partition(".")
         if prefix == "T":
             handler = EXPR_BUILTINS.get(rest)
@@ -410,6 +418,7 @@ class ExprEvaluator:
         raise parse_error(f"unknown function {name}", node)
 
     def dtype_call(self, dtype: str, node: syn.Call) -> te.PrimExpr:
+        """``T.float32(0.5)``: an immediate, or a cast of an expression."""
         values, kw = self.args(node)
         if kw:
             raise parse_error(f"T.{dtype}(...) takes no keyword arguments", node)
@@ -439,6 +448,7 @@ class ExprEvaluator:
             return e if e.dtype == dtype else te.Cast(dtype=dtype, value=e)
 
     def intrinsic(self, name: str, node: syn.Call) -> te.PrimExpr:
+        """``T.exp(x)``: a Call of a known intrinsic with its dtype inferred."""
         values, kw = self.args(node)
         if kw:
             raise parse_error(f"T.{name} takes no keyword arguments", node)

@@ -90,6 +90,7 @@ class NameTable:
 
 
 def format_float(value: float, dtype: str) -> str:
+    """``T.float32(0.5)``; non-finite values as ``T.float32("inf")``."""
     if math.isnan(value) or math.isinf(value):
         return f'T.{dtype}("{value}")'
     return f"T.{dtype}({value!r})"
@@ -110,6 +111,7 @@ class TIRPrinter:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> str:
+        """``e`` as script text with minimal parentheses."""
         return self._expr(e)[0]
 
     def _wrap(self, e: Any, min_prec: int) -> str:
@@ -241,6 +243,7 @@ class TIRPrinter:
         return f"({', '.join(items)})"
 
     def region(self, r: BufferRegion) -> str:
+        """``A[i, 0:16]``: points for unit extents, ``lo:lo + n`` otherwise."""
         parts = []
         for rng in r.region:
             if isinstance(rng.extent, te.IntImm) and rng.extent.value == 1 and \
@@ -286,6 +289,7 @@ class TIRPrinter:
             self.names.pop()
 
     def stmt(self, s: ts.Stmt, indent: int) -> list[str]:
+        """The lines of statement ``s`` at ``indent`` levels."""
         pad = INDENT * indent
         if isinstance(s, ts.SeqStmt):
             out: list[str] = []
@@ -382,6 +386,7 @@ class TIRPrinter:
         return [f"{pad}{name} = T.allocate({', '.join(args)})"] + self.stmt(s.body, indent)
 
     def for_loop(self, s: ts.For, indent: int) -> list[str]:
+        """A loop; chains of plain serial loops print as one ``T.grid``."""
         pad = INDENT * indent
         if self._plain_serial(s):
             chain = [s]
@@ -428,6 +433,7 @@ class TIRPrinter:
 
     # ------------------------------------------------------------------ blocks
     def block(self, r: ts.BlockRealize, indent: int) -> list[str]:
+        """``with T.block(...)``: header statements, then init and body."""
         pad = INDENT * indent
         inner = INDENT * (indent + 1)
         b = r.block
@@ -459,6 +465,7 @@ class TIRPrinter:
         return out
 
     def axes(self, r: ts.BlockRealize) -> list[str]:
+        """Iteration variables: one ``T.axis.remap`` when all bind loop variables."""
         ivs = r.block.iter_vars
         if len(ivs) >= 2 and all(self._remappable(iv, v) for iv, v in zip(ivs, r.iter_values)):
             kinds = "".join(_REMAP[iv.iter_type] for iv in ivs)
@@ -476,6 +483,8 @@ class TIRPrinter:
             extra = ""
             if iv.var.dtype != dom.extent.dtype:
                 extra = f", dtype={str_literal(iv.var.dtype)}"
+            if iv.thread_tag:
+                extra += f", thread_tag={str_literal(iv.thread_tag)}"
             v = self.expr(value)
             name = self.names.define(iv.var, iv.var.name)
             out.append(f"{name} = T.axis.{_AXIS[iv.iter_type]}({d}, {v}{extra})")
@@ -486,6 +495,7 @@ class TIRPrinter:
 
         loop = self.loops.get(id(value)) if isinstance(value, te.Var) else None
         return (loop is not None and loop.loop_var is value and iv.iter_type in _REMAP
+                and not iv.thread_tag
                 and iv.var.dtype == value.dtype
                 and structural_equal(iv.dom.min, loop.min)
                 and structural_equal(iv.dom.extent, loop.extent))

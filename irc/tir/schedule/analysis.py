@@ -173,14 +173,7 @@ def check_order(index: FuncIndex, scope: BlockRealize, primitive: str) -> None:
     """Every block of the scope still runs after the blocks that produce what it reads
     (producer-consumer order after a transformation)."""
     blocks = child_blocks(scope)
-    written: dict[int, str] = {}
-    pending_reads: dict[int, list[str]] = {}
-    for b in blocks:
-        for r in b.block.reads:
-            pending_reads.setdefault(id(r.buffer), []).append(b.block.name)
-        for w in b.block.writes:
-            written[id(w.buffer)] = b.block.name
-    # A reader that runs before a writer of the same intermediate buffer is a violation
+    # A reader that runs before the first writer of an intermediate buffer is a violation
     # unless it also writes it (accumulation into its own output).
     first_write: dict[int, int] = {}
     for pos, b in enumerate(blocks):

@@ -24,6 +24,7 @@ from .analysis import (
     is_reduction,
     is_trivial_predicate,
     loop_domains,
+    loop_iter_types,
     loop_name,
     producers,
     writers,
@@ -120,39 +121,47 @@ def _pick(an: Analyzer, x: PrimExpr, y: PrimExpr, fn) -> PrimExpr:
 def _new_realize(P: str, an: Analyzer, r: BlockRealize, ranges: dict[int, tuple],
                  preserve_unit_loops: bool) -> Stmt:
     """The block re-bound over ``ranges`` (``id(iter var) -> (lo, hi)`` inclusive, None
-    for the full domain), inside new loops ``ax0, ax1, ...``."""
+    for the full domain), inside new loops ``ax0, ax1, ...``. Where the range may leave
+    the variable's domain, a predicate keeps the block inside it."""
     block = r.block
     bindings: list[PrimExpr] = []
     loops: list[tuple[Var, PrimExpr]] = []
     guards: list[PrimExpr] = []
     for iv in block.iter_vars:
-        dmin = iv.dom.min
-        dmax = iv.dom.min + iv.dom.extent - 1
+        dmin = an.simplify(iv.dom.min)
+        dmax = an.simplify(iv.dom.min + iv.dom.extent - 1)
         lo, hi = ranges.get(id(iv.var), (None, None))
-        lo = dmin if lo is None else _pick(an, lo, dmin, max_)
-        hi = dmax if hi is None else _pick(an, hi, an.simplify(dmax), min_)
+        if lo is None or hi is None:
+            lo, hi = dmin, dmax
         extent = an.simplify(hi - lo + 1)
-        if type(extent) is IntImm:
-            if extent.value <= 0:
-                fail(P, f"block {block.name!r} would have an empty range for its variable "
-                     f"{iv.var.name}")
-            if extent.value == 1 and not preserve_unit_loops:
-                bindings.append(lo)
-                continue
-            loop_extent: PrimExpr = extent
-            guard = None
+        limit = None  # a non-constant extent becomes a guard on a constant loop
+        if type(extent) is not IntImm:
+            lo2, hi2 = _pick(an, lo, dmin, max_), _pick(an, hi, dmax, min_)
+            ext2 = an.simplify(hi2 - lo2 + 1)
+            if type(ext2) is IntImm:
+                lo, hi, extent = lo2, hi2, ext2
+            else:
+                bound = an.const_int_bound(extent).max_value
+                if not isinstance(bound, int) or bound > 2**31:
+                    fail(P, f"cannot bound the range of variable {iv.var.name} of block "
+                         f"{block.name!r} (extent {extent})")
+                limit, extent = extent, const(bound, iv.var.dtype)
+        if extent.value <= 0:
+            fail(P, f"block {block.name!r} would have an empty range for its variable "
+                 f"{iv.var.name}")
+        if extent.value == 1 and limit is None and not preserve_unit_loops:
+            value = lo
         else:
-            bound = an.const_int_bound(extent).max_value
-            if not isinstance(bound, int) or bound > 2**31:
-                fail(P, f"cannot bound the range of variable {iv.var.name} of block "
-                     f"{block.name!r} (extent {extent})")
-            loop_extent = const(bound, iv.var.dtype)
-            guard = extent
-        ax = Var(name=f"ax{len(loops)}", dtype=iv.var.dtype)
-        loops.append((ax, loop_extent))
-        bindings.append(an.simplify(lo + ax) if not _is_zero(lo) else ax)
-        if guard is not None:
-            guards.append(ax < guard)
+            ax = Var(name=f"ax{len(loops)}", dtype=iv.var.dtype)
+            loops.append((ax, extent))
+            value = ax if _is_zero(lo) else an.simplify(lo + ax)
+            if limit is not None:
+                guards.append(ax < limit)
+        bindings.append(value)
+        if not an.can_prove(lo >= dmin):
+            guards.append(an.simplify(value >= dmin))
+        if not an.can_prove(hi <= dmax):
+            guards.append(an.simplify(value < dmax + 1))
     predicate: PrimExpr = const(True)
     for g in guards:
         predicate = and_predicate(predicate, g)
@@ -303,7 +312,15 @@ def reverse_compute_at(index: FuncIndex, r: BlockRealize, loop: For,
     blocks = child_blocks(scope)
     an = _analyzer_at(index, loop)
     ranges: dict[int, tuple] = {}
+    outer = index.loops_above(loop) + [loop]
     for p in prods:
+        kinds = loop_iter_types(p)
+        for lp in outer:
+            if "reduce" in kinds.get(id(lp.loop_var), set()):
+                fail(P, f"loop {loop_name(lp)} feeds a reduction variable of producer "
+                     f"{p.block.name!r}; under loop {loop_name(loop)} block {block.name!r} "
+                     "would read partial reductions",
+                     hint="pick a loop outside the producer's reduction loops")
         for w in p.block.writes:
             buf = w.buffer
             reads = [x for x in block.reads if x.buffer is buf]

@@ -40,7 +40,7 @@ class XGBModel(CostModel):
                  seed: int | None = None, model_file: str | None = None,
                  adaptive_training: bool = False, loss: str = "rank",
                  num_boost_round: int = 80, max_depth: int = 8, eta: float = 0.2,
-                 nthread: int | None = None):
+                 nthread: int = 1):
         super().__init__()
         self._xgb = require("xgboost", "tune")
         if loss not in ("rank", "reg"):
@@ -55,9 +55,9 @@ class XGBModel(CostModel):
         self.params = {
             "max_depth": int(max_depth), "eta": float(eta), "gamma": 1e-4,
             "min_child_weight": 0.0, "lambda": 1.0, "subsample": 1.0,
-            "nthread": int(nthread or host_num_cores()), "verbosity": 0,
+            "nthread": int(nthread), "verbosity": 0,
             "seed": self.seed, "base_score": 0.0, "disable_default_eval_metric": 1,
-            "tree_method": "hist",
+            "tree_method": "hist", "max_bin": 64,
         }
         self.booster: Any = None
         self._trained_on = 0
