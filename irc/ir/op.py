@@ -346,6 +346,11 @@ def make_call(name: str, *args: Any, span: Any = None, **kwargs: Any):
     exprs = []
     for opname, value in zip(get_op_def(name).operands, operands):
         if isinstance(value, list):
+            bad = next((v for v in value if not isinstance(v, Expr)), None)
+            if bad is not None:
+                raise IRTypeError(f"R.{name}: operand {opname} must be a tuple of graph "
+                                  f"expressions, got {type(bad).__name__} {bad!r} in it",
+                                  span=span)
             value = Tuple(fields=tuple(value))
         if not isinstance(value, Expr):
             raise IRTypeError(f"R.{name}: operand {opname} must be a graph expression, got "

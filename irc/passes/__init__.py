@@ -1,6 +1,14 @@
 """Pass infrastructure and the graph-level passes; named pipelines."""
 
+from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .bind_params import BindParams
+from .canonicalize_bindings import CanonicalizeBindings
+from .convert_layout import ConvertLayout
+from .dead_code_elimination import DeadCodeElimination
+from .decompose_ops import DecomposeOpsForInference
+from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR
 from .infra import (
     FunctionPass,
     ModulePass,
@@ -17,13 +25,5 @@ from .infra import (
     prim_func_pass,
 )
 from .legalize import LegalizeOps
-from .pipeline import get_pipeline
-from .annotate_tir_op_pattern import AnnotateTIROpPattern
-from .canonicalize_bindings import CanonicalizeBindings
-from .convert_layout import ConvertLayout
-from .dead_code_elimination import DeadCodeElimination
-from .decompose_ops import DecomposeOpsForInference
-from .fold_constant import FoldConstant
-from .fuse_ops import FuseOps
-from .fuse_tir import FuseTIR
 from .normalize import Normalize
+from .pipeline import get_pipeline

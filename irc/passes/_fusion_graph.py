@@ -53,6 +53,7 @@ class Group:
     anchored: bool = False
 
     def find_root(self) -> Group:
+        """The group this one was merged into (itself when it is a root)."""
         g = self
         while g.parent is not None:
             g = g.parent

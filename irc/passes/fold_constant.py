@@ -104,6 +104,9 @@ class _Folder:
     """Evaluates call_tir expressions over constants."""
 
     def __init__(self, mod: IRModule, size_limit: int | None):
+        from .legalize.rules import register_all
+
+        register_all()  # operators are folded through their legalization
         self.mod = mod
         self.size_limit = size_limit
         self.new_funcs: dict[str, PrimFunc] = {}
@@ -167,12 +170,10 @@ class _Folder:
     def operator(self, call: Call) -> Expr | None:
         from ..ir.op import get_op_def
         from .legalize import LegalizeContext
-        from .legalize.rules import register_all
 
         opdef = get_op_def(call.op.name)
         if call.op.name in _VM_NATIVE or not opdef.pure:
             return None
-        register_all()
         if opdef.legalize is None or not all(_is_constant_operand(a) for a in call.args):
             return None
         s = call.struct_info

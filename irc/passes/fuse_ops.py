@@ -148,6 +148,12 @@ class _BlockFuser:
         self.f = fuser
         self.block = block
         self.bindings = block.bindings
+        self.refs = [_refs(b.value) for b in self.bindings]
+        # id(var or constant) -> indices of the bindings that read it
+        self.readers: dict[int, set[int]] = {}
+        for i, refs in enumerate(self.refs):
+            for r in refs:
+                self.readers.setdefault(id(r), set()).add(i)
 
     def run(self) -> DataflowBlock:
         bindings = self.bindings
@@ -158,7 +164,7 @@ class _BlockFuser:
         deps: list[list[int]] = []
         for i, b in enumerate(bindings):
             producers: list[int] = []
-            for ref in _refs(b.value):
+            for ref in self.refs[i]:
                 j = index_of.get(id(ref))
                 if j is not None and j not in producers:
                     producers.append(j)
@@ -197,16 +203,13 @@ class _BlockFuser:
         inputs: list[Expr] = []
         seen: set[int] = set()
         for i in idx:
-            for ref in _refs(self.bindings[i].value):
+            for ref in self.refs[i]:
                 if id(ref) not in member_vars and id(ref) not in seen:
                     seen.add(id(ref))
                     inputs.append(ref)
-        used_outside: set[int] = set()
         in_group = set(idx)
-        for j, b in enumerate(self.bindings):
-            if j not in in_group:
-                used_outside.update(id(r) for r in _refs(b.value))
-        outputs = [i for i in idx if id(self.bindings[i].var) in used_outside
+        outputs = [i for i in idx
+                   if self.readers.get(id(self.bindings[i].var), set()) - in_group
                    or not isinstance(self.bindings[i].var, DataflowVar)]
         return inputs, outputs
 

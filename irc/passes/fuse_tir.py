@@ -49,6 +49,7 @@ from ..ir.functor import Mutator, Visitor
 from ..ir.module import IRModule
 from ..ir.ops import call_tir
 from ..ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..ir.structural import structural_equal, structural_hash_hex
 from ..tir import expr as E
 from ..tir.buffer import Buffer
 from ..tir.stmt import (
@@ -111,27 +112,10 @@ class _Definitions(Visitor):
         self.generic_visit(b)
 
 
-class _Inline(Mutator):
-    """Copies a loop function body with buffers and variables replaced (seeded into the
-    memo, so every reference to one object maps to the same replacement)."""
-
-    def __init__(self, block_names: NameSupply):
-        super().__init__()
-        self.block_names = block_names
-
-    def seed(self, old: Any, new: Any) -> None:
-        self._memo[id(old)] = (old, new)
-
-    def visit_Block(self, b: Block) -> Block:
-        new = self.generic_visit(b)
-        name = self.block_names.fresh_block(b.name)
-        return new.replace(name=name) if name != new.name else new
-
-
 class _Names(NameSupply):
     """Unique names with TVM's ``_1`` suffix style."""
 
-    def fresh_block(self, base: str) -> str:
+    def unique(self, base: str) -> str:
         if base not in self.taken:
             self.taken.add(base)
             return base
@@ -141,6 +125,27 @@ class _Names(NameSupply):
         name = f"{base}_{i}"
         self.taken.add(name)
         return name
+
+
+class _Inline(Mutator):
+    """Copies a loop function body with buffers and variables replaced (seeded into the
+    memo, so every reference to one object maps to the same replacement)."""
+
+    def __init__(self, block_names: _Names):
+        super().__init__()
+        self.block_names = block_names
+
+    def seed(self, old: Any, new: Any) -> None:
+        """Replace ``old`` (a variable or buffer) by ``new`` everywhere."""
+        self._memo[id(old)] = (old, new)
+
+    def seeded(self, old: Any) -> bool:
+        return id(old) in self._memo
+
+    def visit_Block(self, b: Block) -> Block:
+        new = self.generic_visit(b)
+        name = self.block_names.unique(b.name)
+        return new.replace(name=name) if name != new.name else new
 
 
 class _FusedBuilder:
@@ -166,7 +171,7 @@ class _FusedBuilder:
         if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or not sinfo.dtype:
             raise self.error(f"a value has struct info {sinfo!r}; tensors of known rank and "
                              "dtype are needed")
-        name = self.buffer_names.fresh_block(name)
+        name = self.buffer_names.unique(name)
         return Buffer(name=name, shape=tuple(sinfo.shape), dtype=sinfo.dtype,
                       data=E.Var(name=name, dtype="handle"))
 
@@ -278,13 +283,13 @@ class _FusedBuilder:
                                  f"{len(old.shape)} but its value has rank {len(new.shape)}")
             inliner.seed(old, new)
             for d_old, d_new in zip(old.shape, new.shape):
-                if isinstance(d_old, E.Var) and id(d_old) not in inliner._memo:
+                if isinstance(d_old, E.Var) and not inliner.seeded(d_old):
                     inliner.seed(d_old, d_new)
         body = callee.body
         defs = _Definitions()
         defs.visit(body)
         for v in defs.vars.values():
-            if id(v) not in inliner._memo:
+            if not inliner.seeded(v):
                 inliner.seed(v, E.Var(name=v.name, dtype=v.dtype))
         for buf in defs.buffers.values():
             inliner.seed(buf.data, E.Var(name=buf.data.name, dtype=buf.data.dtype))
@@ -292,7 +297,7 @@ class _FusedBuilder:
                 not body.block.iter_vars:
             for a in body.block.alloc_buffers:
                 new = inliner.visit(a)
-                renamed = self.buffer_names.fresh_block(a.name)
+                renamed = self.buffer_names.unique(a.name)
                 if renamed != new.name:
                     new = new.replace(name=renamed)
                 inliner.seed(a, new)
@@ -396,6 +401,26 @@ class _CallRewriter(Mutator):
         return new.replace(struct_info=s, span=call.span)
 
 
+def _in_call_order(mod: IRModule, primitive: dict[str, Function], called: set[str]) -> \
+        list[str]:
+    """The called Primitive functions in order of their first call (so a shared kernel
+    takes the name of the first group), then by name."""
+    order: list[str] = []
+
+    class _Calls(Visitor):
+        def visit_GlobalVar(self, g: GlobalVar) -> None:
+            if g.name_hint in called and g.name_hint not in order:
+                order.append(g.name_hint)
+
+        def visit_StructInfo(self, s: Any) -> None:
+            return None
+
+    for f in mod.functions.values():
+        if isinstance(f, Function) and not f.attrs.get("Primitive"):
+            _Calls().visit(f.body)
+    return order + sorted(called - set(order))
+
+
 class FuseTIR(Pass):
     """Merge every ``Primitive`` graph function into one loop function called by
     ``call_tir`` (see the module docstring)."""
@@ -416,9 +441,19 @@ class FuseTIR(Pass):
         before = set()
         for f in primitive.values():
             before |= referenced_globals(f)
-        fused_gvs = {name: GlobalVar(name_hint=name) for name in sorted(called)}
-        new_prims = {name: _FusedBuilder(mod, name, primitive[name]).build()
-                     for name in sorted(called)}
+        # Groups that fuse to the same loop function (repeated blocks of a network) share
+        # one kernel, under the first name.
+        fused_gvs: dict[str, GlobalVar] = {}
+        new_prims: dict[str, PrimFunc] = {}
+        by_hash: dict[str, GlobalVar] = {}
+        for name in _in_call_order(mod, primitive, called):
+            pf = _FusedBuilder(mod, name, primitive[name]).build()
+            key = structural_hash_hex(pf)
+            if key in by_hash and structural_equal(new_prims[by_hash[key].name_hint], pf):
+                fused_gvs[name] = by_hash[key]
+                continue
+            fused_gvs[name] = by_hash.setdefault(key, GlobalVar(name_hint=name))
+            new_prims[name] = pf
         funcs: dict[Any, Any] = {}
         for gv, f in mod.functions.items():
             if gv.name_hint in primitive:

@@ -3,12 +3,13 @@
 - ``zero``: the minimum that makes a module runnable — legalize operators to loop
   functions (seed 003 runs it before default schedule rules or tuning).
 - ``default``: what ``irc.compile`` uses: decompose batch norm for inference, normalize,
-  canonicalize bindings, legalize, normalize again (legalization may nest calls in
-  tuples), annotate loop functions with their fusion patterns, fold constants (weights
-  are constants once bound, so weight transposes and batch-norm factors vanish), remove
-  dead code, fuse operators into groups and each group into one loop function, and
-  remove what fusion left unused. Layout conversion is not in it (it changes kernels'
-  layouts, which only pays with tuning; add ``ConvertLayout`` in front when wanted).
+  canonicalize bindings, legalize, normalize and canonicalize again (legalization may
+  nest calls in tuples: batch norm and dropout return tuples), annotate loop functions
+  with their fusion patterns, fold constants (weights are constants once bound, so
+  weight transposes and batch-norm factors vanish), remove dead code, fuse operators into
+  groups and each group into one loop function, and remove what fusion left unused.
+  Layout conversion is not in it (it changes kernels' layouts, which pays with tuning;
+  put ``ConvertLayout`` in front when wanted).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def _default() -> Pass:
         CanonicalizeBindings(),
         LegalizeOps(),
         Normalize(),
+        CanonicalizeBindings(),
         AnnotateTIROpPattern(),
         FoldConstant(),
         DeadCodeElimination(),

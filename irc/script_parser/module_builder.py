@@ -276,7 +276,7 @@ class ModuleBuilder:
             for f in relax_funcs:
                 kw = self._decorator_kwargs(f.decorators[0], "R.function",
                                             ("private", "pure", "check_well_formed"))
-                sig = FunctionBuilder(self.scopes, module_ctx, self.type_vars).signature(
+                sig = FunctionBuilder(self.scopes, module_ctx).signature(
                     f, pure=bool(kw.get("pure", True)))
                 module_ctx.bb.declare_function(f.name, sig)
             for f in relax_funcs:
@@ -309,7 +309,7 @@ class ModuleBuilder:
             kw = self._decorator_kwargs(deco, name, ("private", "pure", "check_well_formed"))
             from .relax_builder import FunctionBuilder
 
-            builder = FunctionBuilder(self.scopes, module, self.type_vars)
+            builder = FunctionBuilder(self.scopes, module)
             return builder.build(fdef, private=bool(kw.get("private", False)),
                                  pure=bool(kw.get("pure", True)))
         raise parse_error(f"unknown decorator @{name or '...'}; use @T.prim_func or "

@@ -74,7 +74,7 @@ class FunctionBuilder:
     parsed on its own; ``bb`` is the BlockBuilder that normalizes (typing calls of module
     functions from their declared signatures)."""
 
-    def __init__(self, scopes: Scopes, module: Any, type_vars: dict, bb: BlockBuilder | None =
+    def __init__(self, scopes: Scopes, module: Any, bb: BlockBuilder | None =
                  None, nested: bool = False):
         self.scopes = scopes
         self.module = module
@@ -374,7 +374,7 @@ class FunctionBuilder:
                         not isinstance(value.value, bool):
                     raise parse_error("a local @R.function takes only pure=True/False", deco)
                 pure = value.value
-        inner = FunctionBuilder(self.scopes, self.module, {}, bb=self.bb, nested=True)
+        inner = FunctionBuilder(self.scopes, self.module, bb=self.bb, nested=True)
         func = inner.build(fdef, private=True, pure=pure)
         func = self.bb.normalize(func)
         cls = Var if outputs is not None and fdef.name in outputs else var_cls

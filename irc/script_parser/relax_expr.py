@@ -250,6 +250,7 @@ class RelaxEvaluator(ModuleEvaluator):
         kw = {k: self.op_operand(v, node) for k, v in kw.items()}
         with located(node):
             call = make_call(name, *values, span=node.span, **kw)
+            _check_tuple_fields(call, name, opdef.operands, node)
             return self.normalize(call)
 
     def op_operand(self, value: Any, node: Any) -> Any:
@@ -261,6 +262,20 @@ class RelaxEvaluator(ModuleEvaluator):
 
 
 _MISSING = object()
+
+
+def _check_tuple_fields(call: Call, name: str, operands: tuple, node: Any) -> None:
+    """Reject tuple operands holding Python values (``R.concat([1, 2])``): the registry
+    wraps lists into ``Tuple`` nodes without looking inside them."""
+    stack = [(a, operands[i] if i < len(operands) else "?") for i, a in enumerate(call.args)]
+    while stack:
+        value, opname = stack.pop()
+        if isinstance(value, Tuple):
+            for f in value.fields:
+                if not isinstance(f, Expr):
+                    raise type_error(f"R.{name}: operand {opname} must hold graph values, got "
+                                     f"{describe(f)}", node)
+                stack.append((f, opname))
 
 
 def _relocate(node: Any, anchor: Any) -> Any:
@@ -319,6 +334,8 @@ def _prim_sinfo(ev: RelaxEvaluator, call: syn.Call) -> StructInfo:
     values, kw = ev.args(call)
     a = bind_args(call, "R.Prim", ["dtype", "value"], 0, values, kw)
     value = a.get("value")
+    if isinstance(value, str):
+        value = ev.dim_string(value, call)
     if value is not None:
         value = ev.prim(value, call)
     dtype = a.get("dtype")

@@ -247,8 +247,7 @@ class BlockBuilderMixin:
         binding = self.ev.prim(a["binding"], call)
         dom = a["dom"]
         ref = binding.dtype
-        if "dtype" in a:
-            ref = expect_dtype(a["dtype"], "dtype=", call)
+        var_dtype = None if "dtype" not in a else expect_dtype(a["dtype"], "dtype=", call)
         if isinstance(dom, (tuple, list)):
             if len(dom) != 2:
                 raise parse_error("an axis domain is an extent or a (min, max) pair", call)
@@ -262,7 +261,7 @@ class BlockBuilderMixin:
             raise type_error("an axis domain must be integers of one dtype", call)
         tag = expect_str(a.get("thread_tag", ""), "thread_tag=", call)
         self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding,
-                      dtype=ref if "dtype" in a else None, thread_tag=tag)
+                      dtype=var_dtype, thread_tag=tag)
 
     def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: te.Range, kind: str,
                  binding: te.PrimExpr, dtype: str | None = None, thread_tag: str = "") -> None:

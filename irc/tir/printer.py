@@ -475,11 +475,17 @@ class TIRPrinter:
         out = []
         for iv, value in zip(ivs, r.iter_values):
             dom = iv.dom
+            # A bare literal domain adopts the binding's dtype when parsed.
+            dim = self.expr if dom.extent.dtype == value.dtype else self._explicit
             if isinstance(dom.min, te.IntImm) and dom.min.value == 0 and \
                     dom.min.dtype == dom.extent.dtype:
-                d = self.expr(dom.extent)
+                d = dim(dom.extent)
             else:
-                d = f"({self.expr(dom.min)}, {self._upper(dom.min, dom.extent)})"
+                upper = te.IntImm(dtype=dom.min.dtype, value=dom.min.value + dom.extent.value) \
+                    if isinstance(dom.min, te.IntImm) and isinstance(dom.extent, te.IntImm) \
+                    and dom.min.dtype == dom.extent.dtype else None
+                hi = dim(upper) if upper is not None else self._upper(dom.min, dom.extent)
+                d = f"({dim(dom.min)}, {hi})"
             extra = ""
             if iv.var.dtype != dom.extent.dtype:
                 extra = f", dtype={str_literal(iv.var.dtype)}"
@@ -489,6 +495,12 @@ class TIRPrinter:
             name = self.names.define(iv.var, iv.var.name)
             out.append(f"{name} = T.axis.{_AXIS[iv.iter_type]}({d}, {v}{extra})")
         return out
+
+    def _explicit(self, e: te.PrimExpr) -> str:
+        """An integer immediate with its dtype spelled out (``T.int32(4)``)."""
+        if isinstance(e, te.IntImm) and e.dtype != "bool":
+            return f"T.{e.dtype}({e.value})"
+        return self.expr(e)
 
     def _remappable(self, iv: te.IterVar, value: te.PrimExpr) -> bool:
         from ..ir.structural import structural_equal

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection, wait
-from typing import Any
 
 from ..ir.diagnostics import TuningError
 

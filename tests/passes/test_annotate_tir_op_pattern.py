@@ -1,11 +1,11 @@
 """AnnotateTIROpPattern: loop functions classified for fusion."""
 
 import pytest
+from pass_helpers import check_pass, parse_module, prim_funcs
 
 from irc import passes
 from irc.ir import op as opk
 from irc.passes.annotate_tir_op_pattern import analyze_op_pattern
-from pass_helpers import check_pass, parse_module, prim_funcs
 
 
 def test_elementwise_function_gets_its_attribute():
@@ -19,7 +19,7 @@ class Module:
             with T.block("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = A[vi, vj] + B[vi, vj]
-"""
+"""  # noqa: E501 - IR text
     expected = before.replace('T.func_attr({"tir.noalias": True})',
                               'T.func_attr({"op_pattern": 0, "tir.noalias": True})')
     check_pass(passes.AnnotateTIROpPattern(), before, expected)

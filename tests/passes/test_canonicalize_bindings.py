@@ -1,7 +1,8 @@
 """CanonicalizeBindings: trivial bindings removed, their values propagated."""
 
-from irc import passes
 from pass_helpers import check_pass, parse_module
+
+from irc import passes
 
 
 def test_var_to_var_bindings_are_removed():

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from pass_helpers import check_pass, parse_module, random_args, run_main
 
 import irc
 from irc import passes
-from pass_helpers import check_pass, parse_module, random_args, run_main
 
 CONV_BLOCK = """
 @R.function
@@ -17,7 +17,7 @@ def main(x: R.Tensor((1, 3, 8, 8), "float32"), w: R.Tensor((4, 3, 3, 3), "float3
         gv = R.nn.max_pool2d(r, pool_size=[2, 2], strides=[2, 2])
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
 
 
 def test_conv_bias_relu_pool_run_in_nhwc():
@@ -35,7 +35,7 @@ def main(x: R.Tensor((1, 3, 8, 8), "float32"), w: R.Tensor((4, 3, 3, 3), "float3
         gv = R.permute_dims(p, axes=[0, 3, 1, 2])
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
     out = check_pass(passes.ConvertLayout(), CONV_BLOCK, expected)
     mod = parse_module(CONV_BLOCK)
     args = random_args(mod["main"])
@@ -63,7 +63,7 @@ def main(x: R.Tensor((1, 4, 8, 8), "float32"), w1: R.Tensor((4, 1, 3, 3), "float
         gv = R.matmul(f, fc)
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
 
 
 @pytest.mark.parametrize("kernel_layout", ["default", "OHWI"])

@@ -1,7 +1,8 @@
 """DeadCodeElimination: unused bindings and unreachable functions removed."""
 
-from irc import passes
 from pass_helpers import check_pass, parse_module
+
+from irc import passes
 
 
 def test_unused_pure_bindings_go_in_every_block():

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from pass_helpers import check_pass, parse_module, random_args, run_main
 
 import irc
 from irc import passes
-from pass_helpers import check_pass, parse_module, random_args, run_main
 
 BATCH_NORM = """
 @R.function
@@ -15,7 +15,7 @@ def main(x: R.Tensor((1, 4, 5, 5), "float32"), g: R.Tensor((4,), "float32"), b: 
         gv = bn[0]
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
 
 
 def _batch_norm(center: bool = True, scale: bool = True) -> str:
@@ -40,7 +40,7 @@ def main(x: R.Tensor((1, 4, 5, 5), "float32"), g: R.Tensor((4,), "float32"), b: 
         gv = bn[0]
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
     check_pass(passes.DecomposeOpsForInference(), _batch_norm(), expected)
 
 
@@ -62,7 +62,7 @@ def main(x: R.Tensor((2, 3, 8), "float32"), g: R.Tensor((8,), "float32"), b: R.T
         gv = R.nn.layer_norm(x, g, b, axes=[-1])
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
 
 
 def test_layer_norm_is_left_alone_unless_asked():

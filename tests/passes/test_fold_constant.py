@@ -1,11 +1,11 @@
 """FoldConstant: computations on constants evaluated at compile time."""
 
 import numpy as np
+from pass_helpers import check_pass, parse_module, prim_funcs, run_main
 
 import irc
 from irc import passes
 from irc.ir import Constant
-from pass_helpers import check_pass, parse_module, prim_funcs, run_main
 
 ADD_ONE = """
     @T.prim_func(private=True)
@@ -21,7 +21,7 @@ ADD_ONE = """
             with T.block("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = A[vi, vj] + B[vi, vj]
-"""
+"""  # noqa: E501 - IR text
 
 
 def test_call_tir_chains_on_constants_are_evaluated():
@@ -36,7 +36,7 @@ def test_call_tir_chains_on_constants_are_evaluated():
             gv = R.call_tir(cls.add, (x, lv1), out_sinfo=R.Tensor((2, 3), "float32"))
             R.output(gv)
         return gv
-"""
+"""  # noqa: E501 - IR text
     expected = "@I.ir_module\nclass Module:" + ADD_ONE + """
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
@@ -47,7 +47,7 @@ def test_call_tir_chains_on_constants_are_evaluated():
             gv = R.call_tir(cls.add, (x, metadata["relax.expr.Constant"][2]), out_sinfo=R.Tensor((2, 3), "float32"))
             R.output(gv)
         return gv
-"""
+"""  # noqa: E501 - IR text
     out = check_pass(passes.FoldConstant(), before, expected, constants=[c, c + 1, c + 2])
     # after dead-code elimination only the add kernel remains
     cleaned = passes.DeadCodeElimination()(out)
@@ -128,7 +128,7 @@ def main(x: R.Tensor((1, 16), "float32"), w: R.Tensor((10, 16), "float32")) -> R
         gv = R.matmul(x, wt)
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
     w = np.random.default_rng(1).standard_normal((10, 16)).astype("float32")
     mod = passes.BindParams("main", {"w": w})(parse_module(text))
     optimized = passes.get_pipeline("default")(mod)

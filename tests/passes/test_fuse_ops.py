@@ -1,8 +1,9 @@
 """FuseOps: call_tir bindings grouped into Primitive functions by the classic partition."""
 
+from pass_helpers import check_pass, parse_module
+
 from irc import passes
 from irc.ir import Function
-from pass_helpers import check_pass, parse_module
 
 # Loop functions (with their op_pattern) shared by the Before/Expected modules.
 PRIMS = """
@@ -49,7 +50,7 @@ PRIMS = """
                 with T.init():
                     B[vi] = T.float32(0)
                 B[vi] = B[vi] + A[vi, vk]
-"""
+"""  # noqa: E501 - IR text
 
 
 def _module(graph: str) -> str:
@@ -70,7 +71,7 @@ def test_matmul_takes_its_epilogue_and_a_reduction_its_elementwise_producer():
             gv = R.call_tir(cls.sum, (lv4,), out_sinfo=R.Tensor((4,), "float32"))
             R.output(gv)
         return gv
-""")
+""")  # noqa: E501 - IR text
     expected = _module("""
     @R.function(private=True)
     def fused_matmul_add_relu(x: R.Tensor((4, 8), "float32"), w: R.Tensor((8, 4), "float32"), b: R.Tensor((4,), "float32")) -> R.Tensor((4, 4), "float32"):
@@ -102,7 +103,7 @@ def test_matmul_takes_its_epilogue_and_a_reduction_its_elementwise_producer():
             gv = cls.fused_relu_sum(lv3)
             R.output(gv)
         return gv
-""")
+""")  # noqa: E501 - IR text
     check_pass(passes.FuseOps(), before, expected)
 
 
@@ -121,7 +122,7 @@ def test_diamonds_fuse_into_the_post_dominator_and_block_outputs_end_groups():
             gv = R.call_tir(cls.add, (lv4, lv3), out_sinfo=R.Tensor((4, 4), "float32"))
             R.output(gv, gv1)
         return gv
-""")
+""")  # noqa: E501 - IR text
     # lv feeds two branches, one of which ends at the block output gv1: it has no
     # post-dominator and stays alone; the rest forms two groups.
     expected = _module("""
@@ -156,7 +157,7 @@ def test_diamonds_fuse_into_the_post_dominator_and_block_outputs_end_groups():
             gv = cls.fused_transpose_relu_add_add(lv, gv1, b)
             R.output(gv, gv1)
         return gv
-""")
+""")  # noqa: E501 - IR text
     check_pass(passes.FuseOps(), before, expected)
 
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from pass_helpers import check_pass, parse_module, prim_funcs, random_args, run_main
 
 import irc
 from irc import passes
 from irc.ir import Function
-from pass_helpers import check_pass, parse_module, prim_funcs, random_args, run_main
 
 PRIMS = """
     @T.prim_func(private=True)
@@ -34,7 +34,7 @@ PRIMS = """
             with T.block("T_relu"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 T_relu[vi, vj] = T.max(A[vi, vj], T.float32(0))
-"""
+"""  # noqa: E501 - IR text
 
 
 def test_matmul_add_relu_becomes_one_loop_function():
@@ -57,7 +57,7 @@ def test_matmul_add_relu_becomes_one_loop_function():
             gv = cls.fused_matmul_add_relu(x, w, b)
             R.output(gv)
         return gv
-"""
+"""  # noqa: E501 - IR text
     expected = """
 @I.ir_module
 class Module:
@@ -88,7 +88,7 @@ class Module:
             gv = R.call_tir(cls.fused_matmul_add_relu, (x, w, b), out_sinfo=R.Tensor((4, 4), "float32"))
             R.output(gv)
         return gv
-"""
+"""  # noqa: E501 - IR text
     out = check_pass(passes.FuseTIR(), before, expected)
     args = random_args(out["main"])
     x, w, b = args
@@ -155,7 +155,7 @@ def test_tuple_results_and_tuple_parameters_are_flattened():
             gv3 = R.call_tir(cls.relu, (gv2,), out_sinfo=R.Tensor((4, 4), "float32"))
             R.output(gv, gv3)
         return (gv, gv3)
-"""
+"""  # noqa: E501 - IR text
     mod = passes.FuseTIR()(parse_module(text))
     irc.ir.well_formed(mod)
     fused = prim_funcs(mod)["fused_pair"]
@@ -182,7 +182,7 @@ def main(x: R.Tensor(("n", 8), "float32"), b: R.Tensor((8,), "float32")) -> R.Te
         gv = R.nn.relu(lv1)
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
     mod = parse_module(text)
     fused = irc.passes.get_pipeline("default")(mod)
     irc.ir.well_formed(fused)
@@ -221,3 +221,33 @@ def test_modules_without_primitive_functions_are_untouched():
     mod = parse_module("@I.ir_module\nclass Module:" + PRIMS)
     assert passes.FuseTIR()(mod) is mod
     assert not any(isinstance(f, Function) for f in mod.functions.values())
+
+
+def test_identical_groups_share_one_kernel():
+    group = """
+    @R.function(private=True)
+    def NAME(x: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+        R.func_attr({"Primitive": True})
+        cls = Module
+        with R.dataflow():
+            lv = R.call_tir(cls.relu, (x,), out_sinfo=R.Tensor((4, 4), "float32"))
+            gv = R.call_tir(cls.relu, (lv,), out_sinfo=R.Tensor((4, 4), "float32"))
+            R.output(gv)
+        return gv
+"""
+    text = "@I.ir_module\nclass Module:" + PRIMS + group.replace("NAME", "fused_relu_relu") + \
+        group.replace("NAME", "fused_relu_relu1") + """
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+        cls = Module
+        with R.dataflow():
+            a = cls.fused_relu_relu(x)
+            gv = cls.fused_relu_relu1(a)
+            R.output(gv)
+        return gv
+"""
+    mod = passes.FuseTIR()(parse_module(text))
+    irc.ir.well_formed(mod)
+    assert sorted(prim_funcs(mod)) == ["add", "fused_relu_relu", "matmul"]
+    x = np.linspace(-2, 2, 16, dtype="float32").reshape(4, 4)
+    np.testing.assert_allclose(run_main(mod, x), np.maximum(x, 0))

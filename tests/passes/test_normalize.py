@@ -1,6 +1,7 @@
 """Normalize: struct info filled in, nested calls bound to variables (A-normal form)."""
 
 import numpy as np
+from pass_helpers import check_pass, parse_module, run_main
 
 from irc import passes
 from irc.ir import (
@@ -15,7 +16,6 @@ from irc.ir import (
     tensor_sinfo,
     well_formed,
 )
-from pass_helpers import check_pass, parse_module, run_main
 
 
 def test_nested_calls_become_bindings_in_evaluation_order():
@@ -70,7 +70,7 @@ def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")) -> R.Te
         gv = R.concat((x, y), axis=0)
         R.output(gv)
     return gv
-"""
+"""  # noqa: E501 - IR text
     mod = parse_module(text)
     assert passes.Normalize()(mod) is mod  # already normal: the same module comes back
 
@@ -90,7 +90,8 @@ def test_struct_info_is_filled_in_and_shared_subexpressions_bound_once():
     assert names == ["exp", "multiply", "add"]  # exp computed once
     assert mod["main"].body.body.struct_info.shape[0].value == 3
     arr = np.arange(3, dtype="float32")
-    np.testing.assert_allclose(run_main(mod, arr, pipeline="zero"), np.exp(arr) + np.exp(arr) * arr, rtol=1e-6)
+    np.testing.assert_allclose(run_main(mod, arr, pipeline="zero"),
+                               np.exp(arr) + np.exp(arr) * arr, rtol=1e-6)
 
 
 def test_empty_blocks_are_dropped_and_neighbours_merged():
@@ -123,6 +124,7 @@ def main(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")) -> R.Tensor((2,)
     mod = passes.Normalize()(parse_module(before))
     well_formed(mod)
     arr = np.array([0.5, 1.0], dtype="float32")
-    np.testing.assert_allclose(run_main(mod, np.array(True), arr, pipeline="zero"), np.exp(np.exp(arr)),
-                               rtol=1e-6)
-    np.testing.assert_allclose(run_main(mod, np.array(False), arr, pipeline="zero"), np.log(arr), rtol=1e-6)
+    np.testing.assert_allclose(run_main(mod, np.array(True), arr, pipeline="zero"),
+                               np.exp(np.exp(arr)), rtol=1e-6)
+    np.testing.assert_allclose(run_main(mod, np.array(False), arr, pipeline="zero"),
+                               np.log(arr), rtol=1e-6)

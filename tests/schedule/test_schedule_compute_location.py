@@ -105,8 +105,7 @@ def test_compute_at_errors():
 
 
 def test_compute_at_dependency_order():
-    # B's consumer C is moved under D; B cannot go under D's loop after C is there?
-    # It can: C and B end up in producer order. But B cannot be placed after C.
+    # Moving C and then its producer B under D's loop keeps producers first.
     f = elementwise3()
     sch = Schedule(f, debug_mask="all")
     b, c, d = (sch.get_block(n) for n in "BCD")
@@ -304,3 +303,38 @@ def main(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
     s4 = Schedule(parse_func(two_consumers))
     schedule_error(lambda: s4.reverse_compute_inline(s4.get_block("C")),
                    "also used by block 'D'")
+
+
+def test_removed_block_handle_stays_dead():
+    text = '''
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    X = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            T.reads(A[vi])
+            T.writes(B[vi])
+            B[vi] = A[vi] + T.float32(1.0)
+    for i in range(8):
+        with T.block("B_global"):
+            vi = T.axis.spatial(8, i)
+            T.reads(B[vi])
+            T.writes(X[vi])
+            X[vi] = B[vi] * T.float32(2.0)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.spatial(8, i)
+            T.reads(X[vi])
+            T.writes(D[vi])
+            D[vi] = X[vi] * X[vi]
+'''
+    f = parse_func(text)
+    sch = Schedule(f)
+    old = sch.get_block("B_global")
+    sch.compute_inline(old)
+    new = sch.cache_write(sch.get_block("B"), 0, "global")
+    assert sch.get(new).name == "B_global"  # the name is free again
+    schedule_error(lambda: sch.get(old), "block 'B_global'", "no longer exists")
+    check_numeric(f, sch.func)

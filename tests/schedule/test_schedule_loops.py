@@ -348,3 +348,26 @@ def test_kind_on_fused_loop_numeric(kind):
         o, inner = sch.split(fused, factors=[None, 8])
         getattr(sch, kind)(inner if kind != "parallel" else o)
     check_numeric(f, sch.func)
+
+
+def test_add_unit_loop():
+    text = '''
+@T.prim_func
+def main(A: T.Buffer((1,), "float32"), B: T.Buffer((1,), "float32")):
+    with T.block("B"):
+        vi = T.axis.spatial(1, 0)
+        T.reads(A[vi])
+        T.writes(B[vi])
+        B[vi] = A[vi] + T.float32(1.0)
+'''
+    f = parse_func(text)
+    sch = Schedule(f, debug_mask="all")
+    b = sch.get_block("B")
+    assert sch.get_loops(b) == []
+    u = sch.add_unit_loop(b)
+    assert [sch.get(x).extent.value for x in sch.get_loops(b)] == [1]
+    sch.add_unit_loop(u)
+    assert len(sch.get_loops(b)) == 2
+    check_numeric(f, sch.func)
+    verify_trace_roundtrip(sch, f)
+    schedule_error(lambda: sch.add_unit_loop(sch.get_block("root")), "root block")

@@ -106,7 +106,7 @@ def test_corpus_is_valid_and_tokenizes_losslessly():
         irc.parse(text)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=0, max_value=len(CORPUS) - 1),
        st.lists(mutation, min_size=1, max_size=3))
 def test_mutated_scripts_raise_only_irc_errors(which, mutations):
@@ -119,3 +119,37 @@ def test_mutated_scripts_raise_only_irc_errors(which, mutations):
        st.lists(mutation, min_size=1, max_size=6))
 def test_mutated_scripts_raise_only_irc_errors_long(which, mutations):
     check_only_irc_errors(mutate(CORPUS[which], mutations))
+
+
+OP_CALL = '''@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        A[0] = T.float32(0)
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), s: R.Shape([2, 3]), p: R.Prim("int64")):
+        cls = Module
+        lv = R.{op}({args})
+        return lv
+'''
+ARG_VALUES = ["x", "s", "p", "1", "-1", "1.5", '"a"', "None", "True", "[1, 2]", "[x, x]",
+              "(x, x)", "[]", "()", "[[1]]", "R.shape([2, 3])", "R.prim_value(1)",
+              'R.Tensor((2, 3), "float32")', "cls.f", '"float32"', "[x, 1]", "{1: 2}",
+              "T.int64(2)", "[-5]", "[0, 1, 2, 3]"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_operator_calls_with_any_arguments_raise_only_irc_errors(data):
+    from irc.ir.op import get_op_def, list_ops
+
+    op = data.draw(st.sampled_from(list_ops()))
+    opdef = get_op_def(op)
+    args = data.draw(st.lists(st.sampled_from(ARG_VALUES), max_size=4))
+    names = list(opdef.operands) + [a.name for a in opdef.attrs] + ["bogus"]
+    kwargs = data.draw(st.dictionaries(st.sampled_from(names), st.sampled_from(ARG_VALUES),
+                                       max_size=2))
+    text = OP_CALL.format(op=op, args=", ".join(args + [f"{k}={v}" for k, v in
+                                                        kwargs.items()]))
+    check_only_irc_errors(text)

@@ -292,3 +292,22 @@ def test_attr_with_iteration_variable():
     text = assert_roundtrip(func([pa], body, {pa: A})).script()
     assert 'with T.attr(T.iter_var(tx, 64, "opaque", "threadIdx.x"), "thread_extent", 64):' \
         in text
+
+
+def test_axis_dtypes_and_thread_tags():
+    i = T.var("i")
+    j = T.var("j", "int64")
+    ivs = (E.IterVar(var=T.var("v", "int64"), dom=E.Range(min=i32(0), extent=i32(4)),
+                     thread_tag="threadIdx.x"),
+           E.IterVar(var=T.var("w"), dom=E.Range(min=i32(1), extent=i32(4))),
+           E.IterVar(var=T.var("u", "int64"), dom=E.Range(min=i64(2), extent=i64(4))))
+    blk = S.Block(name="b", iter_vars=ivs, reads=(), writes=(), body=S.Evaluate(value=i32(0)))
+    realize = S.BlockRealize(iter_values=(i, j, i), predicate=T.const(True), block=blk)
+    loops = S.For(loop_var=i, min=i32(0), extent=i32(4), kind="serial",
+                  body=S.For(loop_var=j, min=i64(0), extent=i64(4), kind="serial",
+                             body=realize))
+    root = S.Block(name="root", iter_vars=(), reads=(), writes=(), body=loops)
+    f = func([], S.BlockRealize(iter_values=(), predicate=T.const(True), block=root))
+    text = assert_roundtrip(f).script()
+    assert 'v = T.axis.spatial(4, i, dtype="int64", thread_tag="threadIdx.x")' in text
+    assert "w = T.axis.spatial((T.int32(1), T.int32(5)), j" in text

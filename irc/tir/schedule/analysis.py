@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ...ir.diagnostics import ScheduleError
 from ..buffer import Buffer
-from ..expr import IntImm, PrimExpr, Var
-from ..stmt import Block, BlockRealize, BufferStore, For, Stmt
+from ..expr import IntImm, PrimExpr
+from ..stmt import Block, BlockRealize, For
 from .iter_map import Domains
 from .state import FuncIndex, child_blocks, var_ids
 
@@ -18,10 +18,12 @@ def fail(primitive: str, message: str, hint: str | None = None, node: object = N
 
 
 def loop_name(loop: For) -> str:
+    """The loop's variable name, quoted, for messages."""
     return repr(loop.loop_var.name)
 
 
 def block_name(r: BlockRealize | Block) -> str:
+    """The block's name, quoted, for messages."""
     b = r.block if type(r) is BlockRealize else r
     return repr(b.name)
 
@@ -44,6 +46,7 @@ def loop_domains(loops: list[For]) -> Domains | None:
 
 
 def is_trivial_predicate(p: PrimExpr) -> bool:
+    """True for the constant predicate ``True``."""
     return type(p) is IntImm and p.value == 1
 
 
@@ -78,11 +81,6 @@ def is_reduction(block: Block) -> bool:
     return True
 
 
-def single_store(block: Block) -> BufferStore | None:
-    """The block's body when it is a single BufferStore."""
-    return block.body if type(block.body) is BufferStore else None
-
-
 def loop_iter_types(r: BlockRealize) -> dict[int, set[str]]:
     """For each variable used in the bindings of ``r``, the kinds of the iteration
     variables bound to expressions that use it."""
@@ -93,21 +91,18 @@ def loop_iter_types(r: BlockRealize) -> dict[int, set[str]]:
     return out
 
 
-def binding_map(r: BlockRealize) -> dict[int, PrimExpr]:
-    """``id(iteration variable) -> bound value``."""
-    return {id(iv.var): v for iv, v in zip(r.block.iter_vars, r.iter_values)}
-
-
 # ---------------------------------------------------------------------------------
 # Dataflow inside a scope
 # ---------------------------------------------------------------------------------
 
 
 def read_ids(block: Block) -> set[int]:
+    """Ids of the buffers a block declares as read."""
     return {id(r.buffer) for r in block.reads}
 
 
 def write_ids(block: Block) -> set[int]:
+    """Ids of the buffers a block declares as written."""
     return {id(r.buffer) for r in block.writes}
 
 
@@ -151,6 +146,7 @@ def writers(blocks: list[BlockRealize], buf: Buffer) -> list[BlockRealize]:
 
 
 def allocated_in(scope: BlockRealize, buf: Buffer) -> bool:
+    """True when the scope's block allocates ``buf``."""
     return any(b is buf for b in scope.block.alloc_buffers)
 
 
@@ -159,14 +155,6 @@ def is_output_block(index: FuncIndex, r: BlockRealize) -> bool:
     for blocks of the root scope)."""
     scope = index.scope_realize(r)
     return any(not allocated_in(scope, w.buffer) for w in r.block.writes)
-
-
-def allocating_block(index: FuncIndex, buf: Buffer) -> BlockRealize | None:
-    """The realize of the block whose ``alloc_buffers`` holds ``buf``."""
-    for realize in index.blocks.values():
-        if any(b is buf for b in realize.block.alloc_buffers):
-            return realize
-    return None
 
 
 def check_order(index: FuncIndex, scope: BlockRealize, primitive: str) -> None:
@@ -190,16 +178,3 @@ def check_order(index: FuncIndex, scope: BlockRealize, primitive: str) -> None:
                      f"{blocks[first_write[k]].block.name!r}, which produces buffer "
                      f"{r.buffer.name!r} it reads",
                      hint="move the producer first, or pick a location after it")
-
-
-def contains(index: FuncIndex, outer: Stmt, inner: Stmt) -> bool:
-    """``outer`` is ``inner`` or encloses it."""
-    return outer is inner or index.is_ancestor(outer, inner)
-
-
-def loop_vars_of(loops: list[For]) -> set[int]:
-    return {id(lp.loop_var) for lp in loops}
-
-
-def var_name(v: Var) -> str:
-    return repr(v.name)

@@ -24,7 +24,7 @@ from ..buffer import Buffer, BufferRegion, MatchBufferRegion
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, max_, min_
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt
 from .analysis import fail, is_trivial_predicate, loop_domains, loop_name
-from .iter_map import AffineForm, detect, is_mixed_radix, to_expr
+from .iter_map import AffineForm, Digit, detect, is_mixed_radix, to_expr
 from .rewrite import substitute_vars, with_detected_regions
 from .state import FuncIndex, child_blocks, fresh_name
 
@@ -76,7 +76,7 @@ def blockize(index: FuncIndex, loop: For, preserve_unit_iters: bool, analyzer: A
                 type(iv.dom.extent) is not IntImm or iv.dom.extent.value % c:
             fail(P, f"the domain of variable {iv.var.name} of block {block.name!r} is not a "
                  f"multiple of the inner extent {c}")
-        outer_form = AffineForm(tuple(d.__class__(d.var, d.lower, d.extent, d.scale // c)
+        outer_form = AffineForm(tuple(Digit(d.var, d.lower, d.extent, d.scale // c)
                                       for d in outer), f.base // c)
         vo = Var(name=f"{iv.var.name}_o", dtype=dtype)
         o_ext = iv.dom.extent.value // c

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..buffer import STORAGE_SCOPES, Buffer, BufferRegion
-from ..expr import IntImm, IterVar, PrimExpr, Range, Var, const
-from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, SeqStmt, Stmt
-from .analysis import fail, writers
+from ..expr import BufferLoad, IntImm, IterVar, Range, Var, const
+from ..stmt import Block, BlockRealize, BufferStore, PrimFunc, SeqStmt, Stmt
+from .analysis import check_order, fail, writers
 from .rewrite import replace_buffers
 from .state import FuncIndex, buffer_names, child_blocks, fresh_name
 
@@ -32,58 +32,58 @@ def _cache_buffer(index: FuncIndex, buf: Buffer, scope: str) -> Buffer:
                   data=Var(name=name, dtype="handle"), scope=scope)
 
 
-def copy_block(name: str, src: Buffer, dst: Buffer, region: list[tuple[PrimExpr, PrimExpr]]
-               ) -> Stmt:
-    """A loop nest over ``region`` (``(min, extent)`` per dimension) with a block
-    ``dst[v] = src[v]``."""
-    ivs = []
-    loops = []
-    for d, (mn, ext) in enumerate(region):
-        dtype = ext.dtype
-        ivs.append(IterVar(var=Var(name=f"v{d}", dtype=dtype),
-                           dom=Range(min=mn, extent=ext), iter_type="spatial"))
-        loops.append(Var(name=f"ax{d}", dtype=dtype))
+def copy_stage(name: str, src: Buffer, dst: Buffer, index: FuncIndex | None = None,
+               at: Stmt | None = None, region: BufferRegion | None = None,
+               writer: BlockRealize | None = None) -> Stmt:
+    """A loop nest with a block ``dst[v] = src[v]``: over the whole buffer, or (with
+    ``at``) over the part of ``region`` that ``writer`` writes in the statement ``at``
+    (loops inside ``at`` relaxed, loops outside kept symbolic)."""
+    from .compute_location import rebind_block, relaxed_region
+
+    shape = src.shape
+    ivs = tuple(IterVar(var=Var(name=f"v{d}", dtype=n.dtype),
+                        dom=Range(min=const(0, n.dtype), extent=n), iter_type="spatial")
+                for d, n in enumerate(shape))
     idx = tuple(iv.var for iv in ivs)
     point = tuple(Range(min=v, extent=IntImm(dtype=v.dtype, value=1)) for v in idx)
-    from ..expr import BufferLoad
-
     body = BufferStore(buffer=dst, value=BufferLoad(dtype=src.dtype, buffer=src, indices=idx),
                        indices=idx)
-    block = Block(name=name, iter_vars=tuple(ivs),
-                  reads=(BufferRegion(buffer=src, region=point),),
+    block = Block(name=name, iter_vars=ivs, reads=(BufferRegion(buffer=src, region=point),),
                   writes=(BufferRegion(buffer=dst, region=point),), body=body)
-    values = tuple(lv if _is_zero(mn) else mn + lv for lv, (mn, _) in zip(loops, region))
-    stmt: Stmt = BlockRealize(iter_values=values, predicate=const(True), block=block)
-    for lv, (_, ext) in reversed(list(zip(loops, region))):
-        stmt = For(loop_var=lv, min=const(0, lv.dtype), extent=ext, kind="serial", body=stmt)
-    return stmt
+    realize = BlockRealize(iter_values=idx, predicate=const(True), block=block)
+    an = Analyzer()
+    ranges: dict[int, tuple] = {}
+    if at is not None:
+        for lp in index.loops_above(at):
+            an.bind(lp.loop_var, Range(min=lp.min, extent=lp.extent), allow_override=True)
+        inner = [lp for lp in index.loops_above(writer) if lp is at or index.is_ancestor(at, lp)]
+        rel = relaxed_region(an, writer, region, inner)
+        ranges = {id(iv.var): r for iv, r in zip(ivs, rel)}
+    return rebind_block("cache", an, realize, ranges, False)
 
 
-def _is_zero(e: PrimExpr) -> bool:
-    return type(e) is IntImm and e.value == 0
-
-
-def _full(buf: Buffer) -> list[tuple[PrimExpr, PrimExpr]]:
-    return [(const(0, s.dtype), s) for s in buf.shape]
-
-
-def insert_into_scope(func: PrimFunc, scope_name: str, stmt: Stmt, after: str | None,
-                      new_alloc: Buffer) -> PrimFunc:
-    """``func`` with ``stmt`` added to the body of block ``scope_name`` right after the
-    statement holding block ``after`` (first when None), and ``new_alloc`` allocated by
-    that block."""
+def _with_stage_after(func: PrimFunc, writer_name: str, stage_of) -> PrimFunc:
+    """``func`` with ``stage_of(index, nest, writer)`` inserted right after the loop nest
+    that holds only block ``writer_name``."""
     index = FuncIndex(func)
-    scope = index.blocks[scope_name]
-    body = scope.block.body
+    writer = index.blocks[writer_name]
+    nest = index.removal_root(writer)
+    stage = stage_of(index, nest, writer)
+    return index.rebuild({id(nest): SeqStmt(seq=(nest, stage))})
+
+
+def _with_stage_first(func: PrimFunc, scope_name: str, stage: Stmt) -> PrimFunc:
+    index = FuncIndex(func)
+    block = index.blocks[scope_name].block
+    body = block.body
     items = list(body.seq) if type(body) is SeqStmt else [body]
-    pos = 0
-    if after is not None:
-        top = index.top_in_scope(index.blocks[after], scope)
-        pos = next(k for k, it in enumerate(items) if it is top) + 1
-    items.insert(pos, stmt)
-    new_block = scope.block.replace(body=SeqStmt(seq=tuple(items)),
-                                    alloc_buffers=scope.block.alloc_buffers + (new_alloc,))
-    return index.rebuild({id(scope.block): new_block})
+    return index.rebuild({id(block): block.replace(body=SeqStmt(seq=(stage, *items)))})
+
+
+def _add_alloc(func: PrimFunc, scope_name: str, buf: Buffer) -> PrimFunc:
+    index = FuncIndex(func)
+    block = index.blocks[scope_name].block
+    return index.rebuild({id(block): block.replace(alloc_buffers=block.alloc_buffers + (buf,))})
 
 
 # ---------------------------------------------------------------------------------
@@ -94,7 +94,9 @@ def insert_into_scope(func: PrimFunc, scope_name: str, stmt: Stmt, after: str | 
 def cache_read(index: FuncIndex, r: BlockRealize, read_index: int, scope: str,
                consumer_blocks: list[BlockRealize]) -> tuple[PrimFunc, str]:
     """Copy the ``read_index``-th read buffer of ``r`` into a ``scope`` buffer read by the
-    consumers (all readers in the scope when ``consumer_blocks`` is empty)."""
+    consumers (all readers in the scope when ``consumer_blocks`` is empty). The copy
+    runs right after the buffer's producer (copying what it writes there) or first in
+    the scope for an input."""
     P = "cache_read"
     _check_scope(P, scope)
     block = r.block
@@ -121,26 +123,29 @@ def cache_read(index: FuncIndex, r: BlockRealize, read_index: int, scope: str,
     wr = writers(blocks, buf)
     if len(wr) > 1:
         fail(P, f"buffer {buf.name!r} has several writer blocks in the scope")
-    after = wr[0].block.name if wr else None
-    if wr:
-        order = {id(b): k for k, b in enumerate(blocks)}
-        for c in cons:
-            if order[id(c)] < order[id(wr[0])]:
-                fail(P, f"consumer {c.block.name!r} runs before the producer of "
-                     f"{buf.name!r}")
     new_buf = _cache_buffer(index, buf, scope)
     repl: dict[int, Stmt | None] = {}
     for c in cons:
         repl[id(c.block)] = replace_buffers(c.block, {id(buf): new_buf})
     func = index.rebuild(repl)
-    stmt = copy_block(new_buf.name, buf, new_buf, _full(buf))
-    func = insert_into_scope(func, scope_r.block.name, stmt, after, new_buf)
-    return func, new_buf.name
+    name = new_buf.name
+    if wr:
+        w_name = wr[0].block.name
+        region = next(x for x in wr[0].block.writes if x.buffer is buf)
+        func = _with_stage_after(func, w_name, lambda ix, nest, w: copy_stage(
+            name, buf, new_buf, ix, nest, region, w))
+    else:
+        func = _with_stage_first(func, scope_r.block.name, copy_stage(name, buf, new_buf))
+    func = _add_alloc(func, scope_r.block.name, new_buf)
+    new_index = FuncIndex(func)
+    check_order(new_index, new_index.blocks[scope_r.block.name], P)
+    return func, name
 
 
 def cache_write(index: FuncIndex, r: BlockRealize, write_index: int, scope: str
                 ) -> tuple[PrimFunc, str]:
-    """Make ``r`` write a ``scope`` buffer and copy the region it writes back."""
+    """Make ``r`` write a ``scope`` buffer and copy what it writes back right after its
+    loop nest."""
     P = "cache_write"
     _check_scope(P, scope)
     block = r.block
@@ -159,28 +164,15 @@ def cache_write(index: FuncIndex, r: BlockRealize, write_index: int, scope: str
              "block that is the buffer's only writer")
     new_buf = _cache_buffer(index, buf, scope)
     new_block = replace_buffers(block, {id(buf): new_buf})
-    region = _written_region(index, r, block.writes[write_index])
     func = index.rebuild({id(block): new_block})
-    stmt = copy_block(new_buf.name, new_buf, buf, region)
-    func = insert_into_scope(func, scope_r.block.name, stmt, block.name, new_buf)
-    return func, new_buf.name
-
-
-def _written_region(index: FuncIndex, r: BlockRealize, w: BufferRegion
-                    ) -> list[tuple[PrimExpr, PrimExpr]]:
-    """``(min, extent)`` per dimension of what ``r`` writes over all its loops (the whole
-    buffer when not constant)."""
-    from .compute_location import _relaxed_region
-
-    an = Analyzer()
-    rel = _relaxed_region(an, r, w, index.loops_above(r))
-    out = []
-    for (lo, hi), dim in zip(rel, w.buffer.shape):
-        if type(lo) is IntImm and type(hi) is IntImm and lo.value >= 0:
-            out.append((lo, const(hi.value - lo.value + 1, dim.dtype)))
-        else:
-            return _full(w.buffer)
-    return out
+    region = next(x for x in new_block.writes if x.buffer is new_buf)
+    name = new_buf.name
+    func = _with_stage_after(func, block.name, lambda ix, nest, w: copy_stage(
+        name, new_buf, buf, ix, nest, region, w))
+    func = _add_alloc(func, scope_r.block.name, new_buf)
+    new_index = FuncIndex(func)
+    check_order(new_index, new_index.blocks[scope_r.block.name], P)
+    return func, name
 
 
 # ---------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from .iter_map import detect, is_injective
 from .rewrite import (
     and_predicate,
     is_var_tuple,
+    loads_of,
     replace_loads,
     store_of,
     substitute_vars,
@@ -79,7 +80,7 @@ def _inner_loops(index: FuncIndex, r: BlockRealize, loop: For) -> list[For]:
     return loops
 
 
-def _relaxed_region(an: Analyzer, r: BlockRealize, region: BufferRegion, inner: list[For]
+def relaxed_region(an: Analyzer, r: BlockRealize, region: BufferRegion, inner: list[For]
                     ) -> list[tuple[PrimExpr | None, PrimExpr | None]]:
     """``(lo, hi)`` per dimension of a block's region, in terms of loops outside
     ``inner`` (whose variables are relaxed to their ranges)."""
@@ -118,7 +119,7 @@ def _pick(an: Analyzer, x: PrimExpr, y: PrimExpr, fn) -> PrimExpr:
     return an.simplify(fn(x, y))
 
 
-def _new_realize(P: str, an: Analyzer, r: BlockRealize, ranges: dict[int, tuple],
+def rebind_block(P: str, an: Analyzer, r: BlockRealize, ranges: dict[int, tuple],
                  preserve_unit_loops: bool) -> Stmt:
     """The block re-bound over ``ranges`` (``id(iter var) -> (lo, hi)`` inclusive, None
     for the full domain), inside new loops ``ax0, ax1, ...``. Where the range may leave
@@ -240,8 +241,8 @@ def _write_dims(P: str, block: Block, region: BufferRegion) -> dict[int, int]:
 # ---------------------------------------------------------------------------------
 
 
-def compute_at(index: FuncIndex, r: BlockRealize, loop: For, preserve_unit_loops: bool,
-               _unused: Analyzer | None = None) -> PrimFunc:
+def compute_at(index: FuncIndex, r: BlockRealize, loop: For, preserve_unit_loops: bool
+               ) -> PrimFunc:
     """Move producer ``r`` under ``loop``; see the module docstring."""
     P = "compute_at"
     block = r.block
@@ -278,14 +279,14 @@ def compute_at(index: FuncIndex, r: BlockRealize, loop: For, preserve_unit_loops
         for reg in c.block.reads:
             if reg.buffer is not buf:
                 continue
-            rel = _relaxed_region(an, c, reg, inner)
+            rel = relaxed_region(an, c, reg, inner)
             need = rel if need is None else [_union(an, a, b) for a, b in zip(need, rel)]
     dims = _write_dims(P, block, block.writes[0])
     ranges = {}
     for vid, d in dims.items():
         lo, hi = need[d] if need is not None else (None, None)
         ranges[vid] = (lo, hi) if lo is not None and hi is not None else (None, None)
-    nest = _new_realize(P, an, r, ranges, preserve_unit_loops)
+    nest = rebind_block(P, an, r, ranges, preserve_unit_loops)
     prods = [p for p in producers(index, r) if index.is_ancestor(loop, p)]
     new_loop = _insert(index, loop, nest, cons, prods, False, P)
     return _finish(index, r, loop, new_loop, scope.block.name, P)
@@ -297,7 +298,7 @@ def compute_at(index: FuncIndex, r: BlockRealize, loop: For, preserve_unit_loops
 
 
 def reverse_compute_at(index: FuncIndex, r: BlockRealize, loop: For,
-                       preserve_unit_loops: bool, _unused: Analyzer | None = None) -> PrimFunc:
+                       preserve_unit_loops: bool) -> PrimFunc:
     """Move consumer ``r`` under ``loop``; see the module docstring."""
     P = "reverse_compute_at"
     block = r.block
@@ -330,7 +331,7 @@ def reverse_compute_at(index: FuncIndex, r: BlockRealize, loop: For,
                 fail(P, f"buffer {buf.name!r} has more than one writer block; "
                      "reverse_compute_at needs one producer per buffer")
             inner = _inner_loops(index, p, loop)
-            produced = _relaxed_region(an, p, w, inner)
+            produced = relaxed_region(an, p, w, inner)
             _check_exact(P, an, index, p, loop, inner, produced, buf)
             for reg in reads:
                 dims = _write_dims(P, block, reg)
@@ -339,7 +340,7 @@ def reverse_compute_at(index: FuncIndex, r: BlockRealize, loop: For,
                         fail(P, f"block {block.name!r} reads two produced buffers along one "
                              "variable; only one producer may decide its range")
                     ranges[vid] = produced[d]
-    nest = _new_realize(P, an, r, ranges, preserve_unit_loops)
+    nest = rebind_block(P, an, r, ranges, preserve_unit_loops)
     cons = [c for c in child_blocks(loop)
             if any(x.buffer is w.buffer for w in block.writes for x in c.block.reads)]
     new_loop = _insert(index, loop, nest, cons, prods, True, P)
@@ -512,7 +513,7 @@ def reverse_compute_inline(index: FuncIndex, r: BlockRealize) -> PrimFunc:
                 any(x.buffer is buf for x in other.block.writes):
             fail(P, f"buffer {buf.name!r} is also used by block {other.block.name!r}; only "
                  "its single consumer can be inlined")
-    loads = _loads_of(store.value, buf)
+    loads = loads_of(store.value, buf)
     civs = {id(iv.var): iv for iv in block.iter_vars}
     if not loads:
         fail(P, f"block {block.name!r} does not load buffer {buf.name!r} in its value")
@@ -544,14 +545,3 @@ def reverse_compute_inline(index: FuncIndex, r: BlockRealize) -> PrimFunc:
     func = index.rebuild({id(index.removal_root(r)): None, id(p.block): new_block})
     return remove_alloc(func, buf)
 
-
-def _loads_of(e: PrimExpr, buf: Buffer) -> list[BufferLoad]:
-    """The loads of ``buf`` in ``e``."""
-    out: list[BufferLoad] = []
-
-    def note(ld: BufferLoad) -> None:
-        if ld.buffer is buf:
-            out.append(ld)
-
-    replace_loads(e, note)
-    return out

@@ -74,6 +74,7 @@ _KINDS = [
     InstructionKind("Split", "split", ("loop", "factors..."), ("preserve_unit_iters",), "list"),
     InstructionKind("Fuse", "fuse", ("*loops",), ("preserve_unit_iters",), "one"),
     InstructionKind("Reorder", "reorder", ("*ordered_loops",), ()),
+    InstructionKind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "one"),
     InstructionKind("Parallel", "parallel", ("loop",), ()),
     InstructionKind("Vectorize", "vectorize", ("loop",), ()),
     InstructionKind("Unroll", "unroll", ("loop",), ()),

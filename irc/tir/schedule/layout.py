@@ -44,7 +44,7 @@ from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc
 from .analysis import fail, loop_domains
 from .index_map import IndexMap
 from .iter_map import AffineForm, detect, is_bijective
-from .rewrite import substitute_vars, with_detected_regions
+from .rewrite import loads_of, substitute_vars, with_detected_regions
 from .state import FuncIndex
 
 REWRITE_ATTR = "layout_rewrite"
@@ -225,7 +225,7 @@ def _derived_map(P: str, index: FuncIndex, r: BlockRealize, buf: Buffer, dtype: 
                  ) -> IndexMap:
     """The layout in which the block's loops walk ``buf`` in order (see module doc)."""
     block = r.block
-    loads = [x for x in _loads(block.body) if x.buffer is buf]
+    loads = loads_of(block.body, buf)
     if not loads:
         fail(P, f"block {block.name!r} does not load {buf.name!r} in its body")
     idx = loads[0].indices
@@ -265,18 +265,6 @@ def _check_dim_form(P: str, f: AffineForm, dim: PrimExpr, buf: Buffer, d: int) -
     if not ok or scales and scales[0] != 1:
         fail(P, f"the loops do not walk dimension {d} of {buf.name!r} one to one (the block "
              "reads a part of it, or with a stride); pass an index_map")
-
-
-def _loads(node) -> list[BufferLoad]:
-    out: list[BufferLoad] = []
-
-    class _Collect(Mutator):
-        def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
-            out.append(e)
-            return self.generic_visit(e)
-
-    _Collect().visit(node)
-    return out
 
 
 # ---------------------------------------------------------------------------------

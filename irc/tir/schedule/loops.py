@@ -298,10 +298,14 @@ def _check_parallelizable(index: FuncIndex, loop: For, kind: str, P: str) -> Non
     for r in blocks:
         kinds = loop_iter_types(r).get(lv, set())
         if "reduce" in kinds:
+            hint = ("parallelize a spatial loop, or use rfactor to make the reduction "
+                    "parallel")
+            if kind == "thread_binding":
+                hint = ("irc does not lower cross-thread reductions; rfactor the loop and "
+                        "bind the factored (spatial) loop")
             fail(P, f"loop {loop_name(loop)} feeds a reduction variable of block "
                  f"{r.block.name!r}: {what} loop cannot carry a reduction dependence",
-                 hint="parallelize a spatial loop, or use rfactor to make the reduction "
-                      "parallel")
+                 hint=hint)
         if kinds - {"spatial"}:
             fail(P, f"loop {loop_name(loop)} feeds an opaque iteration variable of block "
                  f"{r.block.name!r}, whose iterations must run in order")
@@ -347,6 +351,17 @@ def _shared_outside(index: FuncIndex, loop: For, buf) -> bool:
         if any(x.buffer is buf for x in b.reads) or any(x.buffer is buf for x in b.writes):
             return True
     return False
+
+
+def add_unit_loop(index: FuncIndex, target) -> tuple[PrimFunc, Var]:
+    """Wrap a loop (For) or a block (BlockRealize) in a new loop of extent 1."""
+    if target is index.root:
+        fail("add_unit_loop", "the root block cannot be wrapped in a loop")
+    dtype = target.loop_var.dtype if type(target) is For else "int32"
+    u = Var(name="u", dtype=dtype)
+    loop = For(loop_var=u, min=const(0, dtype), extent=const(1, dtype), kind="serial",
+               body=target)
+    return index.rebuild({id(target): loop}), u
 
 
 # ---------------------------------------------------------------------------------

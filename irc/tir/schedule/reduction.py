@@ -31,7 +31,13 @@ from ..expr import (
 from ..stmt import BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
 from ..te.create_prim_func import reduction_identity
 from .analysis import fail, is_reduction, loop_iter_types, loop_name
-from .rewrite import Simplify, and_predicate, substitute_vars, with_detected_regions
+from .rewrite import (
+    Simplify,
+    and_predicate,
+    loads_of,
+    substitute_vars,
+    with_detected_regions,
+)
 from .state import FuncIndex, buffer_names, child_blocks, fresh_name, var_ids
 
 _REDUCERS = {Add: "sum", Mul: "prod", Max: "max", Min: "min"}
@@ -159,9 +165,7 @@ def _reducer(P: str, r: BlockRealize) -> tuple[str, BufferStore, PrimExpr]:
 
 
 def _loads(e: PrimExpr, buf: Buffer) -> bool:
-    from .compute_location import _loads_of
-
-    return bool(_loads_of(e, buf))
+    return bool(loads_of(e, buf))
 
 
 def _combine(kind: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -131,6 +131,7 @@ def substitute_vars(node, vmap: dict[int, PrimExpr]):
 
 
 def store_of(block: Block) -> BufferStore | None:
+    """The block's body when it is a single BufferStore."""
     return block.body if type(block.body) is BufferStore else None
 
 
@@ -155,3 +156,15 @@ def new_loop_nest(loops: list[For], body: Stmt) -> Stmt:
         body = lp.replace(body=body)
     return body
 
+
+
+def loads_of(e, buf: Buffer) -> list[BufferLoad]:
+    """The loads of ``buf`` in ``e`` (an expression or statement)."""
+    out: list[BufferLoad] = []
+
+    def note(ld: BufferLoad) -> None:
+        if ld.buffer is buf:
+            out.append(ld)
+
+    replace_loads(e, note)
+    return out

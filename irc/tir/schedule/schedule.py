@@ -52,7 +52,7 @@ class Schedule:
     """
 
     def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None,
-                 debug_mask: Any = 0, *, _trace: bool = True):
+                 debug_mask: Any = 0):
         if isinstance(mod, PrimFunc):
             mod = IRModule(functions={"main": mod})
         if not isinstance(mod, IRModule):
@@ -66,7 +66,7 @@ class Schedule:
         self._index: dict[str, FuncIndex] = {}
         self._current = "main" if "main" in self._funcs else prims[0]
         self._symbols: dict[Any, Any] = {}
-        self._trace = Trace() if _trace else None
+        self._trace = Trace()
         self._rng = random.Random()
         self.seed(seed)
         self._debug = bool(debug_mask) and debug_mask != "none"
@@ -90,8 +90,8 @@ class Schedule:
         return self._funcs[self._current]
 
     @property
-    def trace(self) -> Trace | None:
-        """The instructions applied so far (None for a schedule without tracing)."""
+    def trace(self) -> Trace:
+        """The instructions applied so far."""
         return self._trace
 
     def work_on(self, func_name: str) -> None:
@@ -108,7 +108,7 @@ class Schedule:
         new._funcs = dict(self._funcs)
         new._index = dict(self._index)
         new._symbols = dict(self._symbols)
-        new._trace = None if self._trace is None else self._trace.copy()
+        new._trace = self._trace.copy()
         new._rng = random.Random()
         new._rng.setstate(self._rng.getstate())
         return new
@@ -150,14 +150,22 @@ class Schedule:
             except IRCError as err:
                 raise ScheduleError(f"internal error: {primitive} produced ill-formed loop IR: "
                                     f"{err}") from None
+        old = self._index.get(name)
         self._funcs[name] = func
-        self._index[name] = FuncIndex(func)
+        new = self._index[name] = FuncIndex(func)
         self._dirty_mod = True
+        if old is not None:
+            removed = old.blocks.keys() - new.blocks.keys()
+            if removed:
+                # Handles of removed blocks stay dead even if a later primitive reuses
+                # the name for a new block.
+                for rv, entry in self._symbols.items():
+                    if isinstance(rv, BlockRV) and entry[0] == name and entry[1] in removed:
+                        self._symbols[rv] = (name, entry[1], "removed")
 
     def _record(self, kind: str, inputs: list, attrs: list, outputs: list,
                 decision: Any = None) -> None:
-        if self._trace is not None:
-            self._trace.append(Instruction(KINDS[kind], inputs, attrs, outputs), decision)
+        self._trace.append(Instruction(KINDS[kind], inputs, attrs, outputs), decision)
 
     def _simplify(self, e: PrimExpr) -> PrimExpr:
         return self._simplifier.simplify(e)
@@ -169,9 +177,9 @@ class Schedule:
         entry = self._symbols.get(rv) if isinstance(rv, BlockRV) else None
         if entry is None:
             raise ScheduleError(f"expected a BlockRV of this schedule, got {rv!r}")
-        fname, name = entry
+        fname, name = entry[0], entry[1]
         idx = self._indexed(fname)
-        r = idx.blocks.get(name)
+        r = idx.blocks.get(name) if len(entry) == 2 else None
         if r is None:
             raise ScheduleError(f"the block handle refers to block {name!r}, which no longer "
                                 "exists (a primitive such as compute_inline removed it)")
@@ -200,6 +208,20 @@ class Schedule:
             raise ScheduleError(f"the loop handle refers to loop {var.name!r}, which no longer "
                                 "exists (split, fuse or another primitive replaced it)")
         return fname, idx, lp
+
+    @staticmethod
+    def _same_function(resolved: list, primitive: str) -> None:
+        names = {r[0] for r in resolved}
+        if len(names) > 1:
+            raise ScheduleError(f"{primitive}: the loops are in different functions "
+                                f"{sorted(names)}")
+
+    def _loop_in(self, rv: Any, fname: str) -> For:
+        lfname, _, lp = self._loop(rv)
+        if lfname != fname:
+            raise ScheduleError(f"the loop is in function {lfname!r} but the block is in "
+                                f"{fname!r}")
+        return lp
 
     def _block_or_loop(self, rv: Any):
         if isinstance(rv, LoopRV):
@@ -312,6 +334,7 @@ class Schedule:
         if not resolved:
             raise ScheduleError("fuse: no loops given")
         fname, idx = resolved[0][0], resolved[0][1]
+        self._same_function(resolved, "fuse")
         func, var = _loops.fuse(idx, [r[2] for r in resolved], preserve_unit_iters,
                                 self._simplify)
         self._install(fname, func, "fuse")
@@ -327,9 +350,19 @@ class Schedule:
         if not resolved:
             return
         fname, idx = resolved[0][0], resolved[0][1]
+        self._same_function(resolved, "reorder")
         func = _loops.reorder(idx, [r[2] for r in resolved])
         self._install(fname, func, "reorder")
         self._record("Reorder", list(ordered_loops), [], [])
+
+    def add_unit_loop(self, block_or_loop: BlockRV | LoopRV) -> LoopRV:
+        """Wrap a block or loop in a new loop of extent 1 (for blocks without loops)."""
+        fname, idx, node = self._block_or_loop(block_or_loop)
+        func, var = _loops.add_unit_loop(idx, node)
+        self._install(fname, func, "add_unit_loop")
+        out = self._new_loop_rv(fname, var)
+        self._record("AddUnitLoop", [block_or_loop], [], [out])
+        return out
 
     def _set_kind(self, loop: LoopRV, kind: str, inst: str, thread: str = "") -> None:
         fname, idx, lp = self._loop(loop)
@@ -385,8 +418,8 @@ class Schedule:
             self._compute_inline(block)
         elif special != _ROOT:
             fname, idx, r = self._block(block)
-            _, lidx, lp = self._loop(loop)
-            func = _cl.compute_at(idx, r, lp, preserve_unit_loops, self._simplifier)
+            lp = self._loop_in(loop, fname)
+            func = _cl.compute_at(idx, r, lp, preserve_unit_loops)
             self._install(fname, func, "compute_at")
         else:
             self._block(block)
@@ -401,8 +434,8 @@ class Schedule:
             self._reverse_compute_inline(block)
         elif special != _ROOT:
             fname, idx, r = self._block(block)
-            _, _, lp = self._loop(loop)
-            func = _cl.reverse_compute_at(idx, r, lp, preserve_unit_loops, self._simplifier)
+            lp = self._loop_in(loop, fname)
+            func = _cl.reverse_compute_at(idx, r, lp, preserve_unit_loops)
             self._install(fname, func, "reverse_compute_at")
         else:
             self._block(block)
@@ -470,7 +503,7 @@ class Schedule:
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
         """Move a reduction block's init into its own block placed before ``loop``."""
         fname, idx, r = self._block(block)
-        _, _, lp = self._loop(loop)
+        lp = self._loop_in(loop, fname)
         func, name = _reduction.decompose_reduction(idx, r, lp, self._simplify)
         self._install(fname, func, "decompose_reduction")
         out = self._new_block_rv(fname, self._index[fname].blocks[name])

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...ir.diagnostics import ScheduleError
-from ..buffer import Buffer
 from ..expr import PrimExpr, Var
 from ..stmt import (
     Allocate,
@@ -146,19 +145,6 @@ class FuncIndex:
             p = self.parent.get(id(cur))
         return cur
 
-    def top_in_scope(self, s: Stmt, scope: BlockRealize) -> Stmt:
-        """The ancestor of ``s`` (or ``s``) that is a direct statement of ``scope``'s
-        body (a child of the body SeqStmt, or the body itself)."""
-        body = scope.block.body
-        cur = s
-        for a in self.ancestors(s):
-            if a is body and type(body) is SeqStmt:
-                return cur
-            if a is scope.block:
-                return cur
-            cur = a
-        raise ScheduleError("internal: statement is not inside the given scope")
-
     def param_buffer_ids(self) -> set[int]:
         """Ids of the buffers of the function's parameters."""
         if self._param_buffers is None:
@@ -281,16 +267,6 @@ def _expr_fields(t: type) -> tuple[str, ...]:
         fields = tuple(f for f in node_fields(t) if f not in ("span", "dtype", "buffer"))
         _EXPR_FIELDS[t] = fields
     return fields
-
-
-def uses_any(e: object, ids: set[int]) -> bool:
-    """True when expression ``e`` uses a variable whose id is in ``ids``."""
-    return bool(ids) and not ids.isdisjoint(var_ids(e))
-
-
-def buffers_written(block: Block) -> list[Buffer]:
-    """The buffers a block declares as written."""
-    return [r.buffer for r in block.writes]
 
 
 def fresh_name(base: str, taken: set[str]) -> str:

@@ -51,6 +51,7 @@ class Trace:
         return inst
 
     def copy(self) -> Trace:
+        """A shallow copy (instructions are shared, the lists are not)."""
         return Trace(self.insts, self.decisions)
 
     def get_decision(self, inst: Instruction) -> Any:
@@ -132,7 +133,13 @@ class Trace:
                 out_decisions.append([i, self.decisions[inst]])
         return [out_insts, out_decisions]
 
+    @staticmethod
+    def apply_json_to_schedule(obj: Any, sch: Schedule) -> None:
+        """Replay a trace given as JSON (list or string) onto ``sch``."""
+        Trace.from_json(obj).apply_to_schedule(sch)
+
     def to_json_str(self, remove_postproc: bool = False) -> str:
+        """:meth:`to_json` as a compact JSON string."""
         return json.dumps(self.to_json(remove_postproc), separators=(",", ":"))
 
     @staticmethod
@@ -179,6 +186,7 @@ class Trace:
         return "\n".join(self.as_python_lines(remove_postproc))
 
     def as_python_lines(self, remove_postproc: bool = False) -> list[str]:
+        """:meth:`as_python`, one statement per list item."""
         names = _Names()
         lines = []
         for inst in self._until_postproc(remove_postproc):

@@ -22,7 +22,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...ir.diagnostics import TuningError, require
-from ...target import host_num_cores
 from .base import CostModel, TrainingSet, pack, pairwise_logistic
 
 
@@ -39,7 +38,7 @@ class XGBModel(CostModel):
     def __init__(self, verbose_eval: int = 0, num_warmup_sample: int = 0,
                  seed: int | None = None, model_file: str | None = None,
                  adaptive_training: bool = False, loss: str = "rank",
-                 num_boost_round: int = 80, max_depth: int = 8, eta: float = 0.2,
+                 num_boost_round: int = 80, max_depth: int = 6, eta: float = 0.2,
                  nthread: int = 1):
         super().__init__()
         self._xgb = require("xgboost", "tune")
@@ -54,7 +53,7 @@ class XGBModel(CostModel):
         self.num_boost_round = int(num_boost_round)
         self.params = {
             "max_depth": int(max_depth), "eta": float(eta), "gamma": 1e-4,
-            "min_child_weight": 0.0, "lambda": 1.0, "subsample": 1.0,
+            "min_child_weight": 0.05, "lambda": 1.0, "subsample": 1.0,
             "nthread": int(nthread), "verbosity": 0,
             "seed": self.seed, "base_score": 0.0, "disable_default_eval_metric": 1,
             "tree_method": "hist", "max_bin": 64,

@@ -94,3 +94,61 @@ def perfect_tiles(n: int, parts: int, rng) -> tuple[int, ...]:
     factors.append(rest)
     rng.shuffle(factors)
     return tuple(factors)
+
+
+# ---------------------------------------------------------------------------------------
+# Candidates that misbehave
+# ---------------------------------------------------------------------------------------
+
+
+def _extern(name: str) -> S.Stmt:
+    return S.Evaluate(value=tir.Call(dtype="int32", op="call_extern",
+                                     args=(tir.StringImm(value=name),)))
+
+
+def calls_abort(func: tir.PrimFunc) -> tir.PrimFunc:
+    """``func`` preceded by a call to libc's ``abort`` (the process dies of SIGABRT)."""
+    return func.replace(body=S.seq(_extern("abort"), func.body))
+
+
+def writes_out_of_bounds(func: tir.PrimFunc) -> tir.PrimFunc:
+    """``func`` preceded by a store far outside its first buffer (a segfault)."""
+    buf = func.buffers[0]
+    far = S.BufferStore(buffer=buf, value=tir.const(1.0, buf.dtype),
+                        indices=tuple(tir.const(1 << 40, "int64") for _ in buf.shape))
+    return func.replace(body=S.seq(far, func.body))
+
+
+def hangs(func: tir.PrimFunc) -> tir.PrimFunc:
+    """``func`` preceded by ``while True: pass``."""
+    loop = S.While(condition=tir.const(True), body=S.Evaluate(value=tir.const(0)))
+    return func.replace(body=S.seq(loop, func.body))
+
+
+def calls_missing_function(func: tir.PrimFunc) -> tir.PrimFunc:
+    """``func`` calling an external function no library provides (fails to build)."""
+    return func.replace(body=S.seq(_extern("irc_test_no_such_function"), func.body))
+
+
+def replace_with_add_two(func: tir.PrimFunc, target) -> tir.PrimFunc:
+    """A builder postprocessor (``"tune_workloads:replace_with_add_two"``) that swaps the
+    function for ``B = A + 2`` of the same size."""
+    n = int(func.buffers[0].shape[0])
+    return add_one(n, 2.0)
+
+
+def tiling_trace(func: tir.PrimFunc, seed: int = 0, block: str = "C") -> list:
+    """The JSON trace of a random SSRSRS tiling of ``block`` (parallel outer loop,
+    vectorized inner loop) sampled with ``irc.tir.Schedule``."""
+    from irc.tir.schedule import Schedule
+
+    sch = Schedule(func, seed=seed)
+    b = sch.get_block(block)
+    i, j, k = sch.get_loops(b)
+    i_t = sch.split(i, sch.sample_perfect_tile(i, 4))
+    j_t = sch.split(j, sch.sample_perfect_tile(j, 4, max_innermost_factor=16))
+    k_t = sch.split(k, sch.sample_perfect_tile(k, 2))
+    sch.reorder(i_t[0], j_t[0], i_t[1], j_t[1], k_t[0], i_t[2], j_t[2], k_t[1], i_t[3], j_t[3])
+    sch.parallel(i_t[0])
+    sch.vectorize(j_t[3])
+    return sch.trace.to_json()

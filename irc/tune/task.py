@@ -1,0 +1,377 @@
+"""Tuning tasks and their extraction from a graph module.
+
+A :class:`TuneTask` is one loop function to tune for one target, with a ``weight`` (how
+many times the model calls it), a readable description, its workload (database key) and
+its FLOP count. :func:`extract_tasks` legalizes a graph module (and fuses it when the
+fusion passes are available), then makes one task per distinct loop function called
+through ``R.call_tir`` (structurally equal functions are one task; the weight counts the
+call sites). :class:`BlockDAG` prints a function's blocks in the compute-DAG notation of
+the seeds (``conv2d_nhwc(nn, yy, xx, ff) += (pad_temp[...]*p1[...])``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+from ..ir import dtype as dt
+from ..ir.diagnostics import TuningError
+from ..ir.functor import Mutator, Visitor
+from ..ir.module import IRModule
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.stmt import PrimFunc
+from .record import Workload
+
+logger = logging.getLogger("irc.tune")
+
+
+# ---------------------------------------------------------------------------------------
+# FLOP counting on loop IR
+# ---------------------------------------------------------------------------------------
+
+
+class _Flops:
+    """Floating-point operations of a function: for each store, the arithmetic of the
+    stored value whose dtype kind matches the stored buffer's (loads, casts and intrinsic
+    calls themselves are free; a select counts its costlier side), times the enclosing
+    loop extents. This agrees with ``te.ComputeDAG.flop_count`` on te functions."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.symbolic = False
+        self.code = "float"
+
+    def stmt(self, s: Any, trips: float) -> None:
+        t = type(s)
+        if t is S.SeqStmt:
+            for x in s.seq:
+                self.stmt(x, trips)
+        elif t is S.For:
+            ext = s.extent
+            if type(ext) is not E.IntImm:
+                self.symbolic = True
+                return
+            self.stmt(s.body, trips * ext.value)
+        elif t is S.BlockRealize:
+            self.stmt(s.block.body, trips)
+        elif t is S.Block:
+            for child in (s.init, s.body):
+                if child is not None:
+                    self.stmt(child, trips)
+        elif t is S.BufferStore:
+            self.code = dt.parse(s.buffer.dtype).code
+            self.total += trips * self.expr(s.value)
+        elif t is S.IfThenElse:
+            self.stmt(s.then_case, trips)
+            if s.else_case is not None:
+                self.stmt(s.else_case, trips)
+        elif t in (S.LetStmt, S.AttrStmt, S.AssertStmt, S.Allocate, S.DeclBuffer, S.While):
+            self.stmt(s.body, trips)
+
+    def own(self, e: Any) -> float:
+        return 1.0 if dt.parse(e.dtype).code == self.code else 0.0
+
+    def expr(self, e: Any) -> float:
+        if isinstance(e, (E.BinaryOp, E.CmpOp, E.And, E.Or)):
+            return self.own(e) + self.expr(e.a) + self.expr(e.b)
+        if isinstance(e, E.Not):
+            return self.own(e) + self.expr(e.a)
+        if isinstance(e, E.Select):
+            return self.expr(e.condition) + max(self.expr(e.true_value),
+                                                self.expr(e.false_value))
+        if isinstance(e, E.Cast):
+            return self.expr(e.value)
+        if isinstance(e, E.Call):
+            return sum(self.expr(a) for a in e.args)
+        if isinstance(e, E.Let):
+            return self.expr(e.value) + self.expr(e.body)
+        if isinstance(e, (E.Ramp, E.Broadcast)):
+            return 0.0
+        return 0.0
+
+
+def flop_count(func: PrimFunc) -> float:
+    """Floating-point operations of one call of ``func`` (-1.0 when a loop extent is
+    symbolic)."""
+    f = _Flops()
+    f.stmt(func.body, 1.0)
+    return -1.0 if f.symbolic else f.total
+
+
+# ---------------------------------------------------------------------------------------
+# Printing a function's blocks as a compute DAG
+# ---------------------------------------------------------------------------------------
+
+
+class _Display(Mutator):
+    """Expressions as the DAG prints them: block variables without their ``v_`` prefix,
+    index constants as plain integers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renamed: dict[int, E.Var] = {}
+
+    def visit_Var(self, v: E.Var) -> E.Var:
+        if v.name.startswith("v_") and len(v.name) > 2:
+            new = self.renamed.get(id(v))
+            if new is None:
+                new = self.renamed[id(v)] = E.Var(name=v.name[2:], dtype=v.dtype)
+            return new
+        return v
+
+    def visit_IntImm(self, e: E.IntImm) -> E.IntImm:
+        if e.dtype == "int64" and -(2 ** 31) <= e.value < 2 ** 31:
+            return E.IntImm(dtype="int32", value=e.value)
+        return e
+
+
+_REDUCE_SIGNS = ((E.Add, "+="), (E.Max, "max="), (E.Min, "min="), (E.Mul, "*="))
+
+
+class _Blocks(Visitor):
+    def __init__(self) -> None:
+        self.blocks: list[S.Block] = []
+
+    def visit_Block(self, b: S.Block) -> None:
+        if b.name != "root" or b.iter_vars:
+            self.blocks.append(b)
+        self.generic_visit(b)
+
+
+def _dims(shape: Any) -> list:
+    return [s.value if isinstance(s, E.IntImm) else repr(s) for s in shape]
+
+
+class BlockDAG:
+    """A loop function's blocks printed one per line in the compute-DAG notation
+    (placeholders, then each block as ``name(axes) = expr`` or ``+= expr`` for a
+    reduction), with :meth:`flop_count` and :meth:`workload_key`."""
+
+    def __init__(self, func: PrimFunc):
+        if not isinstance(func, PrimFunc):
+            raise TuningError(f"BlockDAG takes a PrimFunc, got {type(func).__name__}")
+        self.func = func
+
+    def flop_count(self) -> float:
+        """See :func:`flop_count`."""
+        return flop_count(self.func)
+
+    @property
+    def flop_ct(self) -> float:
+        """Alias of :meth:`flop_count` under the auto-scheduler's name."""
+        return self.flop_count()
+
+    def workload_key(self) -> str:
+        """``["<workload key>", [shape of each parameter], ...]`` as JSON."""
+        from .record import workload_key
+
+        shapes = [_dims(b.shape) for b in self.func.buffers]
+        return json.dumps([workload_key(self.func), *shapes])
+
+    def _lines(self) -> list[str]:
+        from ..tir.te.compute_dag import expr_repr
+
+        func = self.func
+        params = {id(b.data): b for b in func.buffers}
+        declared: set[int] = set()
+        finder = _Blocks()
+        finder.visit(func.body)
+        display = _Display()
+        lines: list[str] = []
+        for block in finder.blocks:
+            for region in block.reads:
+                data = id(region.buffer.data)
+                if data in params and data not in declared:
+                    declared.add(data)
+                    buf = params[data]
+                    shape = ", ".join(str(d) for d in _dims(buf.shape))
+                    lines.append(f"{buf.name} = PLACEHOLDER [{shape}]")
+            lines.append(self._block_line(block, display, expr_repr))
+        return lines
+
+    @staticmethod
+    def _block_line(block: S.Block, display: _Display, expr_repr: Any) -> str:
+        axes = ", ".join(display.visit(iv.var).name for iv in block.iter_vars
+                         if iv.iter_type != "reduce")
+        name = block.writes[0].buffer.name if len(block.writes) == 1 else block.name
+        body = block.body
+        if not isinstance(body, S.BufferStore):
+            return f"{name}({axes}) = <{type(body).__name__}>"
+        value = body.value
+        if block.init is not None:
+            for cls, sign in _REDUCE_SIGNS:
+                if type(value) is cls:
+                    for own, other in ((value.a, value.b), (value.b, value.a)):
+                        if isinstance(own, E.BufferLoad) and own.buffer is body.buffer:
+                            return f"{name}({axes}) {sign} {expr_repr(display.visit(other))}"
+        return f"{name}({axes}) = {expr_repr(display.visit(value))}"
+
+    def __str__(self) -> str:
+        from ..tir.te.compute_dag import MAX_LINE_WIDTH
+
+        half = MAX_LINE_WIDTH // 2
+        out = []
+        for line in self._lines():
+            if len(line) > MAX_LINE_WIDTH:
+                line = line[:half] + " ..(OMITTED).. " + line[-half:]
+            out.append(line)
+        return "\n".join(out) + "\n"
+
+    def __repr__(self) -> str:
+        return f"BlockDAG({self.func.attrs.get('global_symbol', 'main')})"
+
+
+# ---------------------------------------------------------------------------------------
+# Tasks
+# ---------------------------------------------------------------------------------------
+
+
+class TuneTask:
+    """A loop function to tune for a target.
+
+    ``func`` is the unscheduled (block-form) function, ``name`` a readable name (the
+    function's name in its module), ``weight`` how many times the model calls it.
+    ``workload`` keys its records; ``flop_count`` and ``compute_dag`` describe it.
+    """
+
+    def __init__(self, func: PrimFunc, target: Any = "llvm", name: str = "", weight: int = 1):
+        from ..target import Target
+
+        if not isinstance(func, PrimFunc):
+            raise TuningError(f"a tuning task needs a PrimFunc, got {type(func).__name__}")
+        if weight < 0:
+            raise TuningError(f"task weight must be non-negative, got {weight}")
+        self.func = func
+        self.target = Target.canon(target)
+        self.name = name or str(func.attrs.get("global_symbol", "main"))
+        self.weight = weight
+        self.workload = Workload.from_func(func, name=self.name)
+        self._flops: float | None = None
+
+    @property
+    def desc(self) -> str:
+        """The task's readable name."""
+        return self.name
+
+    @property
+    def flop_count(self) -> float:
+        """Floating-point operations of one call (-1.0 when not statically known)."""
+        if self._flops is None:
+            self._flops = flop_count(self.func)
+        return self._flops
+
+    @property
+    def compute_dag(self) -> BlockDAG:
+        """The function's blocks in compute-DAG notation (``print(task.compute_dag)``)."""
+        return BlockDAG(self.func)
+
+    @property
+    def workload_key(self) -> str:
+        """``["<workload key>", [shapes of the parameters]...]`` (the key is
+        ``task.workload.key``)."""
+        return BlockDAG(self.func).workload_key()
+
+    def __repr__(self) -> str:
+        return (f"TuneTask({self.name}, weight={self.weight}, "
+                f"flops={self.flop_count:.4g}, target={self.target})")
+
+
+def _call_tir_callees(func: Any) -> list[Any]:
+    """GlobalVars called through ``R.call_tir`` in a graph function, in program order,
+    once per call site."""
+    from ..ir.expr import Call, GlobalVar, Op
+
+    found: list[Any] = []
+
+    class _Finder(Visitor):
+        def visit_Call(self, c: Call) -> None:
+            if isinstance(c.op, Op) and c.op.name == "call_tir" and c.args \
+                    and isinstance(c.args[0], GlobalVar):
+                found.append(c.args[0])
+            self.generic_visit(c)
+
+    _Finder().visit(func)
+    return found
+
+
+def _prepare(mod: IRModule, params: dict | None, fuse: bool | None) -> IRModule:
+    from .. import passes
+
+    if params:
+        names = [gv.name_hint for gv, f in mod.functions.items()
+                 if not isinstance(f, PrimFunc)]
+        entry = "main" if "main" in names else (names[0] if names else None)
+        if entry is None:
+            raise TuningError("extract_tasks was given params but the module has no graph "
+                              "function to bind them to")
+        mod = passes.BindParams(entry, params)(mod)
+    mod = passes.LegalizeOps()(mod)
+    fusion = [getattr(passes, n, None) for n in ("AnnotateTIROpPattern", "FuseOps", "FuseTIR")]
+    available = all(p is not None for p in fusion)
+    if fuse and not available:
+        raise TuningError("extract_tasks(fuse=True) needs the fusion passes (FuseOps, "
+                          "FuseTIR), which this installation lacks")
+    if available and fuse is not False:
+        for p in fusion:
+            mod = p()(mod)
+    return mod
+
+
+def extract_tasks(mod: Any, target: Any = "llvm", params: dict | None = None, *,
+                  include_simple_tasks: bool = False, fuse: bool | None = None
+                  ) -> list[TuneTask]:
+    """One :class:`TuneTask` per distinct loop function a graph module calls.
+
+    ``mod`` is an IRModule (or a graph Function, taken as ``main``); ``params`` (name ->
+    array) are bound as constants first. The module is legalized, then fused when the
+    fusion passes exist (``fuse=None``; ``True`` requires them, ``False`` skips them).
+    Structurally equal functions form one task whose ``weight`` is the number of call
+    sites. Tasks without floating-point work (reshapes, copies) are left out unless
+    ``include_simple_tasks``; functions with symbolic shapes cannot be tuned and are left
+    out with a note on the ``irc.tune`` logger.
+    """
+    from ..ir.expr import Function
+    from .record import workload_key
+
+    if isinstance(mod, Function):
+        mod = IRModule(functions={"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TuningError(f"extract_tasks takes an IRModule or a graph Function, got "
+                          f"{type(mod).__name__}")
+    mod = _prepare(mod, params, fuse)
+    by_key: dict[str, TuneTask] = {}
+    order: list[str] = []
+    skipped_symbolic: set[str] = set()
+    for gv, func in mod.functions.items():
+        if isinstance(func, PrimFunc):
+            continue
+        for callee in _call_tir_callees(func):
+            prim = mod[callee]
+            if not isinstance(prim, PrimFunc):
+                continue
+            key = workload_key(prim)
+            task = by_key.get(key)
+            if task is None:
+                flops = flop_count(prim)
+                if flops < 0:
+                    skipped_symbolic.add(callee.name_hint)
+                    continue
+                if flops == 0 and not include_simple_tasks:
+                    continue
+                task = TuneTask(prim, target, name=callee.name_hint, weight=0)
+                task._flops = flops
+                by_key[key] = task
+                order.append(key)
+            task.weight += 1
+    if skipped_symbolic:
+        logger.info("extract_tasks: %d function(s) with symbolic shapes are not tuned: %s",
+                    len(skipped_symbolic), ", ".join(sorted(skipped_symbolic)))
+    return [by_key[k] for k in order]
+
+
+def total_flops(tasks: list[TuneTask]) -> float:
+    """Weighted FLOPs of a task list (one model inference)."""
+    return math.fsum(t.weight * max(t.flop_count, 0.0) for t in tasks)

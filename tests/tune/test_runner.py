@@ -1,0 +1,114 @@
+"""LocalRunner: isolated measurement; crashing, hanging and wrong candidates become error
+records while the others are measured."""
+
+from __future__ import annotations
+
+import pytest
+from tune_workloads import add_one, calls_abort, hangs, matmul, writes_out_of_bounds
+
+from irc.ir.diagnostics import TuningError
+from irc.tune import (
+    JSONDatabase,
+    LocalBuilder,
+    LocalRunner,
+    MeasureErrorKind,
+    MeasureInput,
+    ProgramMeasurer,
+    RecordToDatabase,
+    Workload,
+)
+from irc.tune.runner import output_params
+
+
+@pytest.fixture(scope="module")
+def builder():
+    b = LocalBuilder(timeout=30)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def checking_runner():
+    r = LocalRunner(timeout=1.0, number=2, repeat=2, min_repeat_ms=1, check_correctness=True)
+    yield r
+    r.close()
+
+
+def test_crashing_candidates_become_run_errors(builder, checking_runner, tmp_path):
+    wl = Workload.from_func(add_one(256), name="add_one")
+    inputs = [MeasureInput(wl),
+              MeasureInput(wl, ["abort"], func=calls_abort(wl.func)),
+              MeasureInput(wl, ["segv"], func=writes_out_of_bounds(wl.func)),
+              MeasureInput(wl, ["same"], func=add_one(256))]
+    db = JSONDatabase(str(tmp_path / "log.json"))
+    measurer = ProgramMeasurer(builder, checking_runner, [RecordToDatabase(db, seed=3)])
+    restarts = checking_runner.restarts
+    results = measurer.measure(inputs)
+    kinds = [r.error_kind for r in results]
+    assert kinds == ["", MeasureErrorKind.RUN_ERROR, MeasureErrorKind.RUN_ERROR, ""]
+    assert "SIGABRT" in results[1].error_msg and "kernel crashed" in results[1].error_msg
+    assert "SIGSEGV" in results[2].error_msg
+    for r in (results[0], results[3]):
+        assert len(r.costs) == 2 and all(c > 0 for c in r.costs)
+    assert checking_runner.restarts - restarts == 2
+    assert measurer.error_counts == {"RUN_ERROR": 2}
+    records = db.records_of(wl)
+    assert [r.error_kind for r in records] == kinds
+    assert all(r.seed == 3 and r.task_name == "add_one" for r in records)
+    assert db.has_measured(wl, ["segv"]) and db.best_record(wl) is not None
+    db.close()
+
+
+def test_hanging_and_wrong_candidates(builder, checking_runner):
+    wl = Workload.from_func(add_one(256))
+    inputs = [MeasureInput(wl, ["wrong"], func=add_one(256, 2.0)),
+              MeasureInput(wl, ["hang"], func=hangs(wl.func)),
+              MeasureInput(wl)]
+    results = ProgramMeasurer(builder, checking_runner).measure(inputs)
+    assert [r.error_kind for r in results] == [MeasureErrorKind.WRONG_RESULT,
+                                               MeasureErrorKind.RUN_TIMEOUT, ""]
+    assert "'B' differs" in results[0].error_msg and "expected" in results[0].error_msg
+    assert "run timeout of 1 s" in results[1].error_msg
+    assert results[2].mean_cost > 0
+
+
+def test_run_timeout_starts_with_the_kernel(builder):
+    # Starting the runner process (importing irc) takes longer than this timeout; only the
+    # kernel's own time counts.
+    runner = LocalRunner(timeout=0.3, number=1, min_repeat_ms=0)
+    try:
+        inp = MeasureInput(matmul(32))
+        res = runner.run([inp], builder.build([inp]))
+        assert res[0].error_kind == "" and res[0].run_wall_secs > 0
+    finally:
+        runner.close()
+
+
+def test_without_check_a_wrong_kernel_is_just_timed(builder):
+    wl = Workload.from_func(add_one(64))
+    inputs = [MeasureInput(wl, ["wrong"], func=add_one(64, 2.0))]
+    runner = LocalRunner(number=1, repeat=3, min_repeat_ms=0, enable_cpu_cache_flush=True)
+    try:
+        res = runner.run(inputs, builder.build(inputs))
+    finally:
+        runner.close()
+    assert res[0].error_kind == "" and len(res[0].run_secs) == 3
+
+
+def test_build_errors_pass_through_and_options_are_checked(builder):
+    from irc.tune import BuildResult
+
+    runner = LocalRunner()
+    res = runner.run([MeasureInput(add_one(8))],
+                     [BuildResult(None, MeasureErrorKind.BUILD_ERROR, "no")])
+    assert res[0].error_kind == MeasureErrorKind.BUILD_ERROR and res[0].error_msg == "no"
+    runner.close()
+    with pytest.raises(TuningError, match="cannot finish within the timeout"):
+        LocalRunner(timeout=1, min_repeat_ms=2000)
+    with pytest.raises(TuningError, match="number >= 1"):
+        LocalRunner(number=0)
+
+
+def test_output_params():
+    assert output_params(matmul(8)) == [2]
+    assert output_params(add_one(8)) == [1]
