@@ -1,11 +1,17 @@
-"""The main loop of a tuning worker process (started by ``irc.tune.worker_pool``).
+"""The main loops of tuning processes (started by :mod:`irc.tune.worker_pool`).
 
-A worker imports irc once, then serves requests from its parent over two pipes until the
-parent closes them: ``("call", module, function, args)`` runs ``module.function(*args)``
-and answers ``("ok", result)`` or ``("fail", kind, message)``. A handler may send progress
-notes (``("note", value)``) with :func:`notify` before its answer — the runner uses this
-to start its timeout clock when the kernel starts. The worker dies with its parent
-(``PR_SET_PDEATHSIG``) so a kernel stuck in a loop never outlives the tuner.
+A **worker** serves requests from its parent over one socket until the parent closes it:
+``("call", module, function, args)`` runs ``module.function(*args)`` and answers
+``("ok", result)`` or ``("fail", kind, message)``. A handler may send progress notes
+(``("note", value)``) with :func:`notify` before its answer — the runner uses this to start
+its timeout clock when the kernel starts.
+
+A **zygote** has imported irc once and forks fresh workers on request (``("fork",
+log_path)`` followed by the worker's socket, passed as a file descriptor), so replacing a
+worker that crashed costs a fork, not an interpreter start; ``("wait", pid, block)``
+reports a forked worker's exit status. The zygote never loads compiled code or starts an
+OpenMP runtime, so its children can. Every process dies with its parent
+(``PR_SET_PDEATHSIG``), so a kernel stuck in a loop never outlives the tuner.
 """
 
 from __future__ import annotations
@@ -57,21 +63,14 @@ def _resolve(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
-def main(argv: list[str]) -> int:
-    """Serve requests on the pipe file descriptors given in ``argv``."""
+def serve(conn: Any) -> None:
+    """Answer calls on ``conn`` until it closes (the worker loop)."""
     global _out
-    from multiprocessing.connection import Connection
-
-    _die_with_parent()
-    conn_in = Connection(int(argv[1]), writable=False)
-    conn_out = Connection(int(argv[2]), readable=False)
-    _out = conn_out
-    import irc  # noqa: F401 - the import this process exists to pay once
-
-    conn_out.send(("ready", os.getpid()))
+    _out = conn
+    conn.send(("ready", os.getpid()))
     while True:
         try:
-            msg = conn_in.recv()
+            msg = conn.recv()
         except (EOFError, OSError):
             break
         if not msg or msg[0] == "exit":
@@ -91,9 +90,82 @@ def main(argv: list[str]) -> int:
                 tb = traceback.format_exc(limit=8)
                 reply = ("fail", "", f"{type(err).__name__}: {err}\n{tb[-2000:]}")
         try:
-            conn_out.send(reply)
+            conn.send(reply)
         except (BrokenPipeError, OSError):
             break
+
+
+def _redirect_output(log_path: str | None) -> None:
+    if not log_path:
+        return
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _forked_worker(control: Any, fd: int, log_path: str | None) -> None:
+    from multiprocessing.connection import Connection
+
+    try:
+        control.close()
+        _die_with_parent()
+        _redirect_output(log_path)
+        serve(Connection(fd))
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+
+def zygote(conn: Any) -> None:
+    """Fork workers on request until ``conn`` closes (the zygote loop)."""
+    from multiprocessing import reduction
+
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if not msg or msg[0] == "exit":
+            break
+        if msg[0] == "fork":
+            fd = reduction.recv_handle(conn)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _forked_worker(conn, fd, msg[1])
+            os.close(fd)
+            conn.send(("forked", pid))
+        elif msg[0] == "wait":
+            pid, block = msg[1], msg[2]
+            code = None
+            try:
+                done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+                if done:
+                    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) \
+                        else os.WEXITSTATUS(status)
+            except ChildProcessError:
+                code = 0  # already reaped: it is gone
+            conn.send(("status", code))
+
+
+def main(argv: list[str]) -> int:
+    """Run as a worker (``argv[2] == "worker"``) or a zygote on socket fd ``argv[1]``."""
+    from multiprocessing.connection import Connection
+
+    _die_with_parent()
+    conn = Connection(int(argv[1]))
+    import irc  # noqa: F401 - the import this process exists to pay once
+
+    if len(argv) > 2 and argv[2] == "zygote":
+        zygote(conn)
+    else:
+        serve(conn)
     return 0
 
 

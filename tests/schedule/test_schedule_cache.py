@@ -156,3 +156,23 @@ def test_storage_align():
     schedule_error(lambda: sch.storage_align(c, 0, 0, 16, 16), "offset 16")
     schedule_error(lambda: sch.storage_align(sch.get_block("D"), 0, 0, 16, 1),
                    "function parameter")
+
+
+def test_cache_stages_follow_a_producer_inside_a_loop():
+    """The copy goes right after the producer's own loops, inside the loop it shares with
+    the consumer, and copies the part written there (a bug the random tests found)."""
+    f = matmul_add()
+    sch = Schedule(f, debug_mask="all")
+    c, d = sch.get_block("C"), sch.get_block("D")
+    di, dj = sch.get_loops(d)
+    sch.compute_at(c, di)
+    c_global = sch.cache_write(c, 0, "global")
+    assert [sch.get(x).extent.value for x in sch.get_loops(c_global)] == [16, 24]
+    assert [sch.get(x).name for x in sch.get_child_blocks(di)] == ["C", "C_global", "D"]
+    check_numeric(f, sch.func)
+    c_read = sch.cache_read(d, 0, "local")
+    assert [sch.get(x).name for x in sch.get_child_blocks(di)] == [
+        "C", "C_global", "C_local", "D"]
+    check_numeric(f, sch.func)
+    verify_trace_roundtrip(sch, f)
+    assert sch.get(c_read).name == "C_local"

@@ -371,3 +371,36 @@ def main(A: T.Buffer((1,), "float32"), B: T.Buffer((1,), "float32")):
     check_numeric(f, sch.func)
     verify_trace_roundtrip(sch, f)
     schedule_error(lambda: sch.add_unit_loop(sch.get_block("root")), "root block")
+
+
+def test_reorder_ir():
+    f = matmul_add()
+    sch = Schedule(f, debug_mask="all")
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    sch.reorder(k, i)
+    sch.parallel(j)
+    assert_ir(sch.func, '''
+@T.prim_func
+def main(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 24), "float32"),
+         D: T.Buffer((16, 24), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    C = T.alloc_buffer((16, 24))
+    for k in range(32):
+        for j in T.parallel(24):
+            for i in range(16):
+                with T.block("C"):
+                    v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+                    T.reads(A[v_i, v_k], B[v_k, v_j])
+                    T.writes(C[v_i, v_j])
+                    with T.init():
+                        C[v_i, v_j] = T.float32(0.0)
+                    C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]
+    for i, j in T.grid(16, 24):
+        with T.block("D"):
+            v_i, v_j = T.axis.remap("SS", [i, j])
+            T.reads(C[v_i, v_j])
+            T.writes(D[v_i, v_j])
+            D[v_i, v_j] = C[v_i, v_j] + T.float32(1.0)
+''')
+    check_numeric(f, sch.func)

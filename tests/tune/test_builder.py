@@ -30,12 +30,12 @@ def test_builds_in_parallel_workers_and_reports_errors(builder):
     for r in (results[0], results[2], results[3]):
         mod = Module.deserialize(r.artifact)
         assert mod.entry_name == "main" and r.build_secs > 0
-    pids = {w.proc.pid for w in builder._workers}
+    pids = {w.pid for w in builder._workers}
     assert len(pids) == 2
     # The workers persist: a second batch reuses the same processes.
     again = builder.build(inputs[:1] * 3)
     assert all(r.ok for r in again)
-    assert {w.proc.pid for w in builder._workers} == pids
+    assert {w.pid for w in builder._workers} == pids
 
 
 def test_build_timeout_kills_only_that_candidate():

@@ -1,5 +1,12 @@
 """The schedule language over block-form loop IR: ``Schedule`` with checked primitives,
-sampling instructions and a replayable ``Trace`` (see ``schedule.py``)."""
+sampling instructions and a replayable ``Trace`` (see ``schedule.py``).
+
+Modules: ``state`` (the function and its lookup tables), ``loops`` (split, fuse, reorder,
+loop kinds, annotations), ``compute_location`` (compute_at and inlining), ``cache``,
+``reduction`` (decompose_reduction, rfactor), ``layout`` (transform_layout, layout_rewrite
+and weight packing), ``blockize`` (blockize, tensorize, ``TensorIntrin``), ``sampling``,
+``iter_map`` (affine binding analysis), ``instruction`` and ``trace``.
+"""
 
 from .blockize import TensorIntrin
 from .index_map import IndexMap

@@ -137,8 +137,6 @@ def _divmod(f: AffineForm, c: int, is_div: bool) -> AffineForm:
             return AffineForm(tuple(Digit(d.var, d.lower, d.extent, d.scale // c)
                                     for d in whole), f.base // c)
         return rest
-    if f.base % c != 0 and any(d.scale < 0 for d in f.digits):
-        raise NotAffine
     fused = _fused(f)
     if fused is None:
         raise NotAffine
@@ -278,6 +276,8 @@ def to_expr(f: AffineForm, dtype: str, doms: Domains,
     e = terms[0]
     for t in terms[1:]:
         e = e + t
-    if f.base:
+    if f.base > 0:
         e = e + f.base
+    elif f.base < 0:
+        e = e - (-f.base)
     return e
