@@ -73,13 +73,17 @@ def test_hanging_and_wrong_candidates(builder, checking_runner):
 
 
 def test_run_timeout_starts_with_the_kernel(builder):
-    # Starting the runner process (importing irc) takes longer than this timeout; only the
-    # kernel's own time counts.
-    runner = LocalRunner(timeout=0.3, number=1, min_repeat_ms=0)
+    from tune_workloads import slow_add_one
+
+    # Computing the reference outputs with this workload's unscheduled function takes
+    # longer than the run timeout; only the candidate's own time counts against it.
+    wl = Workload.from_func(slow_add_one(64, 5_000_000))
+    runner = LocalRunner(timeout=0.3, number=1, min_repeat_ms=0, check_correctness=True)
     try:
-        inp = MeasureInput(matmul(32))
+        inp = MeasureInput(wl, ["fast"], func=add_one(64))
         res = runner.run([inp], builder.build([inp]))
-        assert res[0].error_kind == "" and res[0].run_wall_secs > 0
+        assert res[0].error_kind == "", res[0].error_msg
+        assert res[0].run_wall_secs > 0.3  # the reference run happened before the clock
     finally:
         runner.close()
 

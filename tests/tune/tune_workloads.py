@@ -152,3 +152,18 @@ def tiling_trace(func: tir.PrimFunc, seed: int = 0, block: str = "C") -> list:
     sch.parallel(i_t[0])
     sch.vectorize(j_t[3])
     return sch.trace.to_json()
+
+
+def slow_add_one(n: int = 64, reps: int = 1_000_000) -> tir.PrimFunc:
+    """``B = A + 1`` computed ``reps`` times over (``B[i] = B[i] * 0 + A[i] + 1`` cannot be
+    optimized away): a workload whose unscheduled function is slow while ``add_one`` is a
+    fast, correct candidate for it. Written directly in lowered form."""
+    base = add_one(n)
+    a, b = base.buffers
+    i = Var(name="i", dtype="int32")
+    r = Var(name="r", dtype="int32")
+    value = b[i] * tir.const(0.0, "float32") + a[i] + tir.const(1.0, "float32")
+    body = S.For(loop_var=i, min=const(0), extent=const(n), kind="serial",
+                 body=S.For(loop_var=r, min=const(0), extent=const(reps), kind="serial",
+                            body=S.BufferStore(buffer=b, value=value, indices=(i,))))
+    return base.replace(body=body)

@@ -136,6 +136,11 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + verf(x / x.dtype.type(np.sqrt(2.0))))
 
 
+def relu(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0)``."""
+    return np.maximum(x, x.dtype.type(0))
+
+
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Softmax along ``axis`` (max-subtracted)."""
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -157,4 +162,4 @@ def check_shape(x: np.ndarray, shape: Sequence[int], what: str) -> None:
 
 
 __all__ = ["conv2d", "max_pool2d", "global_avg_pool2d", "batch_norm", "channel_bias",
-           "linear", "layer_norm", "gelu", "softmax", "as_compute", "check_shape"]
+           "linear", "layer_norm", "gelu", "relu", "softmax", "as_compute", "check_shape"]
