@@ -29,7 +29,9 @@ there with :func:`apply_trace`) into :class:`BuildResult` s; :class:`LocalRunner
 them one at a time in an isolated process (crash → ``RUN_ERROR``, hang → ``RUN_TIMEOUT``
 counted from kernel start, optional correctness check → ``WRONG_RESULT``);
 :class:`ProgramMeasurer` does both and calls callbacks such as :class:`RecordToDatabase`.
-Failures are results, never exceptions.
+Failures are results, never exceptions. Worker processes are forked from a zygote that
+imported irc once (:mod:`irc.tune.worker_pool`), so replacing a crashed one costs
+milliseconds.
 
 **Features and cost models** (:mod:`irc.tune.features`, :mod:`irc.tune.cost_model`).
 :func:`extract_features(func) <irc.tune.features.extract_features>` gives a

@@ -72,6 +72,9 @@ class _AppendFile:
             os.close(self.fd)
             self.fd = None
 
+    def __del__(self) -> None:
+        self.close()
+
 
 class JSONDatabase(Database):
     """Tuning records in an append-only JSON-lines file (see the module docstring).
