@@ -101,3 +101,10 @@ def test_padded_conv_with_symbolic_batch():
         x = rng.random((n, 3, 8, 8), dtype=np.float32)
         np.testing.assert_allclose(vm["forward"](x, w).numpy(),
                                    ref.conv2d_nchw(x, w, padding=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("pipeline", ["zero", "default"])
+def test_pipeline_output_prints_and_parses_back(convnet_vm, pipeline):
+    mod, _ = convnet_vm
+    out = irc.passes.get_pipeline(pipeline)(mod)
+    irc.ir.assert_structural_equal(irc.parse(out.script()), out)

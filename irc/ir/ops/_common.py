@@ -197,6 +197,10 @@ def to_shape_expr(value: Any, what: str) -> Any:
 def to_tuple_expr(value: Any) -> Any:
     """A Python tuple/list of graph expressions becomes a ``Tuple`` node."""
     if isinstance(value, (tuple, list)) and not isinstance(value, Expr):
+        bad = [v for v in value if not isinstance(v, Expr)]
+        if bad:
+            raise IRTypeError(f"expected a tuple of graph expressions, but it contains "
+                              f"{type(bad[0]).__name__} {bad[0]!r}")
         return Tuple(fields=tuple(value))
     return value
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ...ir.diagnostics import LegalizeError
 from ...ir.expr import Expr, GlobalVar
 from ...ir.module import IRModule
-from ...ir.struct_info import TensorStructInfo, TupleStructInfo
+from ...ir.struct_info import TensorStructInfo
 from ...ir.structural import structural_hash_hex
 from ...tir.stmt import PrimFunc
 
@@ -96,10 +96,9 @@ class LegalizeContext:
         sinfos = [TensorStructInfo(shape=tuple(_as_int64(s) for s in o.shape), dtype=o.dtype)
                   for o in outs]
         out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
-        call = call_tir(gv, inputs, out_sinfo)
-        sinfo = TupleStructInfo(fields=tuple(sinfos)) if isinstance(out, (list, tuple)) \
-            else sinfos[0]
-        return call.replace(struct_info=sinfo)
+        from ...ir.block_builder import normalize
+
+        return normalize(call_tir(gv, inputs, out_sinfo))
 
 
 def _as_int64(e: Any) -> Any:
