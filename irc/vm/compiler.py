@@ -145,34 +145,31 @@ class FunctionCompiler:
         return VMError(f"function {self.name}{where}: {message}", span=span)
 
     # -- struct-info checks ---------------------------------------------------------------
+    def dim_checks(self, dims: tuple | None, bind: bool) -> list | None:
+        """Per dimension: a constant, ``["bind", slot]`` where a symbolic variable is first
+        seen (when ``bind``), else ``["expr", index]`` to compare against."""
+        if dims is None:
+            return None
+        out: list = []
+        for d in dims:
+            if isinstance(d, E.IntImm):
+                out.append(d.value)
+            elif isinstance(d, E.Var) and self.slot(d, bind=False) is None and bind:
+                out.append(["bind", self.slot(d, bind=True)])
+            else:
+                out.append(["expr", self.expr_index(d)])
+        return out
+
     def value_check(self, sinfo: StructInfo, bind: bool) -> ValueCheck:
         if isinstance(sinfo, TensorStructInfo):
-            dims = None
-            if sinfo.shape is not None:
-                dims = []
-                for d in sinfo.shape:
-                    if isinstance(d, E.IntImm):
-                        dims.append(d.value)
-                    elif isinstance(d, E.Var) and self.slot(d, bind=False) is None and bind:
-                        dims.append(["bind", self.slot(d, bind=True)])
-                    else:
-                        dims.append(["expr", self.expr_index(d)])
-            return ValueCheck(kind="tensor", dtype=sinfo.dtype, ndim=sinfo.ndim, dims=dims)
+            return ValueCheck(kind="tensor", dtype=sinfo.dtype, ndim=sinfo.ndim,
+                              dims=self.dim_checks(sinfo.shape, bind))
         if isinstance(sinfo, TupleStructInfo):
             return ValueCheck(kind="tuple", fields=[self.value_check(f, bind)
                                                     for f in sinfo.fields])
         if isinstance(sinfo, ShapeStructInfo):
-            dims = None
-            if sinfo.values is not None:
-                dims = []
-                for d in sinfo.values:
-                    if isinstance(d, E.IntImm):
-                        dims.append(d.value)
-                    elif isinstance(d, E.Var) and self.slot(d, bind=False) is None and bind:
-                        dims.append(["bind", self.slot(d, bind=True)])
-                    else:
-                        dims.append(["expr", self.expr_index(d)])
-            return ValueCheck(kind="shape", ndim=sinfo.ndim, dims=dims)
+            return ValueCheck(kind="shape", ndim=sinfo.ndim,
+                              dims=self.dim_checks(sinfo.values, bind))
         if isinstance(sinfo, PrimStructInfo):
             return ValueCheck(kind="prim", dtype=sinfo.dtype)
         return ValueCheck(kind="object")

@@ -81,11 +81,9 @@ class ZooModel:
 def _resnet(depth: int) -> Callable[..., ZooModel]:
     def make(batch_size: int = 1, image_size: int = 224, layout: str = "NCHW",
              num_classes: int = 1000, seed: int = 0) -> ZooModel:
-        if image_size < 32:
-            raise IRCError(f"resnet{depth} needs images of at least 32x32, got {image_size}")
         module = resnet.build_resnet(depth, layout, num_classes, seed)
-        shape = resnet.input_shape(batch_size, image_size, layout)
-        mod, params = module.export_ir({"forward": {"x": nn.spec.Tensor(shape, "float32")}})
+        mod, params, shape = resnet.export_image_model(module, batch_size, image_size,
+                                                       layout, f"resnet{depth}")
 
         def ref(state: dict, x: np.ndarray, dtype: str) -> np.ndarray:
             return resnet.resnet_reference(state, x.astype(dtype, copy=False), depth, layout)
@@ -98,11 +96,9 @@ def _resnet(depth: int) -> Callable[..., ZooModel]:
 
 def _mobilenet_v2(batch_size: int = 1, image_size: int = 224, layout: str = "NCHW",
                   num_classes: int = 1000, seed: int = 0) -> ZooModel:
-    if image_size < 32:
-        raise IRCError(f"mobilenet_v2 needs images of at least 32x32, got {image_size}")
     module = mobilenet.build_mobilenet_v2(num_classes, layout, seed)
-    shape = resnet.input_shape(batch_size, image_size, layout)
-    mod, params = module.export_ir({"forward": {"x": nn.spec.Tensor(shape, "float32")}})
+    mod, params, shape = resnet.export_image_model(module, batch_size, image_size, layout,
+                                                   "mobilenet_v2")
 
     def ref(state: dict, x: np.ndarray, dtype: str) -> np.ndarray:
         return mobilenet.mobilenet_v2_reference(state, x.astype(dtype, copy=False), layout)
@@ -114,12 +110,8 @@ def _mobilenet_v2(batch_size: int = 1, image_size: int = 224, layout: str = "NCH
 def _bert(batch_size: int = 1, seq_len: int = 128, vocab_size: int = 30522,
           hidden: int = 256, num_layers: int = 4, num_heads: int = 4, ffn: int = 1024,
           seed: int = 0) -> ZooModel:
-    if seq_len > 512:
-        raise IRCError(f"bert: seq_len {seq_len} exceeds the 512 learned positions")
-    module = bert.build_bert(vocab_size, hidden, num_layers, num_heads, ffn, 512, seed)
-    shape = (batch_size, seq_len)
-    mod, params = module.export_ir({"forward": {"input_ids": nn.spec.Tensor(shape,
-                                                                            "int64")}})
+    module = bert.build_bert(vocab_size, hidden, num_layers, num_heads, ffn, seed=seed)
+    mod, params, shape = bert.export_bert(module, batch_size, seq_len)
 
     def ref(state: dict, x: np.ndarray, dtype: str) -> np.ndarray:
         return bert.bert_reference(state, x, num_heads, dtype)

@@ -111,16 +111,26 @@ def build_bert(vocab_size: int = 30522, hidden: int = 256, num_layers: int = 4,
     return model
 
 
+def export_bert(model: BertEncoder, batch_size: int = 1, seq_len: int = 128) -> tuple:
+    """``(mod, params, input_shape)``: ``model.forward(input_ids)`` exported for int64
+    token ids of shape (batch_size, seq_len)."""
+    max_position = model.position_embeddings.shape[0]
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not \
+            1 <= seq_len <= max_position:
+        raise nn.NNError(f"BERT encoder: seq_len must be an int in [1, {max_position}] (the "
+                         f"learned positions), got {seq_len!r}")
+    shape = (batch_size, seq_len)
+    mod, params = model.export_ir({"forward": {"input_ids": nn.spec.Tensor(shape, "int64")}})
+    return mod, params, shape
+
+
 def get_bert(batch_size: int = 1, seq_len: int = 128, vocab_size: int = 30522,
              hidden: int = 256, num_layers: int = 4, num_heads: int = 4, ffn: int = 1024,
              seed: int = 0) -> tuple:
     """``(mod, params, input_shape)`` of a seeded encoder's exported
     ``forward(input_ids)``; the input is int64 token ids of shape (batch, seq_len)."""
-    model = build_bert(vocab_size, hidden, num_layers, num_heads, ffn,
-                       max(seq_len, 512), seed)
-    shape = (batch_size, seq_len)
-    mod, params = model.export_ir({"forward": {"input_ids": nn.spec.Tensor(shape, "int64")}})
-    return mod, params, shape
+    model = build_bert(vocab_size, hidden, num_layers, num_heads, ffn, seed=seed)
+    return export_bert(model, batch_size, seq_len)
 
 
 def bert_reference(state: dict[str, np.ndarray], input_ids: np.ndarray, num_heads: int = 4,
@@ -152,5 +162,5 @@ def bert_reference(state: dict[str, np.ndarray], input_ids: np.ndarray, num_head
     return x
 
 
-__all__ = ["BertEncoder", "EncoderLayer", "SelfAttention", "build_bert", "get_bert",
-           "bert_reference"]
+__all__ = ["BertEncoder", "EncoderLayer", "SelfAttention", "build_bert", "export_bert",
+           "get_bert", "bert_reference"]

@@ -16,7 +16,7 @@ import numpy as np
 from ...frontend import nn
 from . import reference_ops as R
 from ._layers import BatchNorm, randomize_batch_norms, relu6
-from .resnet import input_shape
+from .resnet import export_image_model
 
 # (expansion t, output channels c, repeats n, first stride s), as in the paper's table 2
 _SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
@@ -99,14 +99,9 @@ def build_mobilenet_v2(num_classes: int = 1000, layout: str = "NCHW",
 
 def get_mobilenet_v2(batch_size: int = 1, image_size: int = 224, layout: str = "NCHW",
                      num_classes: int = 1000, seed: int = 0) -> tuple:
-    """``(mod, params, input_shape)`` of a seeded MobileNet-V2's exported ``forward(x)``;
-    ``image_size`` must be at least 32 (five halvings)."""
-    if image_size < 32:
-        raise nn.NNError(f"MobileNetV2 needs images of at least 32x32, got {image_size}")
-    model = build_mobilenet_v2(num_classes, layout, seed)
-    shape = input_shape(batch_size, image_size, layout)
-    mod, params = model.export_ir({"forward": {"x": nn.spec.Tensor(shape, "float32")}})
-    return mod, params, shape
+    """``(mod, params, input_shape)`` of a seeded MobileNet-V2's exported ``forward(x)``."""
+    return export_image_model(build_mobilenet_v2(num_classes, layout, seed), batch_size,
+                              image_size, layout, "MobileNet-V2")
 
 
 def mobilenet_v2_reference(state: dict[str, np.ndarray], x: np.ndarray,

@@ -10,8 +10,6 @@ float64 arrays for an oracle, float32 for a timing peer).
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from ..ref import _pad4, _pair
@@ -148,18 +146,12 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def as_compute(state: dict, dtype: str | np.dtype) -> dict:
-    """``state`` with every floating-point array converted to ``dtype`` (once, so that a
-    timed forward does not convert weights); integer arrays unchanged."""
-    return {k: (v.astype(dtype) if np.issubdtype(v.dtype, np.floating) else v)
+    """``state`` with every floating-point array converted to ``dtype`` (no copy of
+    arrays already in ``dtype``, so a prepared state costs nothing per forward); integer
+    arrays unchanged."""
+    return {k: (v.astype(dtype, copy=False) if np.issubdtype(v.dtype, np.floating) else v)
             for k, v in state.items()}
 
 
-def check_shape(x: np.ndarray, shape: Sequence[int], what: str) -> None:
-    """Raise ``ValueError`` naming ``what`` when ``x`` does not have ``shape``."""
-    if tuple(x.shape) != tuple(shape):
-        raise ValueError(f"{what}: expected an input of shape {tuple(shape)}, got "
-                         f"{tuple(x.shape)}")
-
-
 __all__ = ["conv2d", "max_pool2d", "global_avg_pool2d", "batch_norm", "channel_bias",
-           "linear", "layer_norm", "gelu", "relu", "softmax", "as_compute", "check_shape"]
+           "linear", "layer_norm", "gelu", "relu", "softmax", "as_compute"]

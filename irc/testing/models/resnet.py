@@ -136,18 +136,24 @@ def input_shape(batch_size: int, image_size: int, layout: str) -> tuple[int, int
     return (batch_size, image_size, image_size, 3)
 
 
-def get_resnet(depth: int = 18, batch_size: int = 1, image_size: int = 224,
-               layout: str = "NCHW", num_classes: int = 1000, seed: int = 0) -> tuple:
-    """``(mod, params, input_shape)``: the exported ``forward(x)`` of a seeded ResNet, its
-    ``(name, nn.Parameter)`` list (with data) and the input's shape. Any ``image_size``
-    of 32 or more runs (the final feature map is then at least 1x1)."""
-    if image_size < 32:
-        raise nn.NNError(f"ResNet needs images of at least 32x32 (five halvings), got "
-                         f"{image_size}")
-    model = build_resnet(depth, layout, num_classes, seed)
+def export_image_model(model: nn.Module, batch_size: int, image_size: int, layout: str,
+                       what: str) -> tuple:
+    """``(mod, params, input_shape)``: ``model.forward(x)`` exported for float32 images of
+    ``image_size`` (at least 32: the networks halve the resolution five times)."""
+    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 32:
+        raise nn.NNError(f"{what} needs images of at least 32x32 (five halvings), got "
+                         f"{image_size!r}")
     shape = input_shape(batch_size, image_size, layout)
     mod, params = model.export_ir({"forward": {"x": nn.spec.Tensor(shape, "float32")}})
     return mod, params, shape
+
+
+def get_resnet(depth: int = 18, batch_size: int = 1, image_size: int = 224,
+               layout: str = "NCHW", num_classes: int = 1000, seed: int = 0) -> tuple:
+    """``(mod, params, input_shape)``: the exported ``forward(x)`` of a seeded ResNet, its
+    ``(name, nn.Parameter)`` list (with data) and the input's shape."""
+    return export_image_model(build_resnet(depth, layout, num_classes, seed), batch_size,
+                              image_size, layout, f"ResNet-{depth}")
 
 
 def resnet_reference(state: dict[str, np.ndarray], x: np.ndarray, depth: int = 18,
@@ -186,4 +192,5 @@ def resnet_reference(state: dict[str, np.ndarray], x: np.ndarray, depth: int = 1
 
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "build_resnet", "get_resnet",
-           "resnet_reference", "input_shape"]
+           "resnet_reference", "input_shape",
+           "export_image_model"]
