@@ -14,6 +14,13 @@ Outcomes: a crash (segfault, abort) kills only the runner process → ``RUN_ERRO
 signal and the process's last output, and a fresh process serves the next candidate; a
 kernel running past ``timeout`` → ``RUN_TIMEOUT`` (the process is killed); a run-time check
 failing inside the kernel → ``RUN_ERROR``; different outputs → ``WRONG_RESULT``.
+
+Layout-rewritten weights (``Schedule.layout_rewrite``, seed 002's layout-free
+placeholders): when a candidate's function records a rewrite (attribute
+``layout_rewrite``), the random inputs are made in the original layout (the unscheduled
+function's) and the rewritten parameters are packed into the candidate's layout before
+each call, so every candidate of a workload sees the same data and can be checked
+against the reference.
 """
 
 from __future__ import annotations
@@ -93,7 +100,8 @@ _references: OrderedDict[str, _Reference] = OrderedDict()
 _flush_buffer: np.ndarray | None = None
 
 
-def _random_arrays(function: Any, seed: int) -> list[np.ndarray]:
+def _random_arrays(function: Any, seed: int, shapes: dict[int, tuple] | None = None
+                   ) -> list[np.ndarray]:
     from ..ir import dtype as dt
     from ..runtime.ndarray import aligned_empty
 
@@ -103,10 +111,11 @@ def _random_arrays(function: Any, seed: int) -> list[np.ndarray]:
                                      "only functions of static-shape buffers can be measured")
     rng = np.random.default_rng(seed)
     arrays = []
-    for _, i in sig.order:
+    for pos, (_, i) in enumerate(sig.order):
         spec = sig.buffers[i]
         np_dtype = dt.to_numpy(spec.dtype)
-        arr = aligned_empty(tuple(spec.shape), np_dtype)
+        shape = (shapes or {}).get(pos, tuple(spec.shape))
+        arr = aligned_empty(tuple(shape), np_dtype)
         if dt.is_float(spec.dtype) and spec.dtype != "bfloat16":
             arr[...] = rng.uniform(0.0, 1.0, size=arr.shape).astype(np_dtype)
         elif np_dtype.kind == "b":
@@ -136,12 +145,13 @@ def _call(function: Any, arrays: list[np.ndarray]) -> None:
 
 
 def _reference(key: str, ref_artifact: bytes | None, function: Any, outputs: list[int],
-               seed: int, check: bool) -> _Reference:
+               seed: int, check: bool, rewrites: list | None = None) -> _Reference:
     ref = _references.get(key)
     if ref is not None and (ref.expected is not None or not check):
         _references.move_to_end(key)
         return ref
-    arrays = ref.arrays if ref is not None else _random_arrays(function, seed)
+    shapes = {int(rw["param"]): tuple(rw["original_shape"]) for rw in rewrites or ()}
+    arrays = ref.arrays if ref is not None else _random_arrays(function, seed, shapes)
     expected = None
     if check:
         if ref_artifact is None:
@@ -186,6 +196,46 @@ def _compare(function: Any, got: list[np.ndarray], expected: dict[int, np.ndarra
                           f"{have[where].item()!r} (rtol={rtol:g}, atol={atol:g})")
 
 
+def _index_value(e: Any, env: dict[int, np.ndarray]) -> Any:
+    """An index-map expression evaluated elementwise on integer grids."""
+    from ..tir import expr as E
+
+    t = type(e)
+    if t is E.Var:
+        return env[id(e)]
+    if t is E.IntImm:
+        return np.int64(e.value)
+    ops = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.FloorDiv: np.floor_divide,
+           E.FloorMod: np.mod}
+    if t not in ops:
+        raise TaskFailure(RUN_ERROR, f"cannot evaluate {t.__name__} in a layout rewrite map")
+    return ops[t](_index_value(e.a, env), _index_value(e.b, env))
+
+
+def _pack_arrays(function: Any, arrays: list[np.ndarray], rewrites: list) -> list[np.ndarray]:
+    """``arrays`` (original layouts) with each layout-rewritten parameter packed into the
+    layout the candidate expects."""
+    from ..runtime.ndarray import aligned_empty
+    from ..tir.schedule.index_map import IndexMap
+
+    sig = function.signature
+    out = [a.copy() for a in arrays]
+    for rw in rewrites:
+        pos = int(rw["param"])
+        src = arrays[pos]
+        if tuple(src.shape) != tuple(rw["original_shape"]):
+            raise TaskFailure(RUN_ERROR, f"parameter {pos} has shape {list(src.shape)}, but "
+                                         f"its layout rewrite expects {rw['original_shape']}")
+        imap = IndexMap.parse(rw["index_map"])
+        grids = np.indices(src.shape, dtype=np.int64)
+        env = {id(p): g for p, g in zip(imap.params, grids)}
+        new_idx = tuple(np.broadcast_to(_index_value(o, env), src.shape) for o in imap.outputs)
+        dst = aligned_empty(tuple(sig.buffers[sig.order[pos][1]].shape), src.dtype)
+        dst[new_idx] = src
+        out[pos] = dst
+    return out
+
+
 def _flush_cpu_cache() -> None:
     global _flush_buffer
     if _flush_buffer is None:
@@ -222,9 +272,13 @@ def run_candidate(spec: dict) -> list[float]:
 
     function = _load_function(spec["artifact"])
     check = spec["check"]
+    rewrites = spec.get("layout_rewrites")
     ref = _reference(spec["key"], spec.get("ref_artifact"), function, spec["outputs"],
-                     spec["seed"], check)
-    arrays = [a.copy() for a in ref.arrays]
+                     spec["seed"], check, rewrites)
+    if rewrites:
+        arrays = _pack_arrays(function, ref.arrays, rewrites)
+    else:
+        arrays = [a.copy() for a in ref.arrays]
     notify("started")
     if check:
         _call(function, arrays)
@@ -244,6 +298,19 @@ def run_candidate(spec: dict) -> list[float]:
 # ---------------------------------------------------------------------------------------
 # Tuner side
 # ---------------------------------------------------------------------------------------
+
+
+def _layout_rewrites_of(inp: MeasureInput) -> list[dict]:
+    """The layout rewrites of a candidate's scheduled function (``[]`` when none); the
+    trace is replayed only when it contains a LayoutRewrite instruction."""
+    if inp.func is None:
+        trace = inp.trace
+        insts = trace[0] if isinstance(trace, list) and trace else ()
+        if not any(isinstance(i, list) and i and i[0] == "LayoutRewrite" for i in insts):
+            return []
+    func = inp.scheduled_func()
+    return [dict(e) for e in func.attrs.get("layout_rewrite", [])]
+
 
 
 class LocalRunner(Runner):
@@ -317,6 +384,9 @@ class LocalRunner(Runner):
                 "atol": self.atol, "number": self.number, "repeat": self.repeat,
                 "min_repeat_ms": self.min_repeat_ms, "cooldown_ms": self.cooldown_interval_ms,
                 "flush": self.enable_cpu_cache_flush}
+        rewrites = _layout_rewrites_of(inp)
+        if rewrites:
+            spec["layout_rewrites"] = rewrites
         if self.check_correctness:
             gen, sent = self._sent
             if gen != self._worker.generation:

@@ -168,8 +168,7 @@ def resnet_reference(state: dict[str, np.ndarray], x: np.ndarray, depth: int = 1
         y = R.conv2d(y, w, strides=stride, padding=w.shape[2] // 2, layout=layout)
         return R.batch_norm(y, s, bn, layout)
 
-    relu = R.relu
-    y = relu(conv_bn(x, "conv1", "bn1", 2))
+    y = R.relu(conv_bn(x, "conv1", "bn1", 2))
     y = R.max_pool2d(y, 3, 2, 1, layout)
     for stage, count in enumerate(blocks):
         for i in range(count):
@@ -180,17 +179,16 @@ def resnet_reference(state: dict[str, np.ndarray], x: np.ndarray, depth: int = 1
             else:
                 shortcut = y
             if kind == "basic":
-                z = relu(conv_bn(y, f"{p}.conv1", f"{p}.bn1", stride))
+                z = R.relu(conv_bn(y, f"{p}.conv1", f"{p}.bn1", stride))
                 z = conv_bn(z, f"{p}.conv2", f"{p}.bn2")
             else:
-                z = relu(conv_bn(y, f"{p}.conv1", f"{p}.bn1"))
-                z = relu(conv_bn(z, f"{p}.conv2", f"{p}.bn2", stride))
+                z = R.relu(conv_bn(y, f"{p}.conv1", f"{p}.bn1"))
+                z = R.relu(conv_bn(z, f"{p}.conv2", f"{p}.bn2", stride))
                 z = conv_bn(z, f"{p}.conv3", f"{p}.bn3")
-            y = relu(z + shortcut)
+            y = R.relu(z + shortcut)
     y = R.global_avg_pool2d(y, layout).reshape(y.shape[0], -1)
     return R.linear(y, s, "fc")
 
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "build_resnet", "get_resnet",
-           "resnet_reference", "input_shape",
-           "export_image_model"]
+           "resnet_reference", "input_shape", "export_image_model"]

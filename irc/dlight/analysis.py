@@ -1,0 +1,420 @@
+"""Block analysis for the default rules: which loops are spatial or reduction, how
+buffers are indexed, and which blocks can be inlined.
+
+A function is *normalized* when every block of the root scope sits under its own loop
+nest and every loop feeds exactly one iteration variable, bound to the loop variable
+itself (what legalization and ``te.create_prim_func`` produce). Then each loop has a kind
+— ``"S"`` (spatial), ``"R"`` (reduction) or ``"O"`` (anything else) — and a block's
+*dom kind* is the string of its loops' kinds, e.g. ``"SSR"`` for a matmul or
+``"SSSSRRR"`` for a conv2d. Rules compare dom kinds and read access strides (how far a
+buffer access moves in memory when one iteration variable steps by one) to decide what
+to vectorize, what to keep in registers and what to parallelize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.diagnostics import ScheduleError
+from ..ir.structural import structural_equal
+from ..tir.analysis.buffer_access import collect_buffer_accesses
+from ..tir.buffer import Buffer
+from ..tir.expr import (
+    Add,
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
+)
+from ..tir.schedule import BlockRV, LoopRV, Schedule
+from ..tir.schedule.state import FuncIndex, child_blocks
+from ..tir.stmt import Block, BlockRealize, BufferStore, For
+
+# ---------------------------------------------------------------------------------
+# Loop and block kinds
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class IterInfo:
+    """One loop above a block: its kind (``"S"``, ``"R"`` or ``"O"``), the block
+    iteration variable it feeds (None for ``"O"`` loops and unused loops), its extent
+    and its handle."""
+
+    kind: str
+    var: Var | None
+    extent: PrimExpr
+    loop_rv: LoopRV
+
+    @property
+    def const_extent(self) -> int | None:
+        """The extent when it is a constant."""
+        return self.extent.value if type(self.extent) is IntImm else None
+
+
+@dataclass
+class BlockInfo:
+    """A block of the root scope with its loops classified (see the module docstring)."""
+
+    name: str
+    block_rv: BlockRV
+    block: Block
+    realize: BlockRealize
+    iters: list[IterInfo] = field(default_factory=list)
+
+    def dom_kind(self) -> str:
+        """The kinds of the block's loops, outermost first (e.g. ``"SSR"``)."""
+        return "".join(it.kind for it in self.iters)
+
+    def is_reduction(self) -> bool:
+        """A reduction block: it has an init and at least one reduction loop, and all its
+        loops are spatial or reduction loops."""
+        kinds = self.dom_kind()
+        return self.block.init is not None and "R" in kinds and "O" not in kinds
+
+    def is_injective(self) -> bool:
+        """Only spatial loops and no init (elementwise, broadcast, transpose, ...)."""
+        return self.block.init is None and all(it.kind == "S" for it in self.iters) \
+            and all(iv.iter_type == "spatial" for iv in self.block.iter_vars)
+
+    def has_trivial_predicate(self) -> bool:
+        """True when the block runs on its whole domain (no ``T.where``)."""
+        p = self.realize.predicate
+        return type(p) is IntImm and p.value == 1
+
+    def spatial(self) -> list[IterInfo]:
+        """The spatial loops, outermost first."""
+        return [it for it in self.iters if it.kind == "S"]
+
+    def reduction(self) -> list[IterInfo]:
+        """The reduction loops, outermost first."""
+        return [it for it in self.iters if it.kind == "R"]
+
+    def iter_of(self, var: Var) -> IterInfo | None:
+        """The loop feeding block iteration variable ``var``."""
+        return next((it for it in self.iters if it.var is var), None)
+
+
+def root_block_rv(sch: Schedule) -> BlockRV:
+    """The handle of the function's root block."""
+    index = FuncIndex(sch.func)
+    return sch.get_block(index.root.block.name)
+
+
+def _classify(realize: BlockRealize, loops: list[For]) -> list[tuple[str, Var | None]]:
+    block = realize.block
+    users: dict[int, list[int]] = {}
+    for k, value in enumerate(realize.iter_values):
+        for lp in loops:
+            if _uses(value, lp.loop_var):
+                users.setdefault(id(lp.loop_var), []).append(k)
+    out: list[tuple[str, Var | None]] = []
+    for lp in loops:
+        ks = users.get(id(lp.loop_var), [])
+        if not ks:
+            out.append(("S" if _is_one(lp.extent) else "O", None))
+            continue
+        if len(ks) != 1 or realize.iter_values[ks[0]] is not lp.loop_var:
+            out.append(("O", None))
+            continue
+        iv = block.iter_vars[ks[0]]
+        kind = {"spatial": "S", "reduce": "R"}.get(iv.iter_type, "O")
+        out.append((kind, iv.var))
+    return out
+
+
+def _uses(e: PrimExpr, v: Var) -> bool:
+    from ..tir.schedule.state import var_ids
+
+    return id(v) in var_ids(e)
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return type(e) is IntImm and e.value == 1
+
+
+def get_block_infos(sch: Schedule) -> list[BlockInfo] | None:
+    """The blocks of the root scope of the schedule's current function, in execution
+    order, with classified loops; None when the function is not in block form or a
+    block lies inside another non-root block."""
+    index = FuncIndex(sch.func)
+    try:
+        root = index.root
+    except ScheduleError:
+        return None
+    realizes = child_blocks(root)
+    out = []
+    for r in realizes:
+        rv = sch.get_block(r.block.name)
+        loops = index.loops_above(r)
+        loop_rvs = sch.get_loops(rv)
+        kinds = _classify(r, loops)
+        iters = [IterInfo(kind=k, var=v, extent=lp.extent, loop_rv=lrv)
+                 for (k, v), lp, lrv in zip(kinds, loops, loop_rvs)]
+        out.append(BlockInfo(name=r.block.name, block_rv=rv, block=r.block, realize=r,
+                             iters=iters))
+    return out
+
+
+def is_normalized(infos: list[BlockInfo]) -> bool:
+    """True when every loop of every block maps to one iteration variable (or is a unit
+    loop): no ``"O"`` loops."""
+    return all("O" not in b.dom_kind() for b in infos)
+
+
+# ---------------------------------------------------------------------------------
+# Index analysis
+# ---------------------------------------------------------------------------------
+
+
+def linear_form(e: PrimExpr) -> tuple[dict[int, int], int] | None:
+    """``e`` as ``sum(coef * var) + const`` with integer coefficients (keys: variable
+    ids), or None when it is not of that form."""
+    t = type(e)
+    if t is IntImm:
+        return {}, e.value
+    if t is Var:
+        return {id(e): 1}, 0
+    if t is Cast:
+        return linear_form(e.value) if _is_int_dtype(e.dtype) else None
+    if t is Add or t is Sub:
+        a, b = linear_form(e.a), linear_form(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if t is Add else -1
+        coeffs = dict(a[0])
+        for k, c in b[0].items():
+            coeffs[k] = coeffs.get(k, 0) + sign * c
+        return {k: c for k, c in coeffs.items() if c}, a[1] + sign * b[1]
+    if t is Mul:
+        a, b = linear_form(e.a), linear_form(e.b)
+        if a is None or b is None:
+            return None
+        if not a[0]:
+            a, b = b, a
+        if b[0]:
+            return None
+        k = b[1]
+        return {v: c * k for v, c in a[0].items() if c * k}, a[1] * k
+    return None
+
+
+def _is_int_dtype(dtype: str) -> bool:
+    return dtype.startswith("int") or dtype.startswith("uint")
+
+
+def const_shape(buf: Buffer) -> list[int] | None:
+    """The buffer's shape as integers (None when a dimension is symbolic)."""
+    out = []
+    for s in buf.shape:
+        if type(s) is not IntImm:
+            return None
+        out.append(s.value)
+    return out
+
+
+def flat_strides(buf: Buffer, indices: tuple[PrimExpr, ...]) -> dict[int, int] | None:
+    """How far (in elements) the access ``buf[indices]`` moves in row-major memory when
+    a variable steps by one, per variable id (absent: 0). None when an index is not
+    linear or the shape is symbolic."""
+    shape = const_shape(buf)
+    if shape is None or len(shape) != len(indices):
+        return None
+    out: dict[int, int] = {}
+    stride = 1
+    for dim, idx in zip(reversed(shape), reversed(indices)):
+        form = linear_form(idx)
+        if form is None:
+            return None
+        for v, c in form[0].items():
+            out[v] = out.get(v, 0) + c * stride
+        stride *= dim
+    return {k: c for k, c in out.items() if c}
+
+
+@dataclass
+class Access:
+    """A load or store of a block with its strides (see :func:`flat_strides`)."""
+
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+    kind: str
+    strides: dict[int, int] | None
+
+    def stride(self, var: Var | None) -> int | None:
+        """The stride of ``var`` (0 when the access does not use it; None when the
+        access is not linear)."""
+        if self.strides is None:
+            return None
+        if var is None:
+            return 0
+        return self.strides.get(id(var), 0)
+
+
+def block_accesses(block: Block, include_init: bool = False) -> list[Access]:
+    """The loads and stores of the block's body (and init, if asked), in order."""
+    nodes = [block.body] + ([block.init] if include_init and block.init is not None else [])
+    out = []
+    for n in nodes:
+        for a in collect_buffer_accesses(n, into_blocks=False):
+            out.append(Access(a.buffer, a.indices, a.kind, flat_strides(a.buffer, a.indices)))
+    return out
+
+
+def loads(block: Block) -> list[Access]:
+    """The loads of the block's body, excluding the reduction's own accumulator."""
+    store = block.body if type(block.body) is BufferStore else None
+    out = []
+    for a in block_accesses(block):
+        if a.kind != "read":
+            continue
+        if store is not None and block.init is not None and a.buffer is store.buffer:
+            continue
+        out.append(a)
+    return out
+
+
+def store_of(block: Block) -> BufferStore | None:
+    """The block's body when it is a single buffer store."""
+    return block.body if type(block.body) is BufferStore else None
+
+
+def innermost_spatial_var(block: Block) -> Var | None:
+    """The iteration variable that indexes the innermost dimension of the block's store
+    with stride one (the dimension contiguous in memory), if there is one."""
+    store = store_of(block)
+    if store is None or not store.indices:
+        return None
+    last = store.indices[-1]
+    if type(last) is not Var:
+        return None
+    for idx in store.indices[:-1]:
+        if _uses(idx, last):
+            return None
+    return last
+
+
+# ---------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------
+
+_REDUCERS = {Add: "sum", Mul: "prod", Max: "max", Min: "min"}
+
+
+@dataclass
+class ReductionInfo:
+    """A reduction block ``C[s] = C[s] op rhs``: the store, the reducer kind (``sum``,
+    ``prod``, ``max``, ``min``) and ``rhs``."""
+
+    store: BufferStore
+    kind: str
+    rhs: PrimExpr
+
+
+def match_reduction(block: Block) -> ReductionInfo | None:
+    """Recognize ``C[s] = C[s] op rhs`` with an init storing to ``C[s]``."""
+    store = store_of(block)
+    if store is None or type(block.init) is not BufferStore:
+        return None
+    value = store.value
+    kind = _REDUCERS.get(type(value))
+    if kind is None:
+        return None
+
+    def is_self(e: PrimExpr) -> bool:
+        return (type(e) is BufferLoad and e.buffer is store.buffer
+                and structural_equal(e.indices, store.indices))
+
+    if is_self(value.a):
+        rhs = value.b
+    elif is_self(value.b):
+        rhs = value.a
+    else:
+        return None
+    if any(a.buffer is store.buffer for a in collect_buffer_accesses(rhs)):
+        return None
+    return ReductionInfo(store=store, kind=kind, rhs=rhs)
+
+
+def multiply_operands(rhs: PrimExpr) -> tuple[PrimExpr, PrimExpr] | None:
+    """The two factors when ``rhs`` is a product (through casts), e.g. ``A[i, k] *
+    B[k, j]`` or ``cast(A) * cast(B)``."""
+    while type(rhs) is Cast:
+        rhs = rhs.value
+    if type(rhs) is not Mul:
+        return None
+    return rhs.a, rhs.b
+
+
+def has_guard(e: PrimExpr) -> bool:
+    """True when ``e`` contains ``if_then_else`` (a padding guard)."""
+    stack = [e]
+    from ..ir.node import Node, node_fields
+
+    while stack:
+        x = stack.pop()
+        if type(x) is Call and x.op == "if_then_else":
+            return True
+        if isinstance(x, Node) and not isinstance(x, Buffer):
+            for f in node_fields(type(x)):
+                if f in ("span", "dtype"):
+                    continue
+                v = getattr(x, f)
+                if isinstance(v, tuple):
+                    stack.extend(v)
+                elif v is not None:
+                    stack.append(v)
+    return False
+
+
+# ---------------------------------------------------------------------------------
+# Inlining
+# ---------------------------------------------------------------------------------
+
+
+def try_compute_inline(sch: Schedule, block: BlockRV) -> bool:
+    """Inline a producer into its consumers; False (and nothing changed) when the
+    schedule refuses."""
+    try:
+        sch.compute_inline(block)
+    except ScheduleError:
+        return False
+    return True
+
+
+def try_reverse_compute_inline(sch: Schedule, block: BlockRV) -> bool:
+    """Inline a consumer into its producer; False (and nothing changed) when refused."""
+    try:
+        sch.reverse_compute_inline(block)
+    except ScheduleError:
+        return False
+    return True
+
+
+def is_output_block(sch: Schedule, info: BlockInfo) -> bool:
+    """True when the block writes a parameter buffer of the function."""
+    params = {id(b) for b in sch.func.buffer_map.values()}
+    return any(id(w.buffer) in params for w in info.block.writes)
+
+
+def inline_injective_producers(sch: Schedule, keep: set[str] = frozenset()) -> None:
+    """Inline every injective block that does not write a function output into its
+    consumers (repeatedly, so chains collapse), except the blocks named in ``keep``."""
+    changed = True
+    while changed:
+        changed = False
+        infos = get_block_infos(sch)
+        if infos is None:
+            return
+        for info in infos:
+            if info.name in keep or not info.is_injective() or is_output_block(sch, info):
+                continue
+            if try_compute_inline(sch, info.block_rv):
+                changed = True
+                break

@@ -1,0 +1,86 @@
+"""``ApplyDefaultSchedule``: schedule every loop function with the first default rule
+that applies.
+
+Algorithm: for each PrimFunc of the module not marked ``tir.is_scheduled``, under the
+current target (``irc.target.Target.current()``, set with ``with Target("cuda"):``), try
+the rules in order; a rule written for other targets is skipped, a rule returning None
+declines, and a rule whose schedule fails half way with an irc error (a primitive's
+``ScheduleError``) is treated as declining, so the next rule gets the original function.
+The first schedule produced replaces the function, marked ``tir.is_scheduled: True``.
+Functions no rule accepts stay as they are (they still compile, unscheduled).
+
+Preconditions: loop functions in block form (the output of legalization and fusion).
+Postconditions: scheduled functions carry ``tir.is_scheduled``; graph functions are
+untouched.
+"""
+
+from __future__ import annotations
+
+from ..ir.diagnostics import IRCError
+from ..ir.module import IRModule
+from ..passes.infra import Pass, PassContext, PassInfo
+from ..target import Target
+from ..tir.stmt import PrimFunc
+from .base import ScheduleRule, is_scheduled
+
+
+class ApplyDefaultSchedule(Pass):
+    """The pass applying default schedule rules (see the module docstring).
+
+    Example::
+
+        with Target("cuda"):
+            mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.Fallback())(mod)
+    """
+
+    info = PassInfo(opt_level=0, name="ApplyDefaultSchedule")
+
+    def __init__(self, *rules: ScheduleRule):
+        flat: list[ScheduleRule] = []
+        for r in rules:
+            if isinstance(r, (list, tuple)):
+                flat.extend(r)
+            else:
+                flat.append(r)
+        for r in flat:
+            if not isinstance(r, ScheduleRule):
+                raise IRCError(f"ApplyDefaultSchedule takes schedule rules (e.g. "
+                               f"dl.gpu.Fallback()), got {type(r).__name__}")
+        self.rules = flat
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        target = Target.current()
+        if target is None:
+            raise IRCError("ApplyDefaultSchedule needs a target: run it under "
+                           "'with irc.target.Target(\"llvm\"):' (or \"cuda\")")
+        rules = [r for r in self.rules if r.is_target_available(target)]
+        updates = {}
+        for gv, func in mod.functions.items():
+            if not isinstance(func, PrimFunc) or is_scheduled(func):
+                continue
+            new = schedule_func(func, target, rules)
+            if new is not None:
+                updates[gv] = new
+        return mod.with_functions(updates) if updates else mod
+
+    def __repr__(self) -> str:
+        return f"ApplyDefaultSchedule({', '.join(map(repr, self.rules))})"
+
+
+def schedule_func(func: PrimFunc, target: Target, rules: list[ScheduleRule]
+                  ) -> PrimFunc | None:
+    """``func`` scheduled by the first rule of ``rules`` that applies (marked
+    ``tir.is_scheduled``), or None when none does."""
+    for rule in rules:
+        try:
+            sch = rule.apply(func, target, False)
+        except IRCError:
+            # A primitive refused half way: this rule does not fit the function.
+            sch = None
+        if sch is None:
+            continue
+        out = sch.mod["main"] if "main" in sch.mod else None
+        if out is None:
+            continue
+        return out.with_attr("tir.is_scheduled", True)
+    return None

@@ -1,0 +1,40 @@
+"""``cpu.Elementwise``: injective functions (elementwise, broadcast, transpose, reshape,
+concatenation, padding) on the CPU.
+
+Intermediate injective blocks are inlined into their consumers; each remaining block's
+loops are fused when its store is contiguous in loop order, split by the vector width
+and vectorized, and the outer loop runs in parallel when the work is large enough.
+Transposes are tiled 16 x 16 so both the load and the store stay within few cache lines.
+Applies when every block of the function is injective.
+"""
+
+from __future__ import annotations
+
+from ...target import Target
+from ...tir.schedule import Schedule
+from ...tir.stmt import PrimFunc
+from ..analysis import get_block_infos, inline_injective_producers, is_normalized
+from ..base import ScheduleRule
+from .utils import schedule_injective_block
+
+
+class Elementwise(ScheduleRule):
+    """Default CPU schedule of injective functions (see the module docstring)."""
+
+    target_keys = ("cpu",)
+
+    def apply(self, func: PrimFunc, target: Target, tunable: bool = False
+              ) -> Schedule | None:
+        sch = Schedule(func)
+        infos = get_block_infos(sch)
+        if not infos or not is_normalized(infos):
+            return None
+        if not all(b.is_injective() and b.has_trivial_predicate() for b in infos):
+            return None
+        inline_injective_producers(sch)
+        infos = get_block_infos(sch)
+        if infos is None or not is_normalized(infos):
+            return None
+        for info in infos:
+            schedule_injective_block(sch, info, target)
+        return sch

@@ -1,0 +1,50 @@
+"""The template-free search space (seed 001): schedule rules that analyse each block's
+loops and accesses and produce sketches, postprocessors that make sampled candidates
+concrete and valid, and mutators that change their decisions.
+
+:class:`SpaceGenerator` ties them together for a target: ``generate(func)`` gives the
+sketches, ``sample(func, sketch, rng)`` a candidate with fresh decisions,
+``mutate(func, candidate, rng)`` a candidate with one decision changed, and
+``replay(func, trace)`` the candidate of a stored trace.
+"""
+
+from .analysis import TargetInfo
+from .mutators import (
+    MutateComputeLocation,
+    MutateParallel,
+    MutateTileSize,
+    MutateUnroll,
+    Mutator,
+    default_mutators,
+)
+from .postproc import (
+    Postproc,
+    RewriteCooperativeFetch,
+    RewriteLayout,
+    RewriteParallelVectorizeUnroll,
+    RewriteReductionBlock,
+    RewriteUnboundBlock,
+    VerifyGPUCode,
+    VerifyLoopBounds,
+    default_postprocs,
+)
+from .rules import (
+    AddRFactor,
+    AutoInline,
+    CrossThreadReduction,
+    ParallelizeVectorizeUnroll,
+    RandomComputeLocation,
+    ScheduleRule,
+)
+from .sketch import Candidate, Sketch, SpaceGenerator, default_rules
+from .tiling import MultiLevelTiling, ReuseConfig
+
+__all__ = [
+    "AddRFactor", "AutoInline", "Candidate", "CrossThreadReduction", "MultiLevelTiling",
+    "MutateComputeLocation", "MutateParallel", "MutateTileSize", "MutateUnroll", "Mutator",
+    "ParallelizeVectorizeUnroll", "Postproc", "RandomComputeLocation", "ReuseConfig",
+    "RewriteCooperativeFetch", "RewriteLayout", "RewriteParallelVectorizeUnroll",
+    "RewriteReductionBlock", "RewriteUnboundBlock", "ScheduleRule", "Sketch",
+    "SpaceGenerator", "TargetInfo", "VerifyGPUCode", "VerifyLoopBounds", "default_mutators",
+    "default_postprocs", "default_rules",
+]

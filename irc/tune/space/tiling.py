@@ -1,0 +1,227 @@
+"""Multi-level tiling: the rule that makes matmuls and convolutions fast.
+
+For a reduction block with data reuse (some input does not depend on some output
+dimension; :func:`~irc.tune.space.analysis.needs_multi_level_tiling`), each loop is
+split into as many levels as its kind has in the tiling ``structure`` (``sample_perfect_tile``
+leaves the factors to the search) and the pieces are reordered level by level. On CPU
+the structure is ``"SSRSRS"``: ``i0 j0 | i1 j1 | k0 | i2 j2 | k1 | i3 j3`` — the outer
+spatial tiles become parallel work, the innermost ``i3 x j3`` tile is the register
+block (``j3`` vectorized, ``i3`` unrolled). On GPU it is ``"SSSRRSRS"`` with the first
+three spatial levels bound to ``blockIdx.x``, ``vthread.x`` and ``threadIdx.x``.
+
+Write reuse: on CPU each sketch either keeps the block as is, or accumulates in a
+``local`` buffer written back under the tile loop of level 1 or 2
+(``cache_write`` + ``reverse_compute_at``), with the elementwise consumer (bias, relu,
+``+ C``) inlined into the write-back; or fuses the consumer under those loops. On GPU
+the accumulator is ``local`` under the thread loop and every input is staged through
+``shared`` memory under the first reduction tile, filled cooperatively (the
+postprocessor binds the copy loops to threads; the vector length is sampled).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.diagnostics import ScheduleError
+from ...tir.schedule import BlockRV, LoopRV, Schedule
+from .analysis import (
+    ANN_COOPERATIVE_FETCH,
+    ANN_TILED,
+    has_block,
+    index_of,
+    is_elementwise_store,
+    is_spatial_block,
+    loop_kinds,
+    needs_multi_level_tiling,
+    realize_of,
+)
+from .rules import ScheduleRule, _in_root_scope, _is_tiled
+
+
+@dataclass(frozen=True)
+class ReuseConfig:
+    """Where a cache goes: ``req`` is "no", "may" (also keep a sketch without it) or
+    "must"; ``levels`` are 1-based positions in the tiling structure after which the
+    cache is placed; ``scope`` its storage scope."""
+
+    req: str = "no"
+    levels: tuple[int, ...] = ()
+    scope: str = "global"
+
+
+class MultiLevelTiling(ScheduleRule):
+    """Tile a block with data reuse by ``structure`` (see the module docstring).
+
+    ``tile_binds`` names the thread axis of each leading spatial level (GPU);
+    ``max_innermost_factor`` caps the innermost tile; ``reuse_read``/``reuse_write``
+    place read caches (GPU shared memory) and the write cache or fused consumer;
+    ``vector_load_lens`` are the sampled vector lengths of cooperative fetching.
+    """
+
+    name = "MultiLevelTiling"
+
+    def __init__(self, structure: str = "SSRSRS", tile_binds: tuple[str, ...] = (),
+                 max_innermost_factor: int = 64,
+                 reuse_read: ReuseConfig = ReuseConfig(),
+                 reuse_write: ReuseConfig = ReuseConfig("may", (1, 2), "local"),
+                 vector_load_lens: tuple[int, ...] = (1, 2, 4)):
+        if set(structure) - {"S", "R"} or "S" not in structure:
+            raise ScheduleError(f"tiling structure {structure!r} must be made of S and R")
+        self.structure = structure
+        self.tile_binds = tile_binds
+        self.max_innermost_factor = max_innermost_factor
+        self.reuse_read = reuse_read
+        self.reuse_write = reuse_write
+        self.vector_load_lens = vector_load_lens
+
+    # -- the rule -------------------------------------------------------------------------
+    def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
+        if not _in_root_scope(sch, block) or _is_tiled(sch, block):
+            return [sch]
+        index = index_of(sch)
+        r = realize_of(sch, block)
+        loops = index.loops_above(r)
+        if not needs_multi_level_tiling(r, loops):
+            return [sch]
+        name = r.block.name
+        consumer = self._elementwise_consumer(sch, block)
+        tiles = self._tile(sch, block, loop_kinds(r, loops))
+        sch.annotate(block, ANN_TILED, self.structure)
+        out: list[Schedule] = []
+        wr = self.reuse_write
+        if wr.req in ("no", "may"):
+            out.append(sch)
+        if wr.req in ("may", "must"):
+            for level in wr.levels:
+                branch = sch.copy()
+                if self._cache_write(branch, name, tiles, level, wr.scope, consumer):
+                    out.append(branch)
+            if consumer is not None and not self.tile_binds:
+                for level in wr.levels:
+                    branch = sch.copy()
+                    if self._fuse_consumer(branch, consumer, tiles, level):
+                        out.append(branch)
+        if not out:
+            return [sch]
+        if self.reuse_read.req == "must":
+            out = [s for s in out if self._cache_reads(s, name, tiles)]
+        return out or [sch]
+
+    # -- tiling ---------------------------------------------------------------------------
+    def _tile(self, sch: Schedule, block: BlockRV, kinds: list[str]) -> list[list[LoopRV]]:
+        """Split every loop into its levels and reorder; returns the loops of each
+        structure position (bound levels fused into one loop)."""
+        n_s = self.structure.count("S")
+        n_r = self.structure.count("R")
+        handles = sch.get_loops(block)
+        per_kind: dict[str, list[list[LoopRV]]] = {"S": [[] for _ in range(n_s)],
+                                                   "R": [[] for _ in range(n_r)]}
+        for h, k in zip(handles, kinds):
+            if k == "U":
+                per_kind["S"][0].append(h)
+                continue
+            n = n_s if k == "S" else n_r
+            limit = self.max_innermost_factor
+            factors = sch.sample_perfect_tile(h, n, limit)
+            parts = sch.split(h, factors)
+            for lvl, p in enumerate(parts):
+                per_kind[k][lvl].append(p)
+        tiles: list[list[LoopRV]] = []
+        seen = {"S": 0, "R": 0}
+        for c in self.structure:
+            tiles.append(per_kind[c][seen[c]])
+            seen[c] += 1
+        sch.reorder(*[lp for level in tiles for lp in level])
+        for lvl, tag in enumerate(self.tile_binds):
+            level = tiles[lvl]
+            if not level:
+                continue
+            fused = sch.fuse(*level) if len(level) > 1 else level[0]
+            sch.bind(fused, tag)
+            tiles[lvl] = [fused]
+        return tiles
+
+    # -- write reuse ----------------------------------------------------------------------
+    @staticmethod
+    def _elementwise_consumer(sch: Schedule, block: BlockRV) -> str | None:
+        """The name of the block's only consumer when it is an elementwise spatial block
+        at the root (bias, relu, ``+ C``)."""
+        index = index_of(sch)
+        r = realize_of(sch, block)
+        from ...tir.schedule.analysis import consumers
+
+        cons = consumers(index, r)
+        if len(cons) != 1:
+            return None
+        c = cons[0].block
+        if not is_spatial_block(c) or not is_elementwise_store(c):
+            return None
+        if index.scope_realize(cons[0]) is not index.root:
+            return None
+        return c.name
+
+    @staticmethod
+    def _level_loop(tiles: list[list[LoopRV]], level: int) -> LoopRV | None:
+        for lvl in range(level - 1, -1, -1):
+            if tiles[lvl]:
+                return tiles[lvl][-1]
+        return None
+
+    def _cache_write(self, sch: Schedule, name: str, tiles: list[list[LoopRV]], level: int,
+                     scope: str, consumer: str | None) -> bool:
+        loop = self._level_loop(tiles, level)
+        if loop is None:
+            return False
+        try:
+            block = sch.get_block(name)
+            cache = sch.cache_write(block, 0, scope)
+            sch.reverse_compute_at(cache, loop, preserve_unit_loops=True)
+        except ScheduleError:
+            return False
+        if consumer is not None and has_block(sch, consumer):
+            # The write-back computes the consumer too when it can; otherwise the
+            # consumer runs right after it, per tile, or stays where it is.
+            cons = sch.get_block(consumer)
+            try:
+                sch.reverse_compute_inline(cons)
+            except ScheduleError:
+                try:
+                    sch.reverse_compute_at(cons, loop, preserve_unit_loops=True)
+                except ScheduleError:
+                    pass
+        return True
+
+    @staticmethod
+    def _fuse_consumer(sch: Schedule, consumer: str, tiles: list[list[LoopRV]], level: int
+                       ) -> bool:
+        loop = MultiLevelTiling._level_loop(tiles, level)
+        if loop is None:
+            return False
+        try:
+            sch.reverse_compute_at(sch.get_block(consumer), loop, preserve_unit_loops=True)
+        except ScheduleError:
+            return False
+        return True
+
+    # -- read reuse (GPU shared memory) ---------------------------------------------------
+    def _cache_reads(self, sch: Schedule, name: str, tiles: list[list[LoopRV]]) -> bool:
+        rd = self.reuse_read
+        level = rd.levels[0] if rd.levels else 1
+        loop = self._level_loop(tiles, level)
+        if loop is None:
+            return False
+        try:
+            block = sch.get_block(name)
+            reads = realize_of(sch, block).block.reads
+            written = {id(w.buffer) for w in realize_of(sch, block).block.writes}
+            n = len(self.vector_load_lens)
+            for i in range(len(reads)):
+                if id(reads[i].buffer) in written:
+                    continue
+                cache = sch.cache_read(block, i, rd.scope)
+                sch.compute_at(cache, loop, preserve_unit_loops=True)
+                vec = sch.sample_categorical(list(self.vector_load_lens), [1.0 / n] * n)
+                sch.annotate(cache, ANN_COOPERATIVE_FETCH, vec)
+        except ScheduleError:
+            return False
+        return True
