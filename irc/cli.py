@@ -98,6 +98,7 @@ def _summarize(value: Any) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``irc run``: compile (or load) and run on random inputs, with timing."""
     import irc
 
     ex, compile_s = _executable(args.file, args.target, args.pipeline)
@@ -128,6 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """``irc show``: print a model, optionally after a pipeline."""
     import irc
 
     mod = _load_module(args.file)
@@ -139,6 +141,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    """``irc compile``: write a compiled executable (.ircx)."""
     ex, secs = _executable(args.file, args.target, args.pipeline)
     out = args.output or args.file.rsplit(".", 1)[0] + ".ircx"
     ex.save(out)
@@ -147,6 +150,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``irc`` command."""
     p = argparse.ArgumentParser(prog="irc", description="irc: a deep-learning compiler")
     sub = p.add_subparsers(dest="command", required=True)
 

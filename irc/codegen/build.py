@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from ..ir.diagnostics import BuildError, IRCError
+from ..ir.diagnostics import BuildError
 from ..ir.module import IRModule
 from ..ir.structural import structural_hash_hex
 from ..runtime.module import Module
@@ -42,11 +42,8 @@ def lower_for_codegen(func: S.PrimFunc) -> S.PrimFunc:
 
     if not is_block_form(func):
         return func
-    try:
-        from ..tir.transform import lower_primfunc
-    except ImportError:
-        raise BuildError("this function is in block form and the lowering passes "
-                         "(irc.tir.transform.lower_primfunc) are not available") from None
+    from ..tir.transform import lower_primfunc
+
     return lower_primfunc(func)
 
 
@@ -85,10 +82,8 @@ def collect_prim_funcs(inputs: Any, args: Any = None, name: str | None = None
         return funcs
     tensors = args if inputs is None else (inputs if args is None else None)
     if tensors is not None and isinstance(tensors, (list, tuple)):
-        try:
-            from ..tir import te
-        except ImportError:
-            raise BuildError("building from te tensors needs irc.tir.te") from None
+        from ..tir import te
+
         func = te.create_prim_func(list(tensors))
         return {name or _func_name(func, "main"): func}
     raise BuildError(f"irc.build cannot compile a {type(inputs).__name__}; pass a PrimFunc, "
@@ -145,8 +140,6 @@ def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
     try:
         src = codegen_llvm(lowered, t)
         obj = compile_source(src, t)
-    except IRCError:
-        raise
     except RecursionError:
         raise BuildError("the function is too deeply nested to compile") from None
     entry = "main" if "main" in obj.signatures else next(iter(obj.signatures), None)

@@ -73,16 +73,6 @@ def lanes_of(ty: str) -> int:
     return 1
 
 
-def is_float_type(ty: str) -> bool:
-    """True for float/double/half (or vectors of them)."""
-    return elem_type(ty) in ("float", "double", "half")
-
-
-def int_bits(ty: str) -> int:
-    """Bit width of an integer (or integer vector) type."""
-    return int(elem_type(ty)[1:])
-
-
 # -- constants -------------------------------------------------------------------------
 
 

@@ -191,11 +191,6 @@ def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     return E.add(a, b)
 
 
-def vector_type_of(ty: str, lanes: int) -> str:
-    """``ty``'s element type with ``lanes`` lanes."""
-    return vec(elem_type(ty), lanes)
-
-
 _SCALAR_BYTES = {"i1": 1, "i8": 1, "i16": 2, "half": 2, "i32": 4, "float": 4, "i64": 8,
                  "double": 8, "ptr": 8}
 

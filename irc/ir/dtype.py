@@ -69,6 +69,7 @@ def check(dtype: str) -> str:
 
 
 def is_float(dtype: str) -> bool:
+    """Floating point (``float*`` and ``bfloat16``)."""
     return parse(dtype).code in ("float", "bfloat")
 
 
@@ -78,6 +79,7 @@ def is_int(dtype: str) -> bool:
 
 
 def is_uint(dtype: str) -> bool:
+    """Unsigned integer."""
     return parse(dtype).code == "uint"
 
 
@@ -87,18 +89,22 @@ def is_integer(dtype: str) -> bool:
 
 
 def is_bool(dtype: str) -> bool:
+    """The boolean dtype."""
     return parse(dtype).code == "bool"
 
 
 def is_handle(dtype: str) -> bool:
+    """An opaque pointer (``handle``)."""
     return dtype == "handle"
 
 
 def bits(dtype: str) -> int:
+    """Bits per lane."""
     return parse(dtype).bits
 
 
 def lanes(dtype: str) -> int:
+    """Number of vector lanes (1 for scalars)."""
     return parse(dtype).lanes
 
 
@@ -109,6 +115,7 @@ def element_of(dtype: str) -> str:
 
 
 def with_lanes(dtype: str, n: int) -> str:
+    """``dtype``'s element type with ``n`` lanes: ``float32``, 4 -> ``float32x4``."""
     d = parse(dtype)
     return str(DType(d.code, d.bits, n))
 
@@ -134,16 +141,28 @@ def to_numpy(dtype: str):
 
 def from_numpy(np_dtype) -> str:
     """The irc dtype name of a numpy dtype."""
+    # Cached: the VM checks the dtype of every argument on every call.
+    try:
+        return _FROM_NUMPY[np_dtype]
+    except (KeyError, TypeError):
+        pass
     import numpy as np
 
     name = np.dtype(np_dtype).name
-    if name == "bool":
-        return "bool"
-    check(name)
+    if name != "bool":
+        check(name)
+    try:
+        _FROM_NUMPY[np_dtype] = name
+    except TypeError:  # an unhashable dtype description
+        pass
     return name
 
 
+_FROM_NUMPY: dict = {}
+
+
 def min_value(dtype: str):
+    """The smallest value of ``dtype`` (``-inf`` for floats)."""
     d = parse(dtype)
     if d.code == "int":
         return -(1 << (d.bits - 1))
@@ -153,6 +172,7 @@ def min_value(dtype: str):
 
 
 def max_value(dtype: str):
+    """The largest value of ``dtype`` (``inf`` for floats)."""
     d = parse(dtype)
     if d.code == "int":
         return (1 << (d.bits - 1)) - 1

@@ -106,11 +106,15 @@ class Constant(Expr):
 
 @node
 class Tuple(Expr):
+    """A tuple of values: ``(a, b)``."""
+
     fields: tuple[Expr, ...]
 
 
 @node
 class TupleGetItem(Expr):
+    """Field ``index`` of a tuple: ``t[0]``."""
+
     tuple_value: Expr
     index: int
 
@@ -131,11 +135,15 @@ class PrimValue(Expr):
 
 @node
 class StringImm(Expr):
+    """A string constant (``R.str(...)``)."""
+
     value: str
 
 
 @node
 class DataTypeImm(Expr):
+    """A dtype constant (``R.dtype(...)``)."""
+
     value: str
 
 
@@ -158,6 +166,8 @@ class Call(Expr):
 
 @node
 class If(Expr):
+    """``true_branch`` when ``cond`` holds, else ``false_branch``."""
+
     cond: Expr
     true_branch: Expr
     false_branch: Expr
@@ -165,6 +175,8 @@ class If(Expr):
 
 @node
 class Binding(Node):
+    """Base of bindings: what defines ``var``."""
+
     var: Var
 
 
@@ -186,6 +198,8 @@ class MatchCast(Binding):
 
 @node
 class BindingBlock(Node):
+    """A sequence of bindings (outside dataflow)."""
+
     bindings: tuple[Binding, ...]
 
 

@@ -7,10 +7,21 @@ It maps global names to functions of both levels (graph ``Function`` and loop
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .diagnostics import IRCError
 from .node import Node, node
+
+
+def unique_name(base: str, taken: set[str] | frozenset[str], sep: str = "") -> str:
+    """``base`` if it is not in ``taken``, else the first free ``base{sep}1``,
+    ``base{sep}2``, ... (the one rule every name supply of irc follows)."""
+    if base not in taken:
+        return base
+    i = 1
+    while f"{base}{sep}{i}" in taken:
+        i += 1
+    return f"{base}{sep}{i}"
 
 
 @node
@@ -41,6 +52,8 @@ class IRModule(Node):
 
     # -- lookup -------------------------------------------------------------------
     def get_global_var(self, name: str):
+        """The ``GlobalVar`` of function ``name`` (an IRCError naming the functions there
+        are when it is missing)."""
         for gv in self.functions:
             if gv.name_hint == name:
                 return gv
@@ -67,12 +80,15 @@ class IRModule(Node):
         return len(self.functions)
 
     def names(self) -> list[str]:
+        """The names of the module's functions, in order."""
         return [gv.name_hint for gv in self.functions]
 
     def items(self):
+        """``(GlobalVar, function)`` pairs, in order."""
         return self.functions.items()
 
     def get(self, name: str, default: Any = None) -> Any:
+        """The function named ``name``, or ``default`` when there is none."""
         return self[name] if name in self else default
 
     # -- functional updates -------------------------------------------------------
@@ -91,30 +107,49 @@ class IRModule(Node):
         return IRModule(functions=funcs, attrs=self.attrs)
 
     def with_functions(self, updates: Mapping[Any, Any]) -> IRModule:
+        """A module with every ``name -> function`` of ``updates`` added or replaced."""
         mod = self
         for k, v in updates.items():
             mod = mod.with_function(k, v)
         return mod
 
     def without_function(self, name: str) -> IRModule:
+        """A module without function ``name``."""
         gv = self.get_global_var(name)
         return IRModule(functions={k: v for k, v in self.functions.items() if k is not gv},
                         attrs=self.attrs)
 
     def with_attrs(self, **attrs: Any) -> IRModule:
+        """A module with ``attrs`` added to (or replacing) its attributes."""
         return IRModule(functions=self.functions, attrs={**self.attrs, **attrs})
+
+    def map_functions(self, fn: Callable[[Any], Any], kind: type | tuple[type, ...] = object,
+                      where: Callable[[Any], bool] | None = None) -> IRModule:
+        """A module with ``fn(func)`` in place of every function that is an instance of
+        ``kind`` (and satisfies ``where``, when given); a None result removes the function.
+        Returns this module itself when ``fn`` changed nothing."""
+        funcs: dict[Any, Any] = {}
+        changed = False
+        for gv, func in self.functions.items():
+            if isinstance(func, kind) and (where is None or where(func)):
+                new = fn(func)
+                changed |= new is not func
+                if new is None:
+                    continue
+                func = new
+            funcs[gv] = func
+        return IRModule(functions=funcs, attrs=self.attrs) if changed else self
 
     def unique_name(self, base: str) -> str:
         """``base`` if no function has that name, else ``base1``, ``base2``, ..."""
-        taken = set(self.names())
-        if base not in taken:
-            return base
-        i = 1
-        while f"{base}{i}" in taken:
-            i += 1
-        return f"{base}{i}"
+        return unique_name(base, set(self.names()))
 
     # -- text -----------------------------------------------------------------------
+    def __str__(self) -> str:
+        # print(mod) shows the IR text, as print(irc.lower(sch, args)) in the seeds does;
+        # repr(mod) stays a one-line summary.
+        return self.script()
+
     @staticmethod
     def from_script(text: str, source_name: str = "<string>") -> IRModule:
         """Parse irc script text (``@I.ir_module class ...``)."""

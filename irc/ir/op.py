@@ -119,11 +119,13 @@ def get_op_def(name: str) -> OpDef:
 
 
 def has_op(name: str) -> bool:
+    """True when operator ``name`` is registered."""
     _ensure_registered()
     return name in _OPS
 
 
 def list_ops() -> list[str]:
+    """The names of every registered operator, sorted."""
     _ensure_registered()
     return sorted(_OPS)
 
@@ -237,6 +239,7 @@ def _py_int(value: Any) -> int | None:
 
 
 def conv_int(value: Any, op: str, attr: str) -> int:
+    """An int attribute."""
     v = _py_int(value)
     if v is None:
         raise _err(op, attr, "an integer", value)
@@ -244,10 +247,12 @@ def conv_int(value: Any, op: str, attr: str) -> int:
 
 
 def conv_opt_int(value: Any, op: str, attr: str) -> int | None:
+    """An int attribute or None."""
     return None if value is None else conv_int(value, op, attr)
 
 
 def conv_float(value: Any, op: str, attr: str) -> float:
+    """A float attribute (ints accepted)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         from ..tir.expr import FloatImm, IntImm
 
@@ -258,10 +263,12 @@ def conv_float(value: Any, op: str, attr: str) -> float:
 
 
 def conv_opt_float(value: Any, op: str, attr: str) -> float | None:
+    """A float attribute or None."""
     return None if value is None else conv_float(value, op, attr)
 
 
 def conv_bool(value: Any, op: str, attr: str) -> bool:
+    """A bool attribute."""
     if isinstance(value, bool):
         return value
     if _py_int(value) in (0, 1):
@@ -270,16 +277,19 @@ def conv_bool(value: Any, op: str, attr: str) -> bool:
 
 
 def conv_str(value: Any, op: str, attr: str) -> str:
+    """A string attribute."""
     if not isinstance(value, str):
         raise _err(op, attr, "a string", value)
     return value
 
 
 def conv_opt_str(value: Any, op: str, attr: str) -> str | None:
+    """A string attribute or None."""
     return None if value is None else conv_str(value, op, attr)
 
 
 def conv_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...]:
+    """A tuple of ints (one int is a 1-tuple)."""
     if _py_int(value) is not None:
         return (conv_int(value, op, attr),)
     if not isinstance(value, (list, tuple)):
@@ -288,6 +298,7 @@ def conv_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...]:
 
 
 def conv_opt_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...] | None:
+    """A tuple of ints or None."""
     return None if value is None else conv_int_tuple(value, op, attr)
 
 
@@ -306,6 +317,7 @@ def conv_dtype(value: Any, op: str, attr: str) -> str:
 
 
 def conv_choice(*choices: str) -> Callable[[Any, str, str], str]:
+    """A converter accepting one of ``choices``."""
     def conv(value: Any, op: str, attr: str) -> str:
         if value not in choices:
             raise _err(op, attr, f"one of {', '.join(map(repr, choices))}", value)
@@ -315,16 +327,19 @@ def conv_choice(*choices: str) -> Callable[[Any, str, str], str]:
 
 
 def conv_layout(value: Any, op: str, attr: str) -> str:
+    """A layout string such as ``NCHW``."""
     if not isinstance(value, str) or not value.isalnum():
         raise _err(op, attr, "a layout string such as 'NCHW'", value)
     return value
 
 
 def conv_any(value: Any, op: str, attr: str) -> Any:
+    """Any value, unchecked."""
     return value
 
 
 def conv_sinfo(value: Any, op: str, attr: str) -> Any:
+    """A struct info value."""
     from .struct_info import StructInfo
 
     items = value if isinstance(value, (list, tuple)) else [value]

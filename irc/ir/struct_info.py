@@ -82,6 +82,8 @@ class TensorStructInfo(StructInfo):
 
 @node
 class TupleStructInfo(StructInfo):
+    """A tuple whose fields have ``fields``."""
+
     fields: tuple[StructInfo, ...]
 
 

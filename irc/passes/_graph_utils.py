@@ -30,7 +30,7 @@ from ..ir.expr import (
     VarBinding,
 )
 from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule
+from ..ir.module import IRModule, unique_name
 from ..ir.struct_info import FuncStructInfo
 
 LEAF_TYPES = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, Op,
@@ -61,14 +61,17 @@ class _VarSubstituter(Mutator):
 
     visit_DataflowVar = visit_Var
 
+    def visit_Constant(self, c: Constant) -> Expr:
+        return self.mapping.get(id(c), c)
+
     def visit_StructInfo(self, s: Any) -> Any:
         # Struct info never mentions graph variables; skipping it keeps this fast.
         return s
 
 
 def substitute_vars(node: Any, mapping: dict[int, Expr]) -> Any:
-    """``node`` with graph variables replaced (keys are ``id(var)``), binding sites
-    included: mapping a bound variable renames its binding."""
+    """``node`` with graph variables (and constants) replaced (keys are ``id(var)``),
+    binding sites included: mapping a bound variable renames its binding."""
     if not mapping:
         return node
     return _VarSubstituter(mapping).visit(node)
@@ -204,15 +207,9 @@ class NameSupply:
     def __init__(self, taken: Iterable[str] = ()):
         self.taken = set(taken)
 
-    def fresh(self, prefix: str) -> str:
-        prefix = prefix.replace(".", "_") or "v"
-        if prefix not in self.taken:
-            self.taken.add(prefix)
-            return prefix
-        i = 1
-        while f"{prefix}{i}" in self.taken:
-            i += 1
-        name = f"{prefix}{i}"
+    def fresh(self, prefix: str, sep: str = "") -> str:
+        """A name not taken yet: ``prefix``, else ``prefix{sep}1``, ``prefix{sep}2``, ..."""
+        name = unique_name(prefix.replace(".", "_") or "v", self.taken, sep)
         self.taken.add(name)
         return name
 

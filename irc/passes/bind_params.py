@@ -12,7 +12,7 @@ Preconditions: the function exists; each array matches its parameter's dtype and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -52,6 +52,9 @@ class BindParams(Pass):
     """Bind the parameters of ``func_name`` named in ``params`` to constant arrays."""
 
     def __init__(self, func_name: str, params: dict[str, Any]):
+        if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+            raise IRTypeError("BindParams: params must be a dict of parameter name to array, "
+                              f"got {type(params).__name__}")
         self.func_name = func_name
         self.params = dict(params)
         self.info = PassInfo(opt_level=0, name="BindParams")

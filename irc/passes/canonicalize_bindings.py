@@ -159,16 +159,7 @@ class CanonicalizeBindings(Pass):
         self.info = PassInfo(opt_level=0, name="CanonicalizeBindings")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function):
-                new = canonicalize_function(f)
-                changed |= new is not f
-                funcs[gv] = new
-            else:
-                funcs[gv] = f
-        return IRModule(functions=funcs, attrs=mod.attrs) if changed else mod
+        return mod.map_functions(canonicalize_function, Function)
 
 
 __all__ = ["CanonicalizeBindings", "canonicalize_function"]

@@ -283,6 +283,10 @@ class ConvertLayout(Pass):
     ``{"nn.conv2d": ["NHWC", "default"]}`` (data layout, kernel layout)."""
 
     def __init__(self, desired_layouts: dict[str, Any] | None = None):
+        if desired_layouts is not None and not isinstance(desired_layouts, dict):
+            raise IRCError("ConvertLayout: desired_layouts must be a dict such as "
+                           "{'nn.conv2d': ['NHWC', 'default']}, got "
+                           f"{type(desired_layouts).__name__}")
         layouts = dict(desired_layouts or {"nn.conv2d": ["NHWC", "default"]})
         unknown = [k for k in layouts if k != "nn.conv2d"]
         if unknown:
@@ -323,15 +327,8 @@ class ConvertLayout(Pass):
         return normalize_function(func.replace(body=body.replace(blocks=tuple(blocks))), mod)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function) and not f.attrs.get("Primitive"):
-                new = self.convert_function(f, mod)
-                changed |= new is not f
-                f = new
-            funcs[gv] = f
-        return IRModule(functions=funcs, attrs=mod.attrs) if changed else mod
+        return mod.map_functions(lambda f: self.convert_function(f, mod), Function,
+                                 where=lambda f: not f.attrs.get("Primitive"))
 
 
 __all__ = ["ConvertLayout"]

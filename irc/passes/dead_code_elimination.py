@@ -19,7 +19,7 @@ function is reachable from an entry; entry functions and their signatures are un
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..ir.expr import Expr, Function, If, MatchCast, SeqExpr, Var
 from ..ir.functor import Mutator
@@ -90,17 +90,8 @@ class DeadCodeElimination(Pass):
         self.info = PassInfo(opt_level=0, name="DeadCodeElimination")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function):
-                new = remove_unused_bindings(f, mod)
-                changed |= new is not f
-                funcs[gv] = new
-            else:
-                funcs[gv] = f
-        if changed:
-            mod = IRModule(functions=funcs, attrs=mod.attrs)
+        before = mod
+        mod = before.map_functions(lambda f: remove_unused_bindings(f, before), Function)
         roots = entry_functions(mod, self.entry_functions)
         live = reachable_functions(mod, roots)
         dead = [gv for gv in mod.functions if gv.name_hint not in live]

@@ -269,16 +269,7 @@ class FoldConstant(Pass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         folder = _Folder(mod, self.size_limit)
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function):
-                new = _Rewriter(folder).visit(f)
-                changed |= new is not f
-                funcs[gv] = new
-            else:
-                funcs[gv] = f
-        return IRModule(functions=funcs, attrs=mod.attrs) if changed else mod
+        return mod.map_functions(lambda f: _Rewriter(folder).visit(f), Function)
 
 
 __all__ = ["FoldConstant", "run_prim_func"]

@@ -45,7 +45,7 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Mutator, Visitor
+from ..ir.functor import Visitor
 from ..ir.module import IRModule
 from ..ir.op import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE
 from ..ir.op import TUPLE as TUPLE_PATTERN
@@ -53,7 +53,7 @@ from ..ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ..ir.struct_info_analysis import get_defining_shape_vars, get_shape_vars, prove_equal
 from ..tir.stmt import PrimFunc
 from ._fusion_graph import GraphNode, GraphPartitioner
-from ._graph_utils import NameSupply, collect_names
+from ._graph_utils import NameSupply, collect_names, substitute_vars
 from .infra import Pass, PassContext, PassInfo
 
 _MAX_NAME = 64
@@ -90,23 +90,6 @@ def _refs(e: Expr) -> list[Expr]:
     r = _Refs()
     r.visit(e)
     return r.items
-
-
-class _Replace(Mutator):
-    def __init__(self, mapping: dict[int, Expr]):
-        super().__init__()
-        self.mapping = mapping
-
-    def visit_Var(self, v: Var) -> Expr:
-        return self.mapping.get(id(v), v)
-
-    visit_DataflowVar = visit_Var
-
-    def visit_Constant(self, c: Constant) -> Expr:
-        return self.mapping.get(id(c), c)
-
-    def visit_StructInfo(self, s: Any) -> Any:
-        return s
 
 
 def binding_pattern(b: Binding, mod: IRModule) -> int:
@@ -261,7 +244,7 @@ class _BlockFuser:
         for i, b in zip(idx, bs):
             cls = Var if i in out_set else DataflowVar
             nv = cls(name_hint=b.var.name_hint, struct_info=b.var.struct_info)
-            value = _Replace(mapping).visit(b.value)
+            value = substitute_vars(b.value, mapping)
             new_bindings.append(VarBinding(var=nv, value=value))
             mapping[id(b.var)] = nv
         out_vars = [mapping[id(self.bindings[i].var)] for i in outputs]
@@ -351,6 +334,9 @@ class FuseOps(Pass):
     fusion; ``max_fuse_depth`` bounds the number of bindings in one group."""
 
     def __init__(self, fuse_opt_level: int = -1, max_fuse_depth: int = 256):
+        for what, v in (("fuse_opt_level", fuse_opt_level), ("max_fuse_depth", max_fuse_depth)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise IRCError(f"FuseOps: {what} must be an int, got {v!r}")
         self.fuse_opt_level = fuse_opt_level
         self.max_fuse_depth = max_fuse_depth
         self.info = PassInfo(opt_level=0, name="FuseOps")
@@ -361,18 +347,12 @@ class FuseOps(Pass):
             return mod
         created: dict[str, tuple[GlobalVar, Function]] = {}
         taken = set(mod.names())
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function) and not f.attrs.get("Primitive") and \
-                    "Codegen" not in f.attrs:
-                new = _FunctionFuser(mod, created, taken, self.max_fuse_depth).run(f)
-                changed |= new is not f
-                funcs[gv] = new
-            else:
-                funcs[gv] = f
-        if not changed:
+        fused = mod.map_functions(
+            lambda f: _FunctionFuser(mod, created, taken, self.max_fuse_depth).run(f),
+            Function, where=lambda f: not f.attrs.get("Primitive") and "Codegen" not in f.attrs)
+        if fused is mod:
             return mod
+        funcs = dict(fused.functions)
         for gv, f in created.values():
             funcs[gv] = f
         return IRModule(functions=funcs, attrs=mod.attrs)

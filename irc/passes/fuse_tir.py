@@ -46,7 +46,7 @@ from ..ir.expr import (
     VarBinding,
 )
 from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule
+from ..ir.module import IRModule, unique_name
 from ..ir.ops import call_tir
 from ..ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ..ir.structural import structural_equal, structural_hash_hex
@@ -116,13 +116,7 @@ class _Names(NameSupply):
     """Unique names with TVM's ``_1`` suffix style."""
 
     def unique(self, base: str) -> str:
-        if base not in self.taken:
-            self.taken.add(base)
-            return base
-        i = 1
-        while f"{base}_{i}" in self.taken:
-            i += 1
-        name = f"{base}_{i}"
+        name = unique_name(base, self.taken, "_")
         self.taken.add(name)
         return name
 

@@ -37,7 +37,6 @@ class PassInfo:
     opt_level: int
     name: str
     required: tuple[str, ...] = ()
-    traceable: bool = False
 
 
 class PassInstrument:
@@ -76,6 +75,21 @@ class PassContext:
 
     _stack: ClassVar[list[PassContext]] = []
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.opt_level, int) or isinstance(self.opt_level, bool):
+            raise IRCError(f"PassContext: opt_level must be an int (0-3), got "
+                           f"{self.opt_level!r}")
+        self.required_pass = _names(self.required_pass, "required_pass")
+        self.disabled_pass = _names(self.disabled_pass, "disabled_pass")
+        if not isinstance(self.config, dict):
+            raise IRCError(f"PassContext: config must be a dict of option name to value, got "
+                           f"{type(self.config).__name__}")
+        self.instruments = tuple(self.instruments)
+        for inst in self.instruments:
+            if not isinstance(inst, PassInstrument):
+                raise IRCError(f"PassContext: instruments must be PassInstrument objects, "
+                               f"got {type(inst).__name__}")
+
     def __enter__(self) -> PassContext:
         PassContext._stack.append(self)
         for inst in self.instruments:
@@ -85,20 +99,40 @@ class PassContext:
     def __exit__(self, *exc: object) -> None:
         for inst in self.instruments:
             inst.exit_pass_ctx()
-        PassContext._stack.remove(self)
+        # By identity: two contexts with equal options compare equal as dataclasses.
+        stack = PassContext._stack
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
+                break
 
     @staticmethod
     def current() -> PassContext:
+        """The innermost entered context (a default one when none is entered)."""
         if PassContext._stack:
             return PassContext._stack[-1]
         return _DEFAULT_CONTEXT
 
     def pass_enabled(self, info: PassInfo) -> bool:
+        """Whether a pass with ``info`` runs in this context (see the class docstring)."""
         if info.name in self.disabled_pass:
             return False
         if info.name in self.required_pass:
             return True
         return info.opt_level <= self.opt_level
+
+
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    """Pass names as a tuple (one name alone is accepted too)."""
+    if isinstance(value, str):
+        return (value,)
+    try:
+        names = tuple(value)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise IRCError(f"{what} must be a list of pass names, got {value!r}")
+    return names
 
 
 _DEFAULT_CONTEXT = PassContext()
@@ -145,7 +179,7 @@ class Sequential(Pass):
     def __init__(self, passes: Sequence[Pass | Callable[[IRModule], IRModule]],
                  opt_level: int = 0, name: str = "Sequential",
                  required: Sequence[str] = ()):
-        self.passes = [p if isinstance(p, Pass) else _wrap_callable(p) for p in passes]
+        self.passes = [_as_pass(p, i) for i, p in enumerate(passes)]
         self.info = PassInfo(opt_level=opt_level, name=name, required=tuple(required))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
@@ -158,6 +192,17 @@ class Sequential(Pass):
     def __repr__(self) -> str:
         inner = ", ".join(p.info.name for p in self.passes)
         return f"<Sequential {self.info.name}: {inner}>"
+
+
+def _as_pass(p: Any, index: int) -> Pass:
+    if isinstance(p, Pass):
+        return p
+    if callable(p) and not inspect.isclass(p):
+        return _wrap_callable(p)
+    hint = (f"; {p.__name__} is a class, write {p.__name__}() to make the pass"
+            if inspect.isclass(p) else "")
+    raise IRCError(f"Sequential: entry #{index} is a {type(p).__name__}, not a pass or a "
+                   f"function IRModule -> IRModule{hint}")
 
 
 def _wrap_callable(fn: Callable[[IRModule], IRModule]) -> Pass:
@@ -200,18 +245,7 @@ class FunctionPass(Pass):
         from ..tir.stmt import PrimFunc
 
         want = Function if self.kind == "graph" else PrimFunc
-        funcs = {}
-        changed = False
-        for gv, func in mod.functions.items():
-            if isinstance(func, want):
-                new = self._fn(func, mod, ctx)
-                changed |= new is not func
-                if new is None:
-                    continue
-                funcs[gv] = new
-            else:
-                funcs[gv] = func
-        return IRModule(functions=funcs, attrs=mod.attrs) if changed else mod
+        return mod.map_functions(lambda func: self._fn(func, mod, ctx), want)
 
 
 def _make_decorator(kind: str, opt_level: int, name: str | None,
@@ -284,7 +318,7 @@ class PrintIR(PassInstrument):
     """Prints the module after each pass (or only after the named ones)."""
 
     def __init__(self, only: Sequence[str] = ()):
-        self.only = set(only)
+        self.only = set(_names(only, "PrintIR(only=...)"))
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if not self.only or info.name in self.only:

@@ -19,8 +19,6 @@ form is returned as the same object).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..ir.block_builder import InferContext, Normalizer
 from ..ir.expr import (
     Binding,
@@ -172,16 +170,7 @@ class Normalize(Pass):
         self.info = PassInfo(opt_level=0, name="Normalize")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        funcs: dict[Any, Any] = {}
-        changed = False
-        for gv, f in mod.functions.items():
-            if isinstance(f, Function):
-                new = normalize_function(f, mod)
-                changed |= new is not f
-                funcs[gv] = new
-            else:
-                funcs[gv] = f
-        return IRModule(functions=funcs, attrs=mod.attrs) if changed else mod
+        return mod.map_functions(lambda f: normalize_function(f, mod), Function)
 
 
 __all__ = ["Normalize", "normalize_function"]

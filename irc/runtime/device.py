@@ -111,4 +111,5 @@ def device(spec: str | int | Device, index: int | None = None) -> Device:
                 raise DeviceError(f"bad device index in {spec!r}")
             return Device(name, int(idx))
         return Device(name, index or 0)
-    raise DeviceError(f"cannot make a device from {spec!r}")
+    raise DeviceError(f"cannot make a device from {type(spec).__name__} {spec!r}; pass "
+                      "irc.cpu(), irc.cuda(i) or a name such as 'cpu' or 'cuda:0'")

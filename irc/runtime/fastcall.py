@@ -1,11 +1,12 @@
 """A per-kernel Python function for the common call: every buffer argument an irc CPU
-Tensor of the right dtype and shape.
+Tensor (or, for the VM, a numpy array it keeps aligned and C-contiguous) of the right
+dtype and shape.
 
 The generated function checks exactly what the signature demands (dtype, rank, each
-dimension, shape variables consistent between arguments), reads the cached data
-pointers and calls the native function; any other argument kind, or any mismatch, goes
-to the general path (``Function.call_checked``), which stages numpy arrays and raises
-the precise error. This keeps the overhead of a kernel call near that of ctypes itself.
+dimension, shape variables consistent between arguments), reads the data pointers and
+calls the native function; any other argument kind, or any mismatch, goes to the general
+path (``Function.call_checked``), which stages numpy arrays and raises the precise
+error. This keeps the overhead of a kernel call near that of ctypes itself.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ndarray import ALIGNMENT, Tensor
+from ..ir import dtype as dt
+from .ndarray import ALIGNMENT, Tensor, data_pointer
 from .signature import eval_dim
 
 
-def make_fast_call(function) -> Callable[..., None]:
-    """The fast entry point of ``function`` (an ``irc.runtime.Function``)."""
+def make_fast_call(function, arrays: bool = False) -> Callable[..., None]:
+    """The fast entry point of ``function`` (an ``irc.runtime.Function``) for irc
+    Tensors; with ``arrays``, for numpy arrays the caller guarantees to be 64-byte aligned
+    and C-contiguous (the VM's registers: it makes every array it holds so)."""
     sig = function.signature
     if any(b.strides is not None for b in sig.buffers) or function._dim_scalars:
         # Stride variables, or scalar parameters that are also dimensions: the general
@@ -40,9 +44,13 @@ def make_fast_call(function) -> Callable[..., None]:
             scalars[i] = f"c{i}"
             continue
         spec = sig.buffers[i]
-        lines.append(f"    if type({a}) is not Tensor or {a}.dtype != {spec.dtype!r} or "
-                     f"{a}._array is None or {a}.data_ptr & {ALIGNMENT - 1}:")
-        lines.append("        return slow(" + ", ".join(args) + ")")
+        if arrays:
+            lines.append(f"    if type({a}) is not ndarray or {a}.dtype != npdt{i}:")
+            lines.append("        return slow(" + ", ".join(args) + ")")
+        else:
+            lines.append(f"    if type({a}) is not Tensor or {a}.dtype != {spec.dtype!r} or "
+                         f"{a}._array is None or {a}.data_ptr & {ALIGNMENT - 1}:")
+            lines.append("        return slow(" + ", ".join(args) + ")")
         lines.append(f"    s{pos} = {a}.shape")
         if all(type(d) is int for d in spec.shape):
             lines.append(f"    if s{pos} != {tuple(spec.shape)!r}:")
@@ -62,10 +70,13 @@ def make_fast_call(function) -> Callable[..., None]:
                     lines.append("        return slow(" + ", ".join(args) + ")")
                 else:
                     deferred.append((pos, j, d))
-        ptrs[i] = f"{a}.data_ptr"
+        ptrs[i] = f"data_pointer({a})" if arrays else f"{a}.data_ptr"
     consts: dict[str, Any] = {"Tensor": Tensor, "ndarray": np.ndarray,
                               "slow": function.call_checked, "cfunc": function.c_function,
-                              "error": function._raise, "eval_dim": eval_dim}
+                              "error": function._raise, "eval_dim": eval_dim,
+                              "data_pointer": data_pointer}
+    for i, spec in enumerate(sig.buffers):
+        consts[f"npdt{i}"] = dt.to_numpy(spec.dtype)
     for k, cast in enumerate(function._scalar_casts):
         consts[f"cast{k}"] = cast
     if deferred:

@@ -97,6 +97,7 @@ class Function:
         from .fastcall import make_fast_call
 
         self._fast = make_fast_call(self)
+        self._fast_arrays: Any = None
 
     @property
     def num_args(self) -> int:
@@ -265,6 +266,16 @@ class Function:
             return self.call_checked(*args)
         return self._fast(*args)
 
+    @property
+    def _vm_call(self):
+        """The call the VM makes: numpy arguments it guarantees 64-byte aligned and
+        C-contiguous; a dtype or shape mismatch still takes the checked path and raises."""
+        if self._fast_arrays is None:
+            from .fastcall import make_fast_call
+
+            self._fast_arrays = make_fast_call(self, arrays=True)
+        return self._fast_arrays
+
     def call_checked(self, *args: Any) -> None:
         """Call with the general argument handling (numpy arrays, DLPack producers,
         staging of unaligned or strided arrays) and precise errors."""
@@ -343,7 +354,6 @@ class Module:
             raise BuildError(f"entry function {entry_name!r} is not in the module "
                              f"({', '.join(names)})")
         self.entry_name = entry_name
-        self.type_key = "llvm"
         self._loaded: LoadedObject | None = None
         self._functions: dict[str, Function] = {}
         self._lock = threading.Lock()
@@ -397,7 +407,7 @@ class Module:
     # -- timing -------------------------------------------------------------------------
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
-                       repeats_to_cooldown: int = 1, f_preproc: str = ""):
+                       repeats_to_cooldown: int = 1):
         """A callable timing function ``name``; see :func:`irc.runtime.timer.time_evaluator`."""
         from .timer import time_evaluator
 
@@ -428,12 +438,16 @@ class Module:
                 "messages": self.messages, "externals": self.externals,
                 "llvm_ir": self.llvm_ir if with_ir else ""}
 
-    def save(self, path: str, fmt: str = "") -> None:
+    def save(self, path: str) -> None:
         """Write the object file to ``path`` and the signatures to ``path + ".json"``."""
-        with open(path, "wb") as f:
-            f.write(self.object_code)
-        with open(path + ".json", "w") as f:
-            json.dump(self._metadata(), f)
+        try:
+            with open(path, "wb") as f:
+                f.write(self.object_code)
+            with open(path + ".json", "w") as f:
+                json.dump(self._metadata(), f)
+        except OSError as err:
+            raise BuildError(f"cannot write module file {path}: {err.strerror}",
+                             hint="check that the directory exists and is writable") from None
 
     export_library = save
 

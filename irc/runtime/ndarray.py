@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.diagnostics import IRCError, RuntimeShapeError
 from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu
+from .device import device as as_device
 
 ALIGNMENT = 64
 
@@ -224,8 +225,8 @@ class Tensor:
         return f"<irc.Tensor shape={self.shape}, {self.dtype}, {self.device}>"
 
 
-def empty(shape: Sequence[int] | int, dtype: str = "float32", device: Device | None = None
-          ) -> Tensor:
+def empty(shape: Sequence[int] | int, dtype: str = "float32",
+          device: Device | str | None = None) -> Tensor:
     """An uninitialized tensor of ``shape`` and ``dtype`` on ``device`` (the CPU by default)."""
     if isinstance(shape, int):
         shape = (shape,)
@@ -233,7 +234,7 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32", device: Device | N
     dt.check(dtype)
     if dt.lanes(dtype) != 1:
         raise RuntimeShapeError(f"tensors hold scalar dtypes, not {dtype}")
-    device = device or cpu()
+    device = cpu() if device is None else as_device(device)
     if device.device_type == "cpu":
         return Tensor(array=aligned_empty(shape, dt.to_numpy(dtype)), dtype=dtype, device=device)
     from . import cuda_backend
@@ -245,8 +246,8 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32", device: Device | N
     return Tensor(mem=mem, shape=shape, dtype=dtype, device=device)
 
 
-def zeros(shape: Sequence[int] | int, dtype: str = "float32", device: Device | None = None
-          ) -> Tensor:
+def zeros(shape: Sequence[int] | int, dtype: str = "float32",
+          device: Device | str | None = None) -> Tensor:
     """A zero-filled tensor."""
     t = empty(shape, dtype, device)
     if t._array is not None:
@@ -256,7 +257,7 @@ def zeros(shape: Sequence[int] | int, dtype: str = "float32", device: Device | N
     return t
 
 
-def tensor(data: Any, device: Device | None = None, dtype: str | None = None) -> Tensor:
+def tensor(data: Any, device: Device | str | None = None, dtype: str | None = None) -> Tensor:
     """A new tensor holding a copy of ``data`` (numpy array, Tensor, nested sequence or any
     DLPack producer) on ``device`` (the CPU by default)."""
     if isinstance(data, Tensor):

@@ -44,6 +44,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any
 
 
 def list_global_funcs() -> list[str]:
+    """The names of every registered runtime function, sorted."""
     _load_providers()
     return sorted(_FUNCS)
 

@@ -218,13 +218,6 @@ def expect_bool(value: Any, what: str, node: Any) -> bool:
     return value
 
 
-def expect_sequence(value: Any, what: str, node: Any) -> list[Any]:
-    """``value`` as a list if it is a tuple or list."""
-    if not isinstance(value, (tuple, list)):
-        raise parse_error(f"{what} must be a tuple or list, got {describe(value)}", node)
-    return list(value)
-
-
 def expect_name(node: Any, what: str) -> str:
     """The identifier of a plain-name syntax node."""
     if not isinstance(node, syn.Name):

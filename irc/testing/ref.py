@@ -101,17 +101,20 @@ def adaptive_avg_pool2d_nchw(data: np.ndarray, output_size) -> np.ndarray:
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax along ``axis`` (max-subtracted, so large inputs do not overflow)."""
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Log-softmax along ``axis``."""
     shifted = x - x.max(axis=axis, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axes=(-1,),
                epsilon: float = 1e-5) -> np.ndarray:
+    """Layer norm over ``axes`` with scale ``gamma`` and shift ``beta``."""
     axes = tuple(axes)
     mean = x.mean(axis=axes, keepdims=True)
     var = x.var(axis=axes, keepdims=True)
@@ -128,6 +131,7 @@ def batch_norm(x: np.ndarray, gamma, beta, mean, var, axis: int = 1,
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
+    """Exact GELU, ``x * Phi(x)``, with ``math.erf`` element by element."""
     from math import erf, sqrt
 
     verf = np.vectorize(erf)
@@ -135,4 +139,5 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def relu(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0)``."""
     return np.maximum(x, 0)

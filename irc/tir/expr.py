@@ -198,17 +198,17 @@ class BinaryOp(PrimExpr):
 
 @node
 class Add(BinaryOp):
-    pass
+    """``a + b``."""
 
 
 @node
 class Sub(BinaryOp):
-    pass
+    """``a - b``."""
 
 
 @node
 class Mul(BinaryOp):
-    pass
+    """``a * b``."""
 
 
 @node
@@ -223,22 +223,22 @@ class Mod(BinaryOp):
 
 @node
 class FloorDiv(BinaryOp):
-    pass
+    """Division rounding toward negative infinity (``a // b``)."""
 
 
 @node
 class FloorMod(BinaryOp):
-    pass
+    """Remainder of floor division (sign follows the divisor)."""
 
 
 @node
 class Min(BinaryOp):
-    pass
+    """The smaller of ``a`` and ``b``."""
 
 
 @node
 class Max(BinaryOp):
-    pass
+    """The larger of ``a`` and ``b``."""
 
 
 @node
@@ -255,50 +255,60 @@ class CmpOp(PrimExpr):
 
 @node
 class EQ(CmpOp):
+    """``a == b`` (as a Python bool: whether ``a`` and ``b`` are one object)."""
+
     def __bool__(self) -> bool:
         return self.a is self.b
 
 
 @node
 class NE(CmpOp):
+    """``a != b`` (as a Python bool: whether they are different objects)."""
+
     def __bool__(self) -> bool:
         return self.a is not self.b
 
 
 @node
 class LT(CmpOp):
-    pass
+    """``a < b``."""
 
 
 @node
 class LE(CmpOp):
-    pass
+    """``a <= b``."""
 
 
 @node
 class GT(CmpOp):
-    pass
+    """``a > b``."""
 
 
 @node
 class GE(CmpOp):
-    pass
+    """``a >= b``."""
 
 
 @node
 class And(PrimExpr):
+    """Logical and of two boolean expressions."""
+
     a: PrimExpr
     b: PrimExpr
 
 
 @node
 class Or(PrimExpr):
+    """Logical or of two boolean expressions."""
+
     a: PrimExpr
     b: PrimExpr
 
 
 @node
 class Not(PrimExpr):
+    """Logical negation of a boolean expression."""
+
     a: PrimExpr
 
 
@@ -445,6 +455,8 @@ def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
     d = dt.parse(dtype)
     if d.lanes != 1:
         return Broadcast(dtype=dtype, value=const(value, dt.element_of(dtype)), lanes=d.lanes)
+    if isinstance(value, (str, bytes)):
+        raise IRTypeError(f"cannot make a {dtype} constant of {value!r}; give a number")
     if d.code in ("float", "bfloat"):
         return FloatImm(dtype=dtype, value=float(value))
     if d.code == "bool":
@@ -578,14 +590,17 @@ def _binary(cls: type[BinaryOp], a: ExprLike, b: ExprLike) -> PrimExpr:
 
 
 def add(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """``a + b`` (Python numbers adopt the other operand's dtype; constants fold)."""
     return _binary(Add, a, b)
 
 
 def sub(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """``a - b``."""
     return _binary(Sub, a, b)
 
 
 def mul(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """``a * b``."""
     return _binary(Mul, a, b)
 
 
@@ -595,14 +610,17 @@ def div(a: ExprLike, b: ExprLike) -> PrimExpr:
 
 
 def truncdiv(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """Integer division rounding toward zero."""
     return _binary(Div, a, b)
 
 
 def truncmod(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """Remainder of truncating division (sign follows the dividend)."""
     return _binary(Mod, a, b)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """Division rounding toward negative infinity."""
     a, b = _match(a, b)
     if isinstance(a, IntImm) and isinstance(b, IntImm) and b.value != 0:
         return IntImm(dtype=a.dtype, value=a.value // b.value)
@@ -610,6 +628,7 @@ def floordiv(a: ExprLike, b: ExprLike) -> PrimExpr:
 
 
 def floormod(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """Remainder of floor division (sign follows the divisor)."""
     a, b = _match(a, b)
     if isinstance(a, IntImm) and isinstance(b, IntImm) and b.value != 0:
         return IntImm(dtype=a.dtype, value=a.value % b.value)
@@ -617,10 +636,12 @@ def floormod(a: ExprLike, b: ExprLike) -> PrimExpr:
 
 
 def min_(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """The smaller of ``a`` and ``b`` (``irc.tir.min``)."""
     return _binary(Min, a, b)
 
 
 def max_(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """The larger of ``a`` and ``b`` (``irc.tir.max``)."""
     return _binary(Max, a, b)
 
 
@@ -642,16 +663,19 @@ def _as_bool(e: ExprLike) -> PrimExpr:
 
 
 def logical_and(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """``a and b`` of boolean expressions."""
     a, b = _as_bool(a), _as_bool(b)
     return And(dtype=a.dtype, a=a, b=b)
 
 
 def logical_or(a: ExprLike, b: ExprLike) -> PrimExpr:
+    """``a or b`` of boolean expressions."""
     a, b = _as_bool(a), _as_bool(b)
     return Or(dtype=a.dtype, a=a, b=b)
 
 
 def logical_not(a: ExprLike) -> PrimExpr:
+    """``not a`` of a boolean expression."""
     a = _as_bool(a)
     return Not(dtype=a.dtype, a=a)
 
@@ -696,6 +720,7 @@ def cast(value: ExprLike, dtype: str) -> PrimExpr:
 
 
 def select(condition: ExprLike, true_value: ExprLike, false_value: ExprLike) -> PrimExpr:
+    """``true_value if condition else false_value``; both sides are evaluated."""
     cond = _as_bool(condition)
     t, f = _match(true_value, false_value)
     return Select(dtype=t.dtype, condition=cond, true_value=t, false_value=f)

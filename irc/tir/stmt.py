@@ -93,6 +93,8 @@ class While(Stmt):
 
 @node
 class IfThenElse(Stmt):
+    """``then_case`` when ``condition`` holds, else ``else_case``."""
+
     condition: PrimExpr
     then_case: Stmt
     else_case: Stmt | None = None
@@ -262,6 +264,7 @@ def no_op() -> Stmt:
 
 
 def is_no_op(s: Stmt) -> bool:
+    """True for the empty statement (``Evaluate`` of a constant)."""
     from .expr import IntImm
 
     return isinstance(s, Evaluate) and isinstance(s.value, IntImm)

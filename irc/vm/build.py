@@ -39,6 +39,9 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",  # noqa: 
         mod = passes.BindParams(_entry_name(mod), params)(mod)
     if pipeline is not None:
         p = passes.get_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+        if not callable(p):
+            raise BuildError(f"irc.compile: pipeline must be a name ('default', 'zero'), a "
+                             f"pass, or None, got {type(pipeline).__name__}")
         with t:
             mod = p(mod)
     return link(mod, t)

@@ -113,6 +113,7 @@ def _describe_dim(d: Any, slot_names: list[str], exprs: list[SymExpr]) -> str:
 
 
 def format_expr(e: SymExpr, slot_names: list[str]) -> str:
+    """A shape expression of the bytecode as text (slots by name)."""
     if isinstance(e, int):
         return str(e)
     if e[0] == "var":

@@ -485,4 +485,32 @@ def compile_functions(mod: IRModule, consts: ConstantPool) -> dict[str, VMFuncti
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
             out[gv.name_hint] = FunctionCompiler(mod, gv.name_hint, func, consts).compile()
+    for name in _recursive_functions(out):
+        # A function that can re-enter itself would share its planned storage with its
+        # own nested activation; give every intermediate of it a fresh allocation.
+        fn = out[name]
+        for spec in fn.allocs:
+            spec.storage = -1
+        fn.storage_sizes = []
+        fn.intermediate_bytes = 0
     return out
+
+
+def _recursive_functions(funcs: dict[str, VMFunction]) -> set[str]:
+    """Names of the functions that can (directly or indirectly) call themselves."""
+    calls = {name: {ins[1] for ins in fn.code if ins[0] == "call"} for name, fn in
+             funcs.items()}
+    recursive = set()
+    for start in funcs:
+        seen: set[str] = set()
+        stack = list(calls[start])
+        while stack:
+            callee = stack.pop()
+            if callee == start:
+                recursive.add(start)
+                break
+            if callee in seen or callee not in calls:
+                continue
+            seen.add(callee)
+            stack.extend(calls[callee])
+    return recursive

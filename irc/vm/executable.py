@@ -67,11 +67,15 @@ class Executable:
         np.savez(buf, **arrays)
         meta = {"format": FORMAT, "target": self.target, "num_constants": len(self.constants),
                 "functions": [f.to_json() for f in self.functions.values()]}
-        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
-            z.writestr("bytecode.json", json.dumps(meta))
-            z.writestr("constants.npz", buf.getvalue())
-            z.writestr("constants.json", json.dumps(others))
-            z.writestr("kernels.bin", self.lib.serialize())
+        try:
+            with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+                z.writestr("bytecode.json", json.dumps(meta))
+                z.writestr("constants.npz", buf.getvalue())
+                z.writestr("constants.json", json.dumps(others))
+                z.writestr("kernels.bin", self.lib.serialize())
+        except OSError as err:
+            raise VMError(f"cannot write executable {path!r}: {err.strerror}",
+                          hint="check that the directory exists and is writable") from None
 
     export_library = save
 

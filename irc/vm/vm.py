@@ -15,6 +15,7 @@ not run the same function from two threads at once (create one VM per thread).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.diagnostics import RuntimeShapeError, VMError
 from ..runtime import Device, Tensor, aligned_empty, cpu
+from ..runtime import device as as_device
 from ..runtime.ndarray import ALIGNMENT, data_pointer
 from .bytecode import ValueCheck, VMFunction, expr_to_python
 from .executable import Executable
@@ -30,13 +32,15 @@ _Closure = Callable[[list, list], Any]
 
 
 def _to_value(arg: Any, device: Device) -> Any:
-    """A user argument as the VM's internal value (aligned numpy arrays for tensors)."""
+    """A user argument as the VM's internal value: tensors become 64-byte aligned,
+    C-contiguous numpy arrays (copied when they are not)."""
     if isinstance(arg, Tensor):
         if arg._array is None:
             raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
                                     "it with .copyto(irc.cpu())")
-        return arg._array
+        arg = arg._array  # usually aligned; one wrapping foreign memory may not be
     if isinstance(arg, np.ndarray):
+        # Kernels get data pointers without further checks (Function._vm_call).
         if data_pointer(arg) % ALIGNMENT or not arg.flags.c_contiguous:
             copy = aligned_empty(arg.shape, arg.dtype)
             np.copyto(copy, arg)
@@ -177,30 +181,20 @@ class _PreparedFunction:
 
     def _op_kernel(self, name: str, args: list[int]) -> _Closure:
         kernel = self.vm.exe.lib.get_function(name)
-        sig = kernel.signature
-        fast = (not sig.shape_vars and not sig.scalars and len(sig.buffers) == len(args)
-                and all(b.strides is None and all(type(d) is int for d in b.shape)
-                        for b in sig.buffers))
-        if not fast:
+        # Every array the VM holds is aligned and C-contiguous (_to_value, aligned_empty,
+        # planned storage), which the kernel's array entry point relies on. A call with
+        # the wrong number of arguments goes through the checked call, which says so.
+        call = kernel._vm_call if len(args) == kernel.num_args else kernel
+        if len(args) == 1:
+            (only,) = args
+
             def run(regs, heap):
-                kernel(*[regs[a] for a in args])
+                call(regs[only])
             return run
-        cfunc = kernel.c_function
-        expected = [(tuple(b.shape), dt.to_numpy(b.dtype)) for b in sig.buffers]
-        module = self.vm.exe.lib
-        pairs = list(zip(args, expected))
+        operands = itemgetter(*args)
 
         def run(regs, heap):
-            ptrs = []
-            for a, (shape, np_dtype) in pairs:
-                arr = regs[a]
-                if type(arr) is not np.ndarray or arr.shape != shape or arr.dtype != np_dtype:
-                    kernel(*[regs[i] for i in args])  # the checked path raises a clear error
-                    return
-                ptrs.append(data_pointer(arr))
-            rc = cfunc(*ptrs)
-            if rc:
-                raise module._error(name, rc)
+            call(*operands(regs))
         return run
 
     def _op_packed(self, name: str, args: list[int], dst: int) -> _Closure:
@@ -315,12 +309,12 @@ class _PreparedFunction:
 class VirtualMachine:
     """Runs an :class:`Executable` on ``device``: ``vm["forward"](x, *params)``."""
 
-    def __init__(self, exe: Executable, device: Device | None = None):
+    def __init__(self, exe: Executable, device: Device | str | None = None):
         if not isinstance(exe, Executable):
             raise VMError(f"VirtualMachine expects an irc.vm.Executable, got "
                           f"{type(exe).__name__}; build one with irc.compile(mod, target)")
         self.exe = exe
-        self.device = device or cpu()
+        self.device = cpu() if device is None else as_device(device)
         if self.device.device_type != "cpu":
             raise VMError(f"this executable was compiled for {exe.target}; running on "
                           f"{self.device} is not supported yet")

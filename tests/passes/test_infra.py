@@ -74,3 +74,45 @@ def test_pass_returning_non_module_is_reported():
     bad = passes.module_pass(lambda mod, ctx: None, name="Bad")
     with pytest.raises(irc.IRCError, match="Bad returned NoneType"):
         bad(IRModule(functions={"main": _prim(0)}))
+
+
+def test_sequential_rejects_entries_that_are_not_passes():
+    with pytest.raises(irc.IRCError, match="entry #1 is a int, not a pass"):
+        passes.Sequential([increment, 3])
+    with pytest.raises(irc.IRCError, match="write LegalizeOps\\(\\) to make the pass"):
+        passes.Sequential([passes.LegalizeOps])
+
+
+def test_nested_equal_contexts_leave_in_order():
+    outer = passes.PassContext(opt_level=1)
+    inner = passes.PassContext(opt_level=1)  # equal options, a different context
+    with outer:
+        with inner:
+            assert passes.PassContext.current() is inner
+        assert passes.PassContext.current() is outer
+    assert passes.PassContext.current() is not outer
+
+
+def test_pass_context_checks_its_options():
+    with pytest.raises(irc.IRCError, match="opt_level must be an int"):
+        passes.PassContext(opt_level="3")
+    with pytest.raises(irc.IRCError, match="disabled_pass must be a list of pass names"):
+        passes.PassContext(disabled_pass=[1])
+    with pytest.raises(irc.IRCError, match="instruments must be PassInstrument objects"):
+        passes.PassContext(instruments=[print])
+    # One name alone is one name, not a string of letters.
+    assert passes.PassContext(disabled_pass="FuseOps").disabled_pass == ("FuseOps",)
+    with pytest.raises(irc.IRCError, match="must be a list of pass names"):
+        passes.PrintIR(only=3)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: passes.LegalizeOps({"matmul": 3}), "the rule for 'matmul' is a int"),
+    (lambda: passes.LegalizeOps([]), "customize_legalize_map must be a dict"),
+    (lambda: passes.FuseOps(fuse_opt_level="2"), "fuse_opt_level must be an int"),
+    (lambda: passes.ConvertLayout(["NHWC"]), "desired_layouts must be a dict"),
+    (lambda: passes.BindParams("main", [1, 2]), "params must be a dict"),
+])
+def test_pass_options_are_checked_when_the_pass_is_made(make, message):
+    with pytest.raises(irc.IRCError, match=message):
+        make()

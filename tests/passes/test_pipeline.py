@@ -154,7 +154,8 @@ def test_default_pipeline_order():
     assert names == ["DecomposeOpsForInference", "Normalize", "CanonicalizeBindings",
                      "LegalizeOps", "Normalize", "CanonicalizeBindings",
                      "AnnotateTIROpPattern", "FoldConstant",
-                     "DeadCodeElimination", "FuseOps", "FuseTIR", "DeadCodeElimination"]
+                     "DeadCodeElimination", "FuseOps", "FuseTIR", "DeadCodeElimination",
+                     "DefaultScheduleForTarget"]
 
 
 

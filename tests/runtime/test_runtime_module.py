@@ -107,6 +107,12 @@ def test_save_load_object_file_roundtrip(tmp_path):
         loaded["inc"](x, np.zeros(3, "int32"))
 
 
+def test_saving_to_a_missing_directory_is_a_build_error(tmp_path):
+    mod = irc.build(_add_one(16, "int32", "inc"))
+    with pytest.raises(irc.BuildError, match="cannot write module file"):
+        mod.save(str(tmp_path / "no" / "such" / "inc.o"))
+
+
 def test_serialize_roundtrip_and_sources():
     mod = irc.build(_add_one(32))
     blob = mod.serialize()
@@ -200,6 +206,23 @@ def test_fast_path_with_tensors_checks_like_the_general_path():
         fn(irc.tensor(np.zeros((4, 3), "float16")), 2.0, y)
     with pytest.raises(irc.RuntimeShapeError, match="expects shape"):
         fn(irc.tensor(np.zeros((4, 2), "float32")), 2.0, y)
+
+
+def test_vm_entry_point_binds_symbolic_shapes_and_checks_like_the_general_path():
+    n = tir.var("n")
+    a, b = buf("a", (n, 3)), buf("b", (n * 3,))
+    i = tir.var("i")
+    f = func([a, b], loop(i, n * 3, store(b, i, a[i // 3, i % 3] + 1.0)), name="inc")
+    call = irc.build(f)["inc"]._vm_call  # aligned C-contiguous arrays, as the VM holds
+    x = irc.runtime.aligned_empty((4, 3), "float32")
+    x[:] = rand((4, 3), "float32")
+    y = irc.runtime.aligned_empty((12,), "float32")
+    call(x, y)
+    np.testing.assert_allclose(y, x.ravel() + 1)
+    with pytest.raises(irc.RuntimeShapeError, match="dimension 0 must be"):
+        call(x, irc.runtime.aligned_empty((13,), "float32"))
+    with pytest.raises(irc.RuntimeShapeError, match="expects dtype float32, got float64"):
+        call(x.astype("float64"), y)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -18,6 +18,14 @@ def test_devices():
     assert hash(irc.cpu()) == hash(irc.device("cpu", 0))
 
 
+def test_tensor_functions_take_device_names():
+    t = irc.tensor(np.ones(3, "float32"), "cpu")
+    assert t.device == irc.cpu()
+    assert irc.runtime.empty((2,), "int32", "cpu:0").device == irc.cpu()
+    with pytest.raises(irc.IRCError, match="cannot make a device"):
+        irc.runtime.zeros((2,), "float32", object())
+
+
 def test_tensor_roundtrip_and_properties():
     x = np.arange(12, dtype="float32").reshape(3, 4)
     t = irc.tensor(x)

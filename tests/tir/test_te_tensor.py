@@ -91,3 +91,7 @@ def test_te_builders_reject_bad_input():
     B = tir.decl_buffer((3,), "float32", "B")
     with pytest.raises(IRCError, match="reads buffer B, which is not a te tensor"):
         te.compute((3,), lambda i: B[i], name="bad")
+    with pytest.raises(IRCError, match="axis must be a te.reduce_axis or a non-empty list"):
+        te.compute((3,), lambda i: te.sum(A[i], axis=[]), name="bad")
+    with pytest.raises(IRCError, match="cannot make a int32 constant of 'x'; give a number"):
+        tir.var("n") + "x"

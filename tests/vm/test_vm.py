@@ -99,6 +99,26 @@ def test_save_and_load_round_trip(tmp_path, chain_vm):
     np.testing.assert_allclose(vm2["main"](a, a).numpy(), 4 * a, rtol=1e-6)
 
 
+def test_saving_to_a_missing_directory_is_a_vm_error(tmp_path, chain_vm):
+    ex, _ = chain_vm
+    with pytest.raises(irc.VMError, match="cannot write executable"):
+        ex.save(str(tmp_path / "no" / "such" / "chain.ircx"))
+
+
+def test_device_may_be_a_name_and_anything_else_is_an_irc_error(chain_vm):
+    ex, _ = chain_vm
+    assert irc.vm.VirtualMachine(ex, "cpu").device == irc.cpu()
+    with pytest.raises(irc.IRCError, match="bad device index"):
+        irc.vm.VirtualMachine(ex, "cpu:x")
+    with pytest.raises(irc.IRCError, match="cannot make a device from float"):
+        irc.vm.VirtualMachine(ex, 1.5)
+
+
+def test_compile_rejects_a_pipeline_that_is_not_a_pass():
+    with pytest.raises(irc.BuildError, match="pipeline must be a name"):
+        irc.compile(_chain_module(), "llvm", pipeline=3)
+
+
 def test_loading_garbage_is_a_clear_error(tmp_path):
     path = tmp_path / "bad.ircx"
     path.write_bytes(b"not a zip")
@@ -152,3 +172,30 @@ def test_tuple_outputs_and_get_item():
     assert isinstance(out, tuple) and len(out) == 2
     np.testing.assert_allclose(out[0].numpy(), 2 * a, rtol=1e-6)
     np.testing.assert_allclose(out[1].numpy(), 2 * a, rtol=1e-6)
+
+
+def test_recursive_function_does_not_share_planned_storage():
+    """A function that calls itself gets fresh intermediates per activation."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def countdown(x: R.Tensor((4,), dtype="float32"),
+                  n: R.Tensor((), dtype="int64")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+        if R.greater(n, R.const(0, "int64")):
+            lv = R.add(x, x)
+            lv2 = R.multiply(lv, R.const(0.5, "float32"))
+            m = R.subtract(n, R.const(1, "int64"))
+            inner = cls.countdown(lv2, m)
+            out = R.add(inner, lv2)
+        else:
+            out = R.add(x, R.const(0.0, "float32"))
+        return out
+'''
+    ex = irc.compile(irc.parse(text), "llvm")
+    assert ex.functions["countdown"].storage_sizes == []
+    vm = irc.vm.VirtualMachine(ex)
+    x = np.arange(4, dtype="float32")
+    # countdown(x, n) = x * (n + 1) since each level adds x back
+    np.testing.assert_allclose(vm["countdown"](x, np.array(3, "int64")).numpy(), 4 * x)

@@ -74,9 +74,16 @@ class LegalizeOps(Pass):
     take precedence over the built-in ones.
     """
 
-    def __init__(self, customize_legalize_map: dict[str, Any] | None = None,
-                 enable_warning: bool = False):
+    def __init__(self, customize_legalize_map: dict[str, Any] | None = None):
+        if customize_legalize_map is not None and not isinstance(customize_legalize_map, dict):
+            raise IRCError("LegalizeOps: customize_legalize_map must be a dict of operator "
+                           f"name to rule, got {type(customize_legalize_map).__name__}")
         self.custom = dict(customize_legalize_map or {})
+        for name, rule in self.custom.items():
+            if not callable(rule):
+                raise IRCError(f"LegalizeOps: the rule for {name!r} is a "
+                               f"{type(rule).__name__}; a rule is a function (ctx, call) -> "
+                               "Expr")
         self.info = PassInfo(opt_level=0, name="LegalizeOps")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ref import _pad4, _pair
+# relu and softmax are already vectorized in the single-operator references.
+from ..ref import _pad4, _pair, relu, softmax
 
 _LAYOUTS = ("NCHW", "NHWC")
 
@@ -132,17 +133,6 @@ def gelu(x: np.ndarray) -> np.ndarray:
             return np.frompyfunc(erf, 1, 1)(a).astype(a.dtype)
 
     return 0.5 * x * (1.0 + verf(x / x.dtype.type(np.sqrt(2.0))))
-
-
-def relu(x: np.ndarray) -> np.ndarray:
-    """``max(x, 0)``."""
-    return np.maximum(x, x.dtype.type(0))
-
-
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Softmax along ``axis`` (max-subtracted)."""
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 def as_compute(state: dict, dtype: str | np.dtype) -> dict:

@@ -154,10 +154,6 @@ def popcount(x: Any, bits: int) -> Any:
     return bin(x & ((1 << bits) - 1)).count("1")
 
 
-def vshift_left(a: Any, b: Any) -> Any:
-    return np.left_shift(a, b)
-
-
 # -- memory ---------------------------------------------------------------------------
 
 

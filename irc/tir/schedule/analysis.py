@@ -22,12 +22,6 @@ def loop_name(loop: For) -> str:
     return repr(loop.loop_var.name)
 
 
-def block_name(r: BlockRealize | Block) -> str:
-    """The block's name, quoted, for messages."""
-    b = r.block if type(r) is BlockRealize else r
-    return repr(b.name)
-
-
 def const_extent(loop: For) -> int | None:
     """The loop's extent when it is a constant."""
     e = loop.extent

@@ -163,7 +163,7 @@ def rebind_block(P: str, an: Analyzer, r: BlockRealize, ranges: dict[int, tuple]
             guards.append(an.simplify(value >= dmin))
         if not an.can_prove(hi <= dmax):
             guards.append(an.simplify(value < dmax + 1))
-    predicate: PrimExpr = const(True)
+    predicate: PrimExpr = _carried_predicate(P, r, bindings)
     for g in guards:
         predicate = and_predicate(predicate, g)
     realize = BlockRealize(iter_values=tuple(bindings), predicate=predicate, block=block)
@@ -171,6 +171,26 @@ def rebind_block(P: str, an: Analyzer, r: BlockRealize, ranges: dict[int, tuple]
     for ax, ext in reversed(loops):
         body = For(loop_var=ax, min=const(0, ax.dtype), extent=ext, kind="serial", body=body)
     return body
+
+
+def _carried_predicate(P: str, r: BlockRealize, bindings: list[PrimExpr]) -> PrimExpr:
+    """The block's old predicate (e.g. ``T.where`` from a split that does not divide)
+    rewritten over the new bindings, so the moved block still skips the points it
+    skipped before. The predicate's loop variables must each be bound directly to an
+    iteration variable; otherwise the predicate cannot follow the block."""
+    old = r.predicate
+    if is_trivial_predicate(old):
+        return const(True)
+    vmap: dict[int, PrimExpr] = {}
+    for value, new in zip(r.iter_values, bindings):
+        if type(value) is Var:
+            vmap[id(value)] = new
+    if not var_ids(old) <= set(vmap):
+        fail(P, f"block {r.block.name!r} has the predicate {old}, over loops that are not "
+             "bound directly to its iteration variables; moving the block would lose it",
+             hint="split by a factor that divides the extent, or move the block before "
+                  "splitting")
+    return substitute_vars(old, vmap)
 
 
 def _is_zero(e: PrimExpr) -> bool:

@@ -135,11 +135,6 @@ def store_of(block: Block) -> BufferStore | None:
     return block.body if type(block.body) is BufferStore else None
 
 
-def region_of_point(buf: Buffer, indices) -> BufferRegion:
-    """The one-element region ``buf[indices]``."""
-    return BufferRegion.from_indices(buf, tuple(indices))
-
-
 def is_var_tuple(indices, candidates: dict[int, Var]) -> bool:
     """True when every index is a distinct variable among ``candidates``."""
     seen = set()
@@ -148,13 +143,6 @@ def is_var_tuple(indices, candidates: dict[int, Var]) -> bool:
             return False
         seen.add(id(i))
     return True
-
-
-def new_loop_nest(loops: list[For], body: Stmt) -> Stmt:
-    """``body`` wrapped in copies of ``loops`` (outermost first) with these bodies."""
-    for lp in reversed(loops):
-        body = lp.replace(body=body)
-    return body
 
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ...ir import dtype as dt
 from ...ir.diagnostics import IRTypeError
 from ...ir.functor import Mutator, Visitor
+from ...ir.module import unique_name
 from ...ir.node import Node, node_fields
 from ..buffer import Buffer, BufferRegion
 from ..expr import (
@@ -50,13 +51,8 @@ class NameSupply:
         self.used: set[str] = set()
 
     def fresh(self, name: str) -> str:
-        if name not in self.used:
-            self.used.add(name)
-            return name
-        k = 1
-        while f"{name}_{k}" in self.used:
-            k += 1
-        out = f"{name}_{k}"
+        """``name`` if unused, else the first free ``name_1``, ``name_2``, ..."""
+        out = unique_name(name, self.used, "_")
         self.used.add(out)
         return out
 

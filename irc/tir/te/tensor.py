@@ -438,6 +438,9 @@ def _make_reducer(kind: str, combine: Callable[[PrimExpr, PrimExpr], PrimExpr]):
             if axis is None:
                 raise IRTypeError(f"te.{kind} needs axis=... (a te.reduce_axis or a list of "
                                   "them), or a second operand for the elementwise form")
+            if isinstance(axis, (list, tuple)):
+                raise IRTypeError(f"te.{kind}: axis must be a te.reduce_axis or a non-empty "
+                                  f"list of them, got {list(axis)!r}")
             return combine(_unwrap(expr), _unwrap(axis))
         source = convert(_unwrap(expr))
         cond = None

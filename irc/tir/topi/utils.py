@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from ...ir import dtype as dt
 from ...ir.diagnostics import IRTypeError
-from ..expr import IntImm, PrimExpr, const, convert
+from ..expr import IntImm, PrimExpr, as_int, const, convert
 from ..te.tensor import Tensor
 
 # Tags of compute stages (what kind of computation a stage is), as in TVM's topi.
@@ -17,15 +17,8 @@ COMM_REDUCE = "comm_reduce"
 COMM_REDUCE_IDX = "comm_reduce_idx"
 
 
-def const_int(e: Any) -> int | None:
-    """The Python int of an integer constant (or int), else None."""
-    if isinstance(e, bool):
-        return int(e)
-    if isinstance(e, int):
-        return e
-    if isinstance(e, IntImm):
-        return e.value
-    return None
+# The Python int of an integer constant (or int), else None.
+const_int = as_int
 
 
 def get_const_int(e: Any, what: str = "value") -> int:
@@ -78,6 +71,7 @@ def normalize_axes(axis: Any, ndim: int) -> list[int]:
 
 
 def axis_names(ndim: int, prefix: str = "ax") -> list[str]:
+    """``ax0``, ``ax1``, ... (one name per axis)."""
     return [f"{prefix}{i}" for i in range(ndim)]
 
 

@@ -28,11 +28,6 @@ class PrimFuncPass:
         if isinstance(x, PrimFunc):
             return self.transform_function(x)
         if isinstance(x, IRModule):
-            updates = {gv: self.transform_function(f) for gv, f in x.functions.items()
-                       if isinstance(f, PrimFunc)}
-            if all(updates[gv] is x.functions[gv] for gv in updates):
-                return x
-            funcs = {gv: updates.get(gv, f) for gv, f in x.functions.items()}
-            return IRModule(functions=funcs, attrs=x.attrs)
+            return x.map_functions(self.transform_function, PrimFunc)
         raise LoweringError(f"{self.name} applies to a PrimFunc or an IRModule, "
                             f"not {type(x).__name__}")

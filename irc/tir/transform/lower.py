@@ -71,9 +71,7 @@ def lower_primfunc(func: PrimFunc) -> PrimFunc:
 
 def lower_module(mod: IRModule) -> IRModule:
     """Lower every PrimFunc of ``mod``; graph-level functions are left as they are."""
-    funcs = {gv: lower_primfunc(f) if isinstance(f, PrimFunc) else f
-             for gv, f in mod.functions.items()}
-    return IRModule(functions=funcs, attrs=mod.attrs)
+    return mod.map_functions(lower_primfunc, PrimFunc)
 
 
 def lower(obj: Any, args: Sequence[Any] | None = None, simple_mode: bool = True,
@@ -85,7 +83,7 @@ def lower(obj: Any, args: Sequence[Any] | None = None, simple_mode: bool = True,
     ``IRModule``, or a list of te tensors; with ``args`` (te tensors) and no schedule
     module, the function is built by ``irc.tir.te.create_prim_func(args)``.
     ``simple_mode`` is accepted for compatibility: the result is always the lowered
-    module without host-side wrappers. Example: ``print(irc.lower(sch, args).script())``.
+    module without host-side wrappers. ``print(irc.lower(sch, args))`` prints its IR text.
     """
     del simple_mode  # irc never adds host wrappers here
     mod = _as_module(obj, args, name)
@@ -105,10 +103,8 @@ def _as_module(obj: Any, args: Sequence[Any] | None, name: str) -> IRModule:
         return IRModule(functions={name: mod})
     tensors = args if obj is None else obj if isinstance(obj, (list, tuple)) else None
     if tensors is not None:
-        try:
-            from ..te import create_prim_func
-        except ImportError as err:  # pragma: no cover - te ships with irc
-            raise LoweringError("lowering te tensors needs irc.tir.te") from err
+        from ..te import create_prim_func
+
         func = create_prim_func(list(tensors))
         return IRModule(functions={name: func})
     raise LoweringError(
