@@ -34,8 +34,9 @@ if _sys.getrecursionlimit() < 10000:
     _sys.setrecursionlimit(10000)
 
 # Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)); frontends
-# (irc.frontend.nn: build models in Python and export them).
-from . import frontend, runtime, target, te, topi  # noqa: E402
+# (irc.frontend.nn: build models in Python and export them); default schedule rules
+# (from irc import dlight as dl).
+from . import dlight, frontend, runtime, target, te, topi  # noqa: E402
 from .codegen import build  # noqa: E402
 from .runtime import cpu, cuda, device, tensor  # noqa: E402
 

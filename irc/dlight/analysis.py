@@ -24,6 +24,8 @@ from ..tir.expr import (
     BufferLoad,
     Call,
     Cast,
+    FloorDiv,
+    FloorMod,
     IntImm,
     Max,
     Min,
@@ -141,25 +143,39 @@ def _is_one(e: PrimExpr) -> bool:
 
 def get_block_infos(sch: Schedule) -> list[BlockInfo] | None:
     """The blocks of the root scope of the schedule's current function, in execution
-    order, with classified loops; None when the function is not in block form or a
-    block lies inside another non-root block."""
+    order, with classified loops; None when the function is not in block form."""
     index = FuncIndex(sch.func)
     try:
         root = index.root
     except ScheduleError:
         return None
-    realizes = child_blocks(root)
+    return [_info(sch, index, r) for r in child_blocks(root)]
+
+
+def loop_users(sch: Schedule, name: str) -> list[tuple[LoopRV, list]]:
+    """For each loop above block ``name`` (outermost first, up to its enclosing block):
+    its handle and the block's iteration variables (``IterVar``) whose bindings use it.
+    Unlike the loop kinds of :class:`BlockInfo`, bindings may be any expressions, such as
+    ``bx * 4 + tx`` after a split."""
+    index = FuncIndex(sch.func)
+    r = index.blocks[name]
+    loops = index.loops_above(r)
+    rvs = sch.get_loops(sch.get_block(name))
     out = []
-    for r in realizes:
-        rv = sch.get_block(r.block.name)
-        loops = index.loops_above(r)
-        loop_rvs = sch.get_loops(rv)
-        kinds = _classify(r, loops)
-        iters = [IterInfo(kind=k, var=v, extent=lp.extent, loop_rv=lrv)
-                 for (k, v), lp, lrv in zip(kinds, loops, loop_rvs)]
-        out.append(BlockInfo(name=r.block.name, block_rv=rv, block=r.block, realize=r,
-                             iters=iters))
+    for lp, rv in zip(loops, rvs):
+        users = [iv for iv, v in zip(r.block.iter_vars, r.iter_values) if _uses(v, lp.loop_var)]
+        out.append((rv, users))
     return out
+
+
+def _info(sch: Schedule, index: FuncIndex, r: BlockRealize) -> BlockInfo:
+    rv = sch.get_block(r.block.name)
+    loops = index.loops_above(r)
+    loop_rvs = sch.get_loops(rv)
+    kinds = _classify(r, loops)
+    iters = [IterInfo(kind=k, var=v, extent=lp.extent, loop_rv=lrv)
+             for (k, v), lp, lrv in zip(kinds, loops, loop_rvs)]
+    return BlockInfo(name=r.block.name, block_rv=rv, block=r.block, realize=r, iters=iters)
 
 
 def is_normalized(infos: list[BlockInfo]) -> bool:
@@ -202,6 +218,15 @@ def linear_form(e: PrimExpr) -> tuple[dict[int, int], int] | None:
             return None
         k = b[1]
         return {v: c * k for v, c in a[0].items() if c * k}, a[1] * k
+    if t is FloorDiv or t is FloorMod:
+        a, b = linear_form(e.a), linear_form(e.b)
+        if a is None or b is None or b[0] or b[1] <= 0:
+            return None
+        k = b[1]
+        if k == 1:  # x // 1 == x and x % 1 == 0 (grouped convs with one channel a group)
+            return (a[0], a[1]) if t is FloorDiv else ({}, 0)
+        if not a[0]:
+            return {}, (a[1] // k if t is FloorDiv else a[1] % k)
     return None
 
 
@@ -286,18 +311,28 @@ def store_of(block: Block) -> BufferStore | None:
 
 
 def innermost_spatial_var(block: Block) -> Var | None:
-    """The iteration variable that indexes the innermost dimension of the block's store
-    with stride one (the dimension contiguous in memory), if there is one."""
+    """The iteration variable along which the block's store is contiguous (stride one
+    in row-major memory), the one with the largest domain when several are (dimensions
+    of size one do not count: ``[1, C, 1, 1]`` is contiguous along ``C``)."""
     store = store_of(block)
     if store is None or not store.indices:
         return None
-    last = store.indices[-1]
-    if type(last) is not Var:
+    strides = flat_strides(store.buffer, store.indices)
+    if strides is None:
+        last = store.indices[-1]
+        if type(last) is Var and not any(_uses(i, last) for i in store.indices[:-1]):
+            return last
         return None
-    for idx in store.indices[:-1]:
-        if _uses(idx, last):
-            return None
-    return last
+    best, best_ext = None, 0
+    for iv in block.iter_vars:
+        if iv.iter_type != "spatial" or strides.get(id(iv.var)) != 1:
+            continue
+        if not any(i is iv.var for i in store.indices):
+            continue
+        ext = iv.dom.extent.value if type(iv.dom.extent) is IntImm else 1 << 30
+        if ext > best_ext:
+            best, best_ext = iv.var, ext
+    return best
 
 
 # ---------------------------------------------------------------------------------
@@ -418,3 +453,69 @@ def inline_injective_producers(sch: Schedule, keep: set[str] = frozenset()) -> N
             if try_compute_inline(sch, info.block_rv):
                 changed = True
                 break
+
+
+# ---------------------------------------------------------------------------------
+# Rows shared by several blocks
+# ---------------------------------------------------------------------------------
+
+
+def _consumers(infos: list[BlockInfo], b: BlockInfo) -> list[BlockInfo]:
+    written = {id(w.buffer) for w in b.block.writes}
+    return [c for c in infos if c is not b
+            and any(id(r.buffer) in written for r in c.block.reads)]
+
+
+def inline_single_use(sch: Schedule) -> None:
+    """Inline injective intermediate blocks read by exactly one block (a value read by
+    several blocks is computed once and stored)."""
+    while True:
+        infos = get_block_infos(sch)
+        if infos is None:
+            return
+        for b in infos:
+            if not b.is_injective() or is_output_block(sch, b):
+                continue
+            if len(_consumers(infos, b)) != 1:
+                continue
+            if try_compute_inline(sch, b.block_rv):
+                break
+        else:
+            return
+
+
+def row_depth(infos: list[BlockInfo]) -> int:
+    """How many leading loops all blocks share as aligned rows: spatial loops of equal
+    constant extents whose variables index, in order, the leading dimensions of every
+    store and of every load of an intermediate buffer."""
+    last = infos[-1]
+    produced = {id(w.buffer) for b in infos[:-1] for w in b.block.writes}
+    depth = 0
+    while True:
+        d = depth
+        ok = True
+        for b in infos:
+            if len(b.iters) <= d or b.iters[d].kind != "S" or b.iters[d].var is None:
+                ok = False
+                break
+            if b.iters[d].const_extent is None or \
+                    b.iters[d].const_extent != last.iters[d].const_extent:
+                ok = False
+                break
+            lead = [it.var for it in b.iters[:d + 1]]
+            for a in block_accesses(b.block):
+                if a.kind == "write" or id(a.buffer) in produced:
+                    if not _leading(a.indices, lead):
+                        ok = False
+                        break
+            if not ok:
+                break
+        if not ok:
+            return depth
+        depth += 1
+
+
+def _leading(indices, lead: list[Var]) -> bool:
+    if len(indices) < len(lead):
+        return False
+    return all(i is v for i, v in zip(indices, lead))

@@ -84,3 +84,19 @@ def schedule_func(func: PrimFunc, target: Target, rules: list[ScheduleRule]
             continue
         return out.with_attr("tir.is_scheduled", True)
     return None
+
+
+class DefaultScheduleForTarget(Pass):
+    """The default pipeline's last step: under an llvm target (the current one when the
+    pass runs), apply the CPU rules (``dl.cpu.default_rules()``); under any other target,
+    or none, leave the module as it is."""
+
+    info = PassInfo(opt_level=0, name="DefaultScheduleForTarget")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        target = Target.current()
+        if target is None or target.kind.name != "llvm":
+            return mod
+        from .cpu import default_rules
+
+        return ApplyDefaultSchedule(*default_rules()).transform_module(mod, ctx)

@@ -9,7 +9,9 @@
   weight transposes and batch-norm factors vanish), remove dead code, fuse operators into
   groups and each group into one loop function, and remove what fusion left unused.
   Layout conversion is not in it (it changes kernels' layouts, which pays with tuning;
-  put ``ConvertLayout`` in front when wanted).
+  put ``ConvertLayout`` in front when wanted). Last, when the current target is llvm
+  (``irc.compile`` runs the pipeline under ``with target:``), the default CPU schedule
+  rules (``irc.dlight.cpu``) schedule every loop function not yet scheduled.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def _zero() -> Pass:
 
 
 def _default() -> Pass:
+    from ..dlight.apply import DefaultScheduleForTarget
     from .annotate_tir_op_pattern import AnnotateTIROpPattern
     from .canonicalize_bindings import CanonicalizeBindings
     from .dead_code_elimination import DeadCodeElimination
@@ -48,6 +51,7 @@ def _default() -> Pass:
         FuseOps(),
         FuseTIR(),
         DeadCodeElimination(),
+        DefaultScheduleForTarget(),
     ], name="default")
 
 

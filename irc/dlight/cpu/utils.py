@@ -13,9 +13,11 @@ from ...tir.expr import IntImm
 from ...tir.schedule import LoopRV, Schedule
 from ..analysis import BlockInfo, block_accesses, store_of
 
-# Below this many scalar operations a kernel runs on one core: waking the thread pool
-# costs a few microseconds, more than the work saves.
-PARALLEL_MIN_WORK = 1 << 15
+# Below this many iterations (multiply-adds, elements) a kernel runs on one core: it takes
+# tens of microseconds at most, while a parallel region costs microseconds to start and,
+# when another process holds the other core, a scheduler time slice (milliseconds) for
+# the late thread to reach the barrier.
+PARALLEL_MIN_WORK = 1 << 19
 # Symbolic extents count as this many iterations when estimating work.
 SYMBOLIC_EXTENT_GUESS = 64
 # Longest loop vectorized as one vector expression (the code generator's limit).
@@ -49,16 +51,14 @@ def largest_divisor(n: int, limit: int, multiple_of: int = 1) -> int:
 
 def vector_split(extent: int, lanes: int) -> int:
     """The inner factor to vectorize a loop of ``extent``: the vector width when it
-    divides the extent, else a smaller power of two (at least 4) that does, else the
-    whole loop when it is short, else 0 (leave it to LLVM)."""
-    w = lanes
-    while w >= 4:
-        if extent % w == 0:
-            return w
-        w //= 2
-    if extent <= MAX_VECTOR_EXTENT and extent >= 4:
-        return extent
-    return 0
+    divides the extent; else the largest divisor of the extent that fits one register
+    (at least 4: a 14-wide row is one masked register), else 0 (leave the loop to LLVM).
+    Vectors wider than a register but not a multiple of it legalize into shuffles, so
+    they are avoided."""
+    if extent % lanes == 0:
+        return lanes
+    w = largest_divisor(extent, lanes)
+    return w if w >= 4 else 0
 
 
 def try_parallel(sch: Schedule, loop: LoopRV) -> bool:
@@ -79,31 +79,27 @@ def try_vectorize(sch: Schedule, loop: LoopRV) -> bool:
     return True
 
 
-def _row_major(info: BlockInfo) -> bool:
-    """True when the block's store walks its output contiguously in loop order, so the
-    loops can be fused into one contiguous loop."""
-    store = store_of(info.block)
-    if store is None:
-        return False
+def _store_order(sch: Schedule, info: BlockInfo) -> list:
+    """The block's loops, reordered so the innermost one walks the store contiguously
+    when another loop does (a transposing copy written in the source's order would
+    scatter its stores)."""
+    iters = list(info.iters)
     acc = next((a for a in block_accesses(info.block) if a.kind == "write"), None)
-    if acc is None or acc.strides is None:
-        return False
-    expect = 1
-    for it in reversed(info.iters):
-        if it.var is None:
-            continue
-        ext = it.const_extent
-        if ext is None or acc.stride(it.var) != expect:
-            return False
-        expect *= ext
-    return True
+    if acc is None or acc.strides is None or not iters or acc.stride(iters[-1].var) == 1:
+        return iters
+    k = next((n for n, it in enumerate(iters)
+              if it.var is not None and acc.stride(it.var) == 1), None)
+    if k is None:
+        return iters
+    iters = iters[:k] + iters[k + 1:] + [iters[k]]
+    sch.reorder(*[it.loop_rv for it in iters])
+    return iters
 
 
-def _transposed_pair(info: BlockInfo) -> tuple[int, int] | None:
+def _transposed_pair(info: BlockInfo, iters: list) -> tuple[int, int] | None:
     """Positions ``(p, q)`` of two loops when the innermost loop ``q`` is contiguous in
     the store but strided in a load that is contiguous along loop ``p`` (a transpose):
     tiling both keeps the cache lines of the load in use."""
-    iters = info.iters
     if len(iters) < 2 or iters[-1].var is None:
         return None
     inner = iters[-1]
@@ -124,14 +120,14 @@ def schedule_injective_block(sch: Schedule, info: BlockInfo, target: Target,
     """Schedule one injective block: fuse its loops when its store is contiguous, split
     by the vector width and vectorize, tile transposes 16 x 16, and parallelize the outer
     loop when the work is large enough."""
-    iters = info.iters
+    iters = _store_order(sch, info)
     if not iters:
         return
     store = store_of(info.block)
     lanes = vector_lanes(target, store.buffer.dtype if store is not None else "float32")
     work = work_of([it.extent for it in iters])
     parallel = allow_parallel and wants_parallel(target, work)
-    pair = _transposed_pair(info)
+    pair = _transposed_pair(info, iters)
     if pair is not None and all(iters[k].const_extent for k in pair):
         p, q = pair
         tp = largest_divisor(iters[p].const_extent, 16)
@@ -143,26 +139,40 @@ def schedule_injective_block(sch: Schedule, info: BlockInfo, target: Target,
             sch.reorder(*outer[:p], po, *outer[p:], qo, pi, qi)
             try_vectorize(sch, qi)
             if parallel:
-                loops = sch.get_loops(info.block_rv)
-                try_parallel(sch, sch.fuse(*loops[:-2]))
+                outer = _parallel_prefix(sch, sch.get_loops(info.block_rv)[:-1], target)
+                if outer:
+                    try_parallel(sch, sch.fuse(*outer) if len(outer) > 1 else outer[0])
             return
-    if _row_major(info) and len(iters) > 1:
-        fused = sch.fuse(*[it.loop_rv for it in iters])
-        extent = work
-        loops = [fused]
-    else:
-        loops = [it.loop_rv for it in iters]
-        extent = iters[-1].const_extent
-    inner = loops[-1]
-    if extent is not None and type(sch.get(inner).extent) is IntImm:
-        w = vector_split(sch.get(inner).extent.value, lanes)
-        if w and w < sch.get(inner).extent.value:
-            outer_v, inner_v = sch.split(inner, [None, w])
-            loops = loops[:-1] + [outer_v, inner_v]
-        if w and (store is None or _store_contiguous_in(info, iters[-1])):
+    loops = [it.loop_rv for it in iters]
+    inner = iters[-1]
+    ext = inner.const_extent
+    if ext is not None and inner.var is not None and _store_contiguous_in(info, inner):
+        # Vectorize the innermost loop on its own: fusing it with outer loops would put
+        # divisions by the row length into every index.
+        w = vector_split(ext, lanes)
+        if w:
+            vec = loops[-1]
+            if w < ext:
+                loops = loops[:-1] + sch.split(vec, [None, w])
             try_vectorize(sch, loops[-1])
-    if parallel and len(loops) > 1:
-        try_parallel(sch, loops[0])
+    if parallel:
+        outer = _parallel_prefix(sch, loops, target)
+        if outer:
+            try_parallel(sch, sch.fuse(*outer) if len(outer) > 1 else outer[0])
+
+
+def _parallel_prefix(sch: Schedule, loops: list[LoopRV], target: Target) -> list[LoopRV]:
+    """The outer loops to fuse into the parallel loop: enough iterations for a few tasks
+    per core, leaving the vectorized loop out."""
+    out: list[LoopRV] = []
+    count = 1
+    for lp in loops[:-1]:
+        out.append(lp)
+        e = sch.get(lp).extent
+        count *= e.value if type(e) is IntImm else SYMBOLIC_EXTENT_GUESS
+        if count >= 8 * target.num_cores:
+            break
+    return out
 
 
 def _store_contiguous_in(info: BlockInfo, it) -> bool:

@@ -1,0 +1,21 @@
+"""Default schedule rules applied without search (DLight style).
+
+``ApplyDefaultSchedule(*rules)`` schedules every loop function of a module with the
+first rule that applies under the current target::
+
+    from irc import dlight as dl
+    with irc.target.Target("cuda"):
+        mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
+                                      dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
+
+Rules: ``dl.gpu.*`` for CUDA targets and ``dl.cpu.*`` for llvm targets (the default
+pipeline ends with the CPU rules). A rule is a :class:`ScheduleRule`; ``analysis`` holds
+the block analysis the rules share.
+"""
+
+from . import analysis, cpu, gpu
+from .apply import ApplyDefaultSchedule, DefaultScheduleForTarget, schedule_func
+from .base import ScheduleRule, is_scheduled
+
+__all__ = ["ApplyDefaultSchedule", "DefaultScheduleForTarget", "ScheduleRule", "analysis", "cpu",
+           "gpu", "is_scheduled", "schedule_func"]

@@ -1,0 +1,218 @@
+"""``cpu.Matmul``: multiply-accumulate reductions on the CPU — matmul, dense, batch
+matmul, and convolutions as implicit GEMMs (NCHW and NHWC, strided, depthwise) — with
+their fused producers (padding, casts) and elementwise epilogues (bias, batch-norm
+scale and shift, residual add, activation).
+
+Applies to a function whose root blocks are: injective producers, then one reduction
+``C[s] += X * Y``, then injective consumers. Steps:
+
+1. the epilogue chain is inlined down to the block writing the output;
+2. each producer is inlined into the reduction when that keeps the reduction's loads
+   vectorizable (a padding guard that does not vary along the vector loop, a cast);
+   otherwise it stays a stage of its own (e.g. NCHW padding, whose guard varies along
+   the output row), scheduled like an elementwise block;
+3. the reduction gets the register-blocked output tile of :mod:`.tiling`, with the
+   epilogue computed per tile from the accumulator.
+"""
+
+from __future__ import annotations
+
+from ...ir.diagnostics import ScheduleError
+from ...target import Target
+from ...tir.schedule import Schedule
+from ...tir.stmt import PrimFunc
+from ..analysis import (
+    BlockInfo,
+    get_block_infos,
+    has_guard,
+    innermost_spatial_var,
+    is_normalized,
+    is_output_block,
+    loads,
+    match_reduction,
+    multiply_operands,
+    store_of,
+    try_compute_inline,
+)
+from ..base import ScheduleRule
+from .tiling import MAX_GATHER_STRIDE, apply_output_tile, plan_output_tile
+from .utils import schedule_injective_block
+
+
+def anchor_reduction(sch: Schedule) -> tuple[list[BlockInfo], int] | None:
+    """The root blocks and the position of the only reduction block, when every other
+    block is injective; None otherwise."""
+    infos = get_block_infos(sch)
+    if not infos or not is_normalized(infos):
+        return None
+    reds = [k for k, b in enumerate(infos) if b.block.init is not None]
+    if len(reds) != 1 or not infos[reds[0]].is_reduction():
+        return None
+    for k, b in enumerate(infos):
+        if k != reds[0] and not (b.is_injective() and b.has_trivial_predicate()):
+            return None
+    if not infos[reds[0]].has_trivial_predicate():
+        return None
+    return infos, reds[0]
+
+
+def inline_epilogue(sch: Schedule, anchor_name: str) -> list[BlockInfo] | None:
+    """Inline the injective blocks after the anchor that do not write outputs (the
+    epilogue chain collapses into the block writing the output). Returns the blocks
+    after the anchor that remain."""
+    while True:
+        infos = get_block_infos(sch)
+        if infos is None:
+            return None
+        pos = next(k for k, b in enumerate(infos) if b.name == anchor_name)
+        after = infos[pos + 1:]
+        for b in after:
+            if not is_output_block(sch, b) and try_compute_inline(sch, b.block_rv):
+                break
+        else:
+            return after
+
+
+def _vector_friendly(sch: Schedule, anchor_name: str) -> bool:
+    info = next(b for b in get_block_infos(sch) if b.name == anchor_name)
+    v = innermost_spatial_var(info.block)
+    if v is None:
+        return False
+    for a in loads(info.block):
+        s = a.stride(v)
+        if s is None or abs(s) > MAX_GATHER_STRIDE:
+            return False
+    return True
+
+
+def inline_producers(sch: Schedule, anchor_name: str, varying_guard: bool) -> Schedule:
+    """Inline the injective producers of the anchor where the anchor stays vectorizable
+    along its output's innermost dimension and (unless ``varying_guard``) the padding
+    guard, if any, does not vary along it; returns the (possibly new) schedule.
+
+    A guard varying along the vector loop keeps that loop scalar, which costs a
+    multiply-accumulate kernel most of its speed but is cheaper than a separate padding
+    pass for a light reduction such as pooling."""
+    while True:
+        infos = get_block_infos(sch)
+        pos = next(k for k, b in enumerate(infos) if b.name == anchor_name)
+        anchor = infos[pos]
+        v = innermost_spatial_var(anchor.block)
+        progressed = False
+        for b in infos[:pos]:
+            if is_output_block(sch, b):
+                continue
+            reads_it = [a for a in loads(anchor.block)
+                        if any(w.buffer is a.buffer for w in b.block.writes)]
+            if not reads_it:
+                continue
+            store = store_of(b.block)
+            guarded = store is None or has_guard(store.value)
+            if guarded and not varying_guard and any(a.stride(v) != 0 for a in reads_it):
+                continue
+            trial = sch.copy()
+            if not try_compute_inline(trial, trial.get_block(b.name)):
+                continue
+            if not _vector_friendly(trial, anchor_name):
+                continue
+            sch = trial
+            progressed = True
+            break
+        if not progressed:
+            return sch
+
+
+def pack_strided_weights(sch: Schedule, anchor_name: str) -> Schedule:
+    """Give each parameter that the anchor reads with a large stride along its vector
+    loop (an OIHW kernel of an NHWC conv, the ``[N, K]`` weight of ``x @ W^T``) a copy
+    laid out with that dimension innermost, made once per call at the root. The copy
+    costs one pass over the weight; gathering it in the inner loop would cost one
+    gather per multiply-add. Only a weight reused across another spatial loop is
+    copied (an input read once, as in pooling, would only be read twice). Returns the
+    (possibly new) schedule."""
+    infos = get_block_infos(sch)
+    anchor = next(b for b in infos if b.name == anchor_name)
+    v = innermost_spatial_var(anchor.block)
+    if v is None:
+        return sch
+    params = {id(b) for b in sch.func.buffer_map.values()}
+    for a in loads(anchor.block):
+        s = a.stride(v)
+        if s is None or abs(s) <= MAX_GATHER_STRIDE or id(a.buffer) not in params:
+            continue
+        # Only a weight reused across another spatial loop repays the copy.
+        if not any(it.var is not v and (it.const_extent or 2) > 1 and a.stride(it.var) == 0
+                   for it in anchor.spatial()):
+            continue
+        dims = [d for d, idx in enumerate(a.indices) if idx is v]
+        others = [idx for idx in a.indices if idx is not v]
+        if len(dims) != 1 or any(_uses_var(idx, v) for idx in others):
+            continue
+        d, ndim = dims[0], len(a.indices)
+        names = [f"a{k}" for k in range(ndim)]
+        order = [names[k] for k in range(ndim) if k != d] + [names[d]]
+        trial = sch.copy()
+        try:
+            block = trial.get_block(anchor_name)
+            index = next(n for n, r in enumerate(trial.get(block).reads)
+                         if r.buffer is a.buffer)
+            cache = trial.cache_read(block, index, "global")
+            trial.transform_layout(cache, ("write", 0),
+                                   f"lambda {', '.join(names)}: ({', '.join(order)},)")
+        except ScheduleError:
+            continue
+        sch = trial
+    return sch
+
+
+def _uses_var(e, v) -> bool:
+    from ...tir.schedule.state import var_ids
+
+    return id(v) in var_ids(e)
+
+
+def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
+                    need_reuse: bool) -> Schedule | None:
+    """The shared body of the output-tile rules: inline, plan, tile, and schedule the
+    stages left at the root."""
+    found = anchor_reduction(sch)
+    if found is None:
+        return None
+    infos, pos = found
+    anchor = infos[pos]
+    red = match_reduction(anchor.block)
+    if red is None:
+        return None
+    if need_multiply and (red.kind != "sum" or multiply_operands(red.rhs) is None):
+        return None
+    after = inline_epilogue(sch, anchor.name)
+    if after is None:
+        return None
+    sch = pack_strided_weights(sch, anchor.name)
+    sch = inline_producers(sch, anchor.name, varying_guard=not need_multiply)
+    infos = get_block_infos(sch)
+    pos = next(k for k, b in enumerate(infos) if b.name == anchor.name)
+    anchor = infos[pos]
+    plan = plan_output_tile(anchor, target, need_reuse=need_reuse)
+    if plan is None:
+        return None
+    after = infos[pos + 1:]
+    epilogue = after[0].block_rv if len(after) == 1 else None
+    if epilogue is None and not is_output_block(sch, anchor):
+        return None
+    apply_output_tile(sch, anchor, plan, epilogue, target)
+    for b in infos[:pos]:
+        schedule_injective_block(sch, b, target)
+    return sch
+
+
+class Matmul(ScheduleRule):
+    """Default CPU schedule of multiply-accumulate reductions (see the module
+    docstring)."""
+
+    target_keys = ("cpu",)
+
+    def apply(self, func: PrimFunc, target: Target, tunable: bool = False
+              ) -> Schedule | None:
+        return schedule_anchor(Schedule(func), target, need_multiply=True,
+                               need_reuse=False)
