@@ -2,6 +2,7 @@
 computing the same values (checked with the interpreter), and every trace replays."""
 
 import random
+import zlib
 
 import pytest
 from schedule_helpers import check_numeric, elementwise3, matmul_add, three_stage
@@ -76,7 +77,7 @@ def _random_step(sch, rng):
 @pytest.mark.parametrize("make", [three_stage, matmul_add, elementwise3])
 def test_random_schedules_are_correct(make):
     f = make()
-    rng = random.Random(hash(make.__name__) % 1000)
+    rng = random.Random(zlib.crc32(make.__name__.encode()))  # stable across processes
     applied = 0
     for trial in range(12):
         sch = Schedule(f, seed=trial, debug_mask="all")

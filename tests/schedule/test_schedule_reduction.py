@@ -138,3 +138,15 @@ def test_rfactor_errors():
     i, k = s2.get_loops(b)
     s2.decompose_reduction(b, i)
     schedule_error(lambda: s2.rfactor(k, 0), "not a reduction block")
+
+
+def test_rfactor_refuses_a_predicated_reduction():
+    """A non-divisible split of the reduction adds a guard that could mask a whole slice
+    of the partial results (found by the random-schedule test)."""
+    f = matmul_add()
+    sch = Schedule(f)
+    c = sch.get_block("C")
+    k = sch.get_loops(c)[-1]
+    extent = sch.get(k).extent.value
+    k0, _ = sch.split(k, [None, extent // 2 + 1])  # does not divide: adds a T.where
+    schedule_error(lambda: sch.rfactor(k0, 0), "rfactor", "predicate over its reduction loops")

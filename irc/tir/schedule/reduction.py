@@ -225,6 +225,15 @@ def rfactor(index: FuncIndex, loop: For, factor_axis: int, simplify: Simplify
     for iv, v in zip(block.iter_vars, r.iter_values):
         if iv.iter_type == "reduce":
             var_ids(v, reduce_ids)
+    pred_ids: set[int] = set()
+    var_ids(r.predicate, pred_ids)
+    if pred_ids & (reduce_ids | {id(loop.loop_var)}):
+        # A guard over the reduction loops (a non-divisible split) could mask a whole slice
+        # of the partial results, which would then be read uninitialized.
+        fail(P, f"block {block.name!r} has a predicate over its reduction loops (from a "
+             "split whose factors do not divide the extent); its partial results could "
+             "stay uninitialized", hint="split the reduction loop with factors that "
+             "divide its extent before rfactor")
     rf_iv = IterVar(var=Var(name=f"v{loop.loop_var.name}", dtype=loop.loop_var.dtype),
                     dom=Range(min=loop.min, extent=loop.extent), iter_type="spatial")
     ivs = [rf_iv]
