@@ -27,3 +27,13 @@ from .infra import (
 from .legalize import LegalizeOps
 from .normalize import Normalize
 from .pipeline import get_pipeline
+
+
+def __getattr__(name: str):
+    # The tuning passes live in irc.tune.ms; imported on first use so that importing
+    # irc does not import the tuner.
+    if name in ("MetaScheduleTuneTIR", "MetaScheduleApplyDatabase"):
+        from ..tune import ms
+
+        return getattr(ms, name)
+    raise AttributeError(f"module 'irc.passes' has no attribute {name!r}")

@@ -51,9 +51,17 @@ extra); :class:`NumpyModel` is the pure-numpy fallback; :class:`RandomModel` the
 by driving a :class:`TaskTuner` — the search implements ``tune_round(task_id, n)`` and
 ``measure_default(task_id)`` — and prints the progress table.
 
+**Search and front doors.** :class:`SpaceGenerator` (:mod:`irc.tune.space`: schedule
+rules, sketches, postprocessors, mutators), :class:`EvolutionarySearch`
+(:mod:`irc.tune.search`), :class:`TuningEngine` / :func:`tune_tasks` (:mod:`irc.tune.tuner`,
+the engine both front doors use), :mod:`irc.tune.apply` and :mod:`irc.tune.graph`
+(tuned schedules back into functions and graph modules); the front doors
+:mod:`irc.tune.ms` and :mod:`irc.tune.auto_scheduler` are imported as submodules.
+
 Importing irc (or this package) never imports xgboost.
 """
 
+from .apply import LayoutRewriteOption, schedule_from_record, with_transform_stage
 from .builder import LocalBuilder
 from .cost_model import (
     CostModel,
@@ -86,5 +94,8 @@ from .measure import (
 )
 from .record import MeasureErrorKind, TuningRecord, Workload, trace_key, workload_key
 from .runner import LocalRunner
+from .search import EvolutionarySearch
+from .space import SpaceGenerator
 from .task import BlockDAG, TuneTask, extract_tasks, flop_count
 from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary
+from .tuner import TuningEngine, tune_tasks

@@ -353,7 +353,9 @@ class LocalRunner(Runner):
         self._worker = WorkerProcess("runner", log_dir)
         self._references: OrderedDict[str, bytes] = OrderedDict()
         self._outputs: dict[str, list[int]] = {}
-        self._sent: tuple[int, set[str]] = (0, set())  # (worker generation, keys sent)
+        # (worker generation, keys whose reference the process holds), in the process's
+        # own least-recently-used order, so a key it has evicted is sent again.
+        self._sent: tuple[int, OrderedDict[str, None]] = (0, OrderedDict())
         self.restarts = 0
 
     def start(self) -> None:
@@ -390,11 +392,15 @@ class LocalRunner(Runner):
         if self.check_correctness:
             gen, sent = self._sent
             if gen != self._worker.generation:
-                sent = set()
+                sent = OrderedDict()
                 self._sent = (self._worker.generation, sent)
-            if key not in sent:
+            if key in sent:
+                sent.move_to_end(key)
+            else:
                 spec["ref_artifact"] = self._reference_artifact(inp)
-                sent.add(key)
+                sent[key] = None
+                while len(sent) > _REFERENCE_CACHE_SIZE:
+                    sent.popitem(last=False)
         return spec
 
     def run(self, inputs: Sequence[MeasureInput], builds: Sequence[BuildResult]

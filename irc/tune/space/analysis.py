@@ -221,7 +221,9 @@ def needs_multi_level_tiling(r: BlockRealize, loops: list[For]) -> bool:
     kinds = loop_kinds(r, loops)
     if "O" in kinds or "S" not in kinds or "R" not in kinds:
         return False
-    spatial = [iv.var for iv in block.iter_vars if iv.iter_type == "spatial"]
+    # Unit dimensions offer no reuse.
+    spatial = [iv.var for iv in block.iter_vars
+               if iv.iter_type == "spatial" and const_int(iv.dom.extent) != 1]
     written = {id(w.buffer) for w in block.writes}
     for region in block.reads:
         if id(region.buffer) in written:
@@ -287,3 +289,50 @@ def product(values: list[int]) -> int:
     for v in values:
         out *= v
     return out
+
+
+def linear_coefficients(e: Any, coefs: dict[int, int], scale: int = 1) -> bool:
+    """Accumulate the integer coefficients of the variables of an affine expression
+    into ``coefs`` (by variable id); False when ``e`` is not affine."""
+    t = type(e)
+    if t is E.Var:
+        coefs[id(e)] = coefs.get(id(e), 0) + scale
+        return True
+    if t is E.IntImm:
+        return True
+    if t is E.Add:
+        return linear_coefficients(e.a, coefs, scale) and linear_coefficients(e.b, coefs, scale)
+    if t is E.Sub:
+        return linear_coefficients(e.a, coefs, scale) and \
+            linear_coefficients(e.b, coefs, -scale)
+    if t is E.Mul:
+        if type(e.b) is E.IntImm:
+            return linear_coefficients(e.a, coefs, scale * e.b.value)
+        if type(e.a) is E.IntImm:
+            return linear_coefficients(e.b, coefs, scale * e.a.value)
+    return False
+
+
+def store_strides(r: BlockRealize, loops: list[For]) -> list[int | None] | None:
+    """For each loop, its stride in the flattened index of the block's store (the
+    store's buffer in its declared shape); None for the whole list when the block has
+    no single store or its shape is not constant, None for a loop whose stride is not a
+    constant."""
+    from ...tir.schedule.rewrite import substitute_vars
+
+    store = store_of(r.block)
+    if store is None:
+        return None
+    shape = [const_int(s) for s in store.buffer.shape]
+    if any(s is None for s in shape):
+        return None
+    vmap = {id(iv.var): v for iv, v in zip(r.block.iter_vars, r.iter_values)}
+    coefs: dict[int, int] = {}
+    stride = 1
+    ok = True
+    for idx, ext in zip(reversed(store.indices), reversed(shape)):
+        ok = ok and linear_coefficients(substitute_vars(idx, vmap), coefs, stride)
+        stride *= ext
+    if not ok:
+        return [None] * len(loops)
+    return [coefs.get(id(lp.loop_var), 0) for lp in loops]

@@ -45,6 +45,7 @@ from .analysis import (
     perfect_chain,
     product,
     realize_of,
+    store_strides,
     top_level_nests,
 )
 
@@ -69,17 +70,27 @@ class Postproc(ABC):
         return f"{type(self).__name__}()"
 
 
-def loop_rv(sch: Schedule, loop: S.For) -> LoopRV:
-    """A handle to ``loop`` (through a block under it, so the trace can replay it)."""
-    blocks = blocks_under(loop)
+def loop_rvs(sch: Schedule, loops: list[S.For]) -> list[LoopRV]:
+    """Handles to ``loops`` (all above one block), obtained through the innermost
+    block under the last of them so the trace can replay them."""
+    blocks = blocks_under(loops[-1])
     if not blocks:
-        raise ScheduleError(f"loop {loop.loop_var.name!r} holds no block")
+        raise ScheduleError(f"loop {loops[-1].loop_var.name!r} holds no block")
     rvs = sch.get_loops(sch.get_block(blocks[0].block.name))
-    for rv in rvs:
-        if sch.get(rv).loop_var is loop.loop_var:
-            return rv
-    raise ScheduleError(f"loop {loop.loop_var.name!r} is not above block "
-                        f"{blocks[0].block.name!r}")
+    by_var = {id(sch.get(rv).loop_var): rv for rv in rvs}
+    out = []
+    for lp in loops:
+        rv = by_var.get(id(lp.loop_var))
+        if rv is None:
+            raise ScheduleError(f"loop {lp.loop_var.name!r} is not above block "
+                                f"{blocks[0].block.name!r}")
+        out.append(rv)
+    return out
+
+
+def loop_rv(sch: Schedule, loop: S.For) -> LoopRV:
+    """A handle to ``loop`` (see :func:`loop_rvs`)."""
+    return loop_rvs(sch, [loop])[0]
 
 
 def _loops(func: S.PrimFunc) -> list[S.For]:
@@ -182,7 +193,7 @@ class RewriteParallelVectorizeUnroll(Postproc):
         for k in keys:
             sch.unannotate(root_rv, k)
         if par and not self.info.is_gpu:
-            self._parallelize(sch, int(par))
+            self._parallelize(sch, int(par), int(vec) if vec else 1)
         if vec and int(vec) > 1:
             self._vectorize(sch, int(vec))
         if unroll:
@@ -199,12 +210,13 @@ class RewriteParallelVectorizeUnroll(Postproc):
             used = used or kind == "S"
         return used
 
-    def _parallelize(self, sch: Schedule, limit: int) -> None:
+    def _parallelize(self, sch: Schedule, limit: int, vec_limit: int) -> None:
         for top in top_level_nests(sch.func):
             blocks = blocks_under(top)
             chosen: list[S.For] = []
             prod = 1
-            for lp in perfect_chain(top):
+            chain = perfect_chain(top)
+            for lp in chain:
                 ext = const_int(lp.extent)
                 if ext is None or lp.kind != "serial" or lp.annotations:
                     break
@@ -217,7 +229,20 @@ class RewriteParallelVectorizeUnroll(Postproc):
             if prod <= 1:
                 continue
             try:
-                rvs = [loop_rv(sch, lp) for lp in chosen]
+                rvs = loop_rvs(sch, chosen)
+                if chosen[-1] is chain[-1] and type(chain[-1].body) is S.BlockRealize:
+                    # The whole nest would run in parallel: keep an inner piece of the
+                    # innermost loop for vectorization.
+                    ext = const_int(chain[-1].extent) or 1
+                    v = max((d for d in range(1, min(ext, vec_limit) + 1) if ext % d == 0),
+                            default=1)
+                    if v > 1:
+                        outer, _ = sch.split(rvs[-1], [ext // v, v])
+                        rvs[-1] = outer
+                        if ext // v == 1:
+                            rvs.pop()
+                if not rvs:
+                    continue
                 fused = sch.fuse(*rvs) if len(rvs) > 1 else rvs[0]
                 sch.parallel(fused)
             except ScheduleError:
@@ -233,9 +258,13 @@ class RewriteParallelVectorizeUnroll(Postproc):
             if not chain:
                 continue
             kinds = loop_kinds(r, chain)
+            strides = store_strides(r, chain) or [None] * len(chain)
             chosen: list[S.For] = []
             prod = 1
-            for lp, kind in zip(reversed(chain), reversed(kinds)):
+            contiguous = False
+            # The innermost loop is vectorized when spatial; outer loops join it only
+            # while the fused loop still walks the stored buffer contiguously.
+            for lp, kind, stride in zip(reversed(chain), reversed(kinds), reversed(strides)):
                 ext = const_int(lp.extent)
                 if ext is None or lp.kind != "serial" or lp.annotations:
                     break
@@ -243,13 +272,21 @@ class RewriteParallelVectorizeUnroll(Postproc):
                     break
                 if prod * ext > limit:
                     break
+                if prod > 1 and ext > 1 and (stride != prod or not contiguous):
+                    break
+                if prod == 1 and ext > 1 and stride not in (1, None):
+                    break  # a strided (scatter) store would not be a vector store
+                if prod == 1 and ext > 1:
+                    contiguous = stride == 1
                 chosen.append(lp)
                 prod *= ext
+            while len(chosen) > 1 and const_int(chosen[-1].extent) == 1:
+                chosen.pop()
             if prod <= 1:
                 continue
             chosen.reverse()
             try:
-                rvs = [loop_rv(sch, lp) for lp in chosen]
+                rvs = loop_rvs(sch, chosen)
                 fused = sch.fuse(*rvs) if len(rvs) > 1 else rvs[0]
                 sch.vectorize(fused)
             except ScheduleError:
@@ -323,7 +360,7 @@ class RewriteCooperativeFetch(Postproc):
             sch.unannotate(block, ANN_COOPERATIVE_FETCH)
             if not chain:
                 continue
-            rvs = [loop_rv(sch, lp) for lp in chain]
+            rvs = loop_rvs(sch, chain)
             fused = sch.fuse(*rvs) if len(rvs) > 1 else rvs[0]
             total = const_int(sch.get(fused).extent) or 1
             if vec > 1 and total % vec == 0:
@@ -359,7 +396,7 @@ class RewriteUnboundBlock(Postproc):
                 if not RewriteParallelVectorizeUnroll._spatial_everywhere(lp, blocks):
                     break
                 chosen.append(lp)
-            rvs = [loop_rv(sch, lp) for lp in chosen] if chosen else []
+            rvs = loop_rvs(sch, chosen) if chosen else []
             if not rvs:
                 rvs = [sch.add_unit_loop(sch.get_block(blocks[0].block.name))] \
                     if blocks else []

@@ -27,6 +27,7 @@ from .analysis import (
     ANN_UNROLL_EXPLICIT,
     ANN_VECTORIZE,
     TargetInfo,
+    blocks_under,
     const_int,
     has_if_then_else,
     has_simple_bindings,
@@ -122,8 +123,11 @@ class RandomComputeLocation(ScheduleRule):
             return [sch]
         index = index_of(sch)
         r = realize_of(sch, block)
-        if is_output(sch, block) or not index.loops_above(r):
+        loops = index.loops_above(r)
+        if is_output(sch, block) or not loops:
             return [sch]
+        if blocks_under(loops[0]) != [r]:
+            return [sch]  # already placed under another block's loops (a cache stage)
         if not (is_spatial_block(r.block) or is_reduction_block(r.block)):
             return [sch]
         loc = sch.sample_compute_location(block)
@@ -135,7 +139,8 @@ class ParallelizeVectorizeUnroll(ScheduleRule):
     """Annotate the root block with the parallel extent limit (sampled among
     ``parallel_factors`` times the number of cores, CPU only), the vectorization limit
     ``max_vectorize_extent`` and the auto-unroll depth (sampled from
-    ``unroll_max_steps``); :class:`~irc.tune.space.postproc.RewriteParallelVectorizeUnroll`
+    ``unroll_max_steps``); empty ``parallel_factors`` keeps every loop serial.
+    :class:`~irc.tune.space.postproc.RewriteParallelVectorizeUnroll`
     turns them into loop kinds and ``pragma_auto_unroll_max_step``."""
 
     name = "ParallelizeVectorizeUnroll"
@@ -152,12 +157,12 @@ class ParallelizeVectorizeUnroll(ScheduleRule):
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
         info = self.info
-        if not info.is_gpu:
+        if not info.is_gpu and self.parallel_factors:
             cands = [f * info.num_cores for f in self.parallel_factors]
             v = sch.sample_categorical(cands, list(self.parallel_probs))
             sch.annotate(block, ANN_PARALLEL, v)
-            if self.max_vectorize_extent > 1:
-                sch.annotate(block, ANN_VECTORIZE, self.max_vectorize_extent)
+        if not info.is_gpu and self.max_vectorize_extent > 1:
+            sch.annotate(block, ANN_VECTORIZE, self.max_vectorize_extent)
         if self.unroll_max_steps:
             n = len(self.unroll_max_steps)
             u = sch.sample_categorical(list(self.unroll_max_steps), [1.0 / n] * n)

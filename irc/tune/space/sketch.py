@@ -53,7 +53,8 @@ def default_rules(info: TargetInfo) -> list[ScheduleRule]:
             AutoInline(into_producer=False, into_consumer=True, disallow_if_then_else=True),
             AddRFactor(),
             MultiLevelTiling("SSRSRS", max_innermost_factor=64,
-                             reuse_write=ReuseConfig("may", (1, 2), "local")),
+                             reuse_write=ReuseConfig("may", (1, 2), "local"),
+                             vector_layout=True),
             ParallelizeVectorizeUnroll(),
             RandomComputeLocation(),
         ]
@@ -78,26 +79,37 @@ class Sketch:
 
 
 class Candidate:
-    """A sampled program: ``func`` (scheduled), ``trace`` (full, postprocessing
-    included) and the index of its ``sketch``; ``features`` and ``score`` are filled by
-    the search."""
+    """A sampled program: ``func`` (scheduled; None when it was made in a worker
+    process), its full ``trace`` (postprocessing included; a Trace, or built from
+    ``trace_json``) and the index of its ``sketch``; ``features`` and ``score`` are
+    filled by the search."""
 
-    __slots__ = ("func", "trace", "sketch", "features", "score", "_json", "_key")
+    __slots__ = ("func", "_trace", "sketch", "features", "score", "_json", "_key")
 
-    def __init__(self, func: PrimFunc, trace: Trace, sketch: int):
+    def __init__(self, func: PrimFunc | None, trace: Trace | None, sketch: int,
+                 trace_json: Any = None, features: Any = None):
+        if trace is None and trace_json is None:
+            raise TuningError("a candidate needs its trace")
         self.func = func
-        self.trace = trace
+        self._trace = trace
         self.sketch = sketch
-        self.features: Any = None
+        self.features: Any = features
         self.score = 0.0
-        self._json: Any = None
+        self._json: Any = trace_json
         self._key: str | None = None
+
+    @property
+    def trace(self) -> Trace:
+        """The full trace."""
+        if self._trace is None:
+            self._trace = Trace.from_json(self._json)
+        return self._trace
 
     @property
     def trace_json(self) -> Any:
         """The trace as JSON data (what records store)."""
         if self._json is None:
-            self._json = self.trace.to_json()
+            self._json = self._trace.to_json()
         return self._json
 
     @property
@@ -170,7 +182,8 @@ class SpaceGenerator:
             if key in seen:
                 continue
             seen.add(key)
-            sketches.append(Sketch(len(sketches), sch.trace.copy(), sch))
+            sketches.append(Sketch(len(sketches), sch.trace.simplified(remove_postproc=False),
+                                   sch))
         return sketches
 
     @staticmethod
@@ -224,7 +237,7 @@ class SpaceGenerator:
             return None
         if not self.postprocess(sch):
             return None
-        return Candidate(sch.func, sch.trace, sketch)
+        return Candidate(sch.func, sch.trace.simplified(remove_postproc=False), sketch)
 
     def sample(self, func: PrimFunc, sketch: Sketch, rng: random.Random) -> Candidate | None:
         """A candidate of ``sketch`` with freshly sampled decisions (None when the

@@ -21,12 +21,14 @@ postprocessor binds the copy loops to threads; the vector length is sampled).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...ir.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from .analysis import (
     ANN_COOPERATIVE_FETCH,
     ANN_TILED,
+    const_int,
     has_block,
     index_of,
     is_elementwise_store,
@@ -34,8 +36,23 @@ from .analysis import (
     loop_kinds,
     needs_multi_level_tiling,
     realize_of,
+    store_of,
 )
 from .rules import ScheduleRule, _in_root_scope, _is_tiled
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes of one element of ``dtype``."""
+    from ...ir import dtype as dt
+
+    return max(1, dt.bits(dtype) // 8)
+
+
+def _move_last(ndim: int, dim: int) -> str:
+    """The index map text moving dimension ``dim`` of ``ndim`` last."""
+    names = [f"d{k}" for k in range(ndim)]
+    order = [n for k, n in enumerate(names) if k != dim] + [names[dim]]
+    return f"lambda {', '.join(names)}: ({', '.join(order)})"
 
 
 @dataclass(frozen=True)
@@ -64,7 +81,7 @@ class MultiLevelTiling(ScheduleRule):
                  max_innermost_factor: int = 64,
                  reuse_read: ReuseConfig = ReuseConfig(),
                  reuse_write: ReuseConfig = ReuseConfig("may", (1, 2), "local"),
-                 vector_load_lens: tuple[int, ...] = (1, 2, 4)):
+                 vector_load_lens: tuple[int, ...] = (1, 2, 4), vector_layout: bool = False):
         if set(structure) - {"S", "R"} or "S" not in structure:
             raise ScheduleError(f"tiling structure {structure!r} must be made of S and R")
         self.structure = structure
@@ -73,6 +90,7 @@ class MultiLevelTiling(ScheduleRule):
         self.reuse_read = reuse_read
         self.reuse_write = reuse_write
         self.vector_load_lens = vector_load_lens
+        self.vector_layout = vector_layout
 
     # -- the rule -------------------------------------------------------------------------
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
@@ -85,9 +103,12 @@ class MultiLevelTiling(ScheduleRule):
             return [sch]
         name = r.block.name
         consumer = self._elementwise_consumer(sch, block)
-        tiles = self._tile(sch, block, loop_kinds(r, loops))
+        kinds = loop_kinds(r, loops)
+        variant = self._vector_layout_variant(sch.copy(), block, r, loops, kinds, consumer) \
+            if self.vector_layout and not self.tile_binds else None
+        tiles = self._tile(sch, block, kinds)
         sch.annotate(block, ANN_TILED, self.structure)
-        out: list[Schedule] = []
+        out: list[Schedule] = [variant] if variant is not None else []
         wr = self.reuse_write
         if wr.req in ("no", "may"):
             out.append(sch)
@@ -108,9 +129,11 @@ class MultiLevelTiling(ScheduleRule):
         return out or [sch]
 
     # -- tiling ---------------------------------------------------------------------------
-    def _tile(self, sch: Schedule, block: BlockRV, kinds: list[str]) -> list[list[LoopRV]]:
+    def _tile(self, sch: Schedule, block: BlockRV, kinds: list[str], innermost: int = -1
+              ) -> list[list[LoopRV]]:
         """Split every loop into its levels and reorder; returns the loops of each
-        structure position (bound levels fused into one loop)."""
+        structure position (bound levels fused into one loop). ``innermost`` (a loop
+        position) puts that loop's piece last in the innermost spatial level."""
         n_s = self.structure.count("S")
         n_r = self.structure.count("R")
         handles = sch.get_loops(block)
@@ -126,6 +149,10 @@ class MultiLevelTiling(ScheduleRule):
             parts = sch.split(h, factors)
             for lvl, p in enumerate(parts):
                 per_kind[k][lvl].append(p)
+        if innermost >= 0:
+            last = per_kind["S"][n_s - 1]
+            pos = sum(1 for k in kinds[:innermost] if k == "S")
+            last.append(last.pop(pos))
         tiles: list[list[LoopRV]] = []
         seen = {"S": 0, "R": 0}
         for c in self.structure:
@@ -140,6 +167,65 @@ class MultiLevelTiling(ScheduleRule):
             sch.bind(fused, tag)
             tiles[lvl] = [fused]
         return tiles
+
+    # -- vectorizing another dimension (a layout transform) --------------------------------
+    def _vector_layout_variant(self, sch: Schedule, block: BlockRV, r: Any, loops: list,
+                               kinds: list[str], consumer: str | None) -> Schedule | None:
+        """When the innermost spatial loop is too short to fill a vector (NCHW convolution:
+        7 columns) but another spatial loop is long (the output channels), a sketch that
+        vectorizes that loop: its tile goes innermost, the ``local`` accumulator and the
+        inputs it strides through (the weight, copied per reduction tile into a ``global``
+        buffer) get layouts with that dimension last (``transform_layout``)."""
+        from ...tir.schedule.state import var_ids
+
+        block_ = r.block
+        dtype = block_.writes[0].buffer.dtype
+        lanes = max(1, self.info.vector_bytes // max(1, dtype_bytes(dtype)))
+        s_pos = [k for k, kind in enumerate(kinds) if kind == "S"]
+        if not s_pos:
+            return None
+        ext = [const_int(lp.extent) or 0 for lp in loops]
+        if ext[s_pos[-1]] >= lanes and ext[s_pos[-1]] % lanes == 0:
+            return None  # the natural innermost loop vectorizes well
+        cands = [k for k in s_pos[:-1] if ext[k] >= lanes and ext[k] % lanes == 0]
+        if not cands:
+            return None
+        pick = max(cands, key=lambda k: ext[k])
+        lv = id(loops[pick].loop_var)
+        var = next((iv.var for iv, v in zip(block_.iter_vars, r.iter_values)
+                    if lv in var_ids(v)), None)
+        store = store_of(block_)
+        if var is None or store is None:
+            return None
+        out_dim = next((d for d, e in enumerate(store.indices) if e is var), None)
+        if out_dim is None:
+            return None
+        reads = []
+        written = {id(w.buffer) for w in block_.writes}
+        for i, region in enumerate(block_.reads):
+            if id(region.buffer) in written:
+                continue
+            dims = [d for d, rg in enumerate(region.region) if id(var) in var_ids(rg.min)]
+            if len(dims) == 1 and dims[0] != len(region.region) - 1 and \
+                    region.region[dims[0]].min is var:
+                reads.append((i, dims[0], len(region.region)))
+        name = block_.name
+        try:
+            tiles = self._tile(sch, block, kinds, innermost=pick)
+            sch.annotate(block, ANN_TILED, self.structure)
+            if not self._cache_write(sch, name, tiles, 2, "local", consumer):
+                return None
+            b = sch.get_block(name)
+            sch.transform_layout(b, ("write", 0), _move_last(len(store.indices), out_dim))
+            r_level = self.structure.index("R") + 1
+            loop = self._level_loop(tiles, r_level)
+            for i, dim, ndim in reads:
+                cache = sch.cache_read(b, i, "global")
+                sch.compute_at(cache, loop, preserve_unit_loops=True)
+                sch.transform_layout(cache, ("write", 0), _move_last(ndim, dim))
+        except ScheduleError:
+            return None
+        return sch
 
     # -- write reuse ----------------------------------------------------------------------
     @staticmethod

@@ -1,0 +1,79 @@
+"""Seed 004 with irc's names, on the CPU: tuning a whole network (ResNet-18, NHWC) —
+extract the search tasks and their weights, tune them with the task scheduler (which
+prints the seed's table), compile with the best records and benchmark.
+
+Run: ``python examples/tune_seed004_network.py [--trials 200] [--image-size 224]``.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import irc
+from irc.testing.models import get_model
+from irc.tune import auto_scheduler
+
+
+def get_network(name, batch_size, layout="NHWC", image_size=224):
+    """The network's module, weights, input and output shapes."""
+    m = get_model(name.replace("-", ""), batch_size=batch_size, layout=layout,
+                  image_size=image_size)
+    return m.mod, m.bound_params(), m.input_shape, (batch_size, 1000)
+
+
+def run_tuning(tasks, task_weights, log_file, trials):
+    print("Begin tuning...")
+    measure_ctx = auto_scheduler.LocalRPCMeasureContext(repeat=1, min_repeat_ms=300, timeout=10)
+    tuner = auto_scheduler.TaskScheduler(tasks, task_weights)
+    tune_option = auto_scheduler.TuningOptions(
+        num_measure_trials=trials,
+        runner=measure_ctx.runner,
+        measure_callbacks=[auto_scheduler.RecordToFile(log_file)],
+    )
+    tuner.tune(tune_option)
+    del measure_ctx
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--image-size", type=int, default=224)
+    args = p.parse_args()
+
+    network, batch_size, layout, dtype = "resnet-18", 1, "NHWC", "float32"
+    target = irc.target.Target("llvm")
+    log_file = "%s-%s-B%d-%s.json" % (network, layout, batch_size, target.kind.name)
+
+    print("Extract tasks...")
+    mod, params, input_shape, output_shape = get_network(network, batch_size, layout,
+                                                         args.image_size)
+    tasks, task_weights = auto_scheduler.extract_tasks(mod, params, target)
+    for idx, task in enumerate(tasks):
+        print("========== Task %d  (workload key: %s) ==========" % (idx, task.workload_key))
+        print(task.compute_dag)
+
+    run_tuning(tasks, task_weights, log_file, args.trials)
+
+    print("Compile...")
+    with auto_scheduler.ApplyHistoryBest(log_file):
+        ex = auto_scheduler.compile(mod, target=target, params=params)
+
+    vm = irc.vm.VirtualMachine(ex, irc.cpu())
+    data = irc.tensor(np.random.uniform(size=input_shape).astype(dtype))
+    print("Evaluate inference time cost...")
+    f = vm["forward"]
+    f(data)
+    times = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        f(data)
+        times.append((time.perf_counter() - t0) * 1e3)
+    print("Execution time summary:")
+    print(" mean (ms)   median (ms)    max (ms)     min (ms)     std (ms)")
+    print("  %.4f      %.4f      %.4f      %.4f      %.4f"
+          % (np.mean(times), np.median(times), np.max(times), np.min(times), np.std(times)))
+
+
+if __name__ == "__main__":
+    main()

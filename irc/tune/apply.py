@@ -1,0 +1,141 @@
+"""Applying tuning results: the best record of a workload turned back into a scheduled
+function, with its layout-rewritten weights made explicit.
+
+A tuned schedule may rewrite the layout of a layout-free weight (seed 002's
+``layout_free_placeholders``): the kernel then expects the weight packed (function
+attribute ``layout_rewrite``: parameter, original shape, index map). Three ways to hand
+such a kernel to a caller (:class:`LayoutRewriteOption`):
+
+- ``INSERT_TRANSFORM_STAGE``: the function takes the weight in its original layout and
+  packs it itself, in a parallel first stage (the default of
+  ``auto_scheduler.SearchTask.apply_best``: seed 002's build-and-run flow works as
+  written; each call pays the packing);
+- ``REWRITE_FOR_PRE_TRANSFORMED``: the function takes the packed weight; pack it once
+  with :func:`irc.tir.schedule.pack_weight` (numpy) or the loop function
+  :func:`irc.tir.schedule.layout_rewrite_preproc` (what graph compilation does for
+  constant weights);
+- ``NO_REWRITE``: the schedule is replayed without its layout rewrite (original layout,
+  the kernel reads the weight where it is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.diagnostics import TuningError
+from ..tir import stmt as S
+from ..tir.buffer import Buffer
+from ..tir.expr import Var
+from ..tir.stmt import PrimFunc
+from .record import TuningRecord
+
+
+class LayoutRewriteOption:
+    """How a layout-rewritten weight is handed to callers (see the module docstring)."""
+
+    NO_REWRITE = 0
+    INSERT_TRANSFORM_STAGE = 1
+    REWRITE_FOR_PRE_TRANSFORMED = 2
+
+    ALL = (NO_REWRITE, INSERT_TRANSFORM_STAGE, REWRITE_FOR_PRE_TRANSFORMED)
+
+
+def _check_option(option: int) -> int:
+    if option not in LayoutRewriteOption.ALL:
+        raise TuningError(f"unknown layout rewrite option {option!r}; use "
+                          "LayoutRewriteOption.NO_REWRITE, INSERT_TRANSFORM_STAGE or "
+                          "REWRITE_FOR_PRE_TRANSFORMED")
+    return option
+
+
+def trace_without_layout_rewrite(trace: Any) -> Any:
+    """A trace (JSON) without its LayoutRewrite instructions (nothing uses their
+    outputs, so the rest replays unchanged)."""
+    from .record import canonical_trace
+
+    trace = canonical_trace(trace)
+    if trace is None:
+        return None
+    insts, decisions = trace
+    keep = [k for k, inst in enumerate(insts) if inst[0] != "LayoutRewrite"]
+    if len(keep) == len(insts):
+        return trace
+    pos = {old: new for new, old in enumerate(keep)}
+    return [[insts[k] for k in keep], [[pos[i], d] for i, d in decisions if i in pos]]
+
+
+def schedule_from_record(func: PrimFunc, record: TuningRecord | Any,
+                         option: int = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED):
+    """An ``irc.tir.Schedule`` of ``func`` with the record's trace replayed (the
+    unscheduled function for the default record), its layout rewrites handled by
+    ``option``."""
+    from ..tir.schedule import Schedule, Trace
+
+    _check_option(option)
+    trace = record.trace if isinstance(record, TuningRecord) else record
+    if option == LayoutRewriteOption.NO_REWRITE:
+        trace = trace_without_layout_rewrite(trace)
+    sch = Schedule(func)
+    if trace is not None:
+        Trace.from_json(trace).apply_to_schedule(sch)
+    if option == LayoutRewriteOption.INSERT_TRANSFORM_STAGE and \
+            sch.mod["main"].attrs.get("layout_rewrite"):
+        staged = with_transform_stage(sch.mod["main"])
+        new = Schedule(staged)
+        # Keep the trace that made the kernel (printing the schedule shows it).
+        new._trace = sch.trace  # noqa: SLF001 - the replayed trace describes the kernel
+        return new
+    return sch
+
+
+def with_transform_stage(func: PrimFunc) -> PrimFunc:
+    """``func`` taking its layout-rewritten weights in their original layout: each is
+    packed into a buffer of the rewritten layout by a first, parallel stage."""
+    from ..tir.schedule import layout_rewrite_preproc, layout_rewrites
+    from ..tir.schedule.rewrite import replace_buffers
+
+    rewrites = layout_rewrites(func)
+    if not rewrites:
+        return func
+    body = func.body
+    if type(body) is not S.BlockRealize:
+        raise TuningError("with_transform_stage needs a block-form function (with a root "
+                          "block)")
+    params = list(func.params)
+    buffer_map = dict(func.buffer_map)
+    stages: list[S.Stmt] = []
+    allocs: list[Buffer] = []
+    for rw in rewrites:
+        p = func.params[rw.param]
+        packed = func.buffer_map[p]
+        pre = layout_rewrite_preproc(func, rw.param)
+        src = pre.buffer_map[pre.params[0]]
+        dst = pre.buffer_map[pre.params[1]]
+        orig = Buffer(name=packed.name, shape=src.shape, dtype=packed.dtype,
+                      data=Var(name=packed.name, dtype="handle"))
+        new_p = Var(name=p.name, dtype="handle")
+        params[rw.param] = new_p
+        del buffer_map[p]
+        buffer_map[new_p] = orig
+        nest = replace_buffers(pre.body.block.body, {id(src): orig, id(dst): packed})
+        if type(nest) is S.For and nest.kind == "serial":
+            nest = nest.replace(kind="parallel")
+        stages.append(nest)
+        allocs.append(packed)
+    root = body.block
+    new_root = root.replace(alloc_buffers=tuple(allocs) + tuple(root.alloc_buffers),
+                            body=S.seq(*stages, root.body))
+    done = {rw.param for rw in rewrites}
+    attrs = {k: v for k, v in func.attrs.items() if k != "layout_rewrite"}
+    free = [k for k in attrs.get("layout_free_buffers", []) if k not in done]
+    if "layout_free_buffers" in attrs:
+        if free:
+            attrs["layout_free_buffers"] = free
+        else:
+            del attrs["layout_free_buffers"]
+    return func.replace(params=tuple(params), buffer_map=buffer_map,
+                        body=body.replace(block=new_root), attrs=attrs)
+
+
+__all__ = ["LayoutRewriteOption", "schedule_from_record", "trace_without_layout_rewrite",
+           "with_transform_stage"]

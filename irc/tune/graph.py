@@ -1,0 +1,386 @@
+"""Tuning graph-level modules: which loop functions to tune, and the module with the
+tuned schedules in place.
+
+:func:`prepare_graph` binds weights and runs the default pipeline (legalize, fold
+constants, fuse) — the module ``irc.compile`` would build. :func:`graph_tasks` makes one
+task per distinct loop function it calls (weight: the number of call sites); a parameter
+that every call site passes a constant (a bound weight) is marked layout-free
+(``layout_free_buffers``), so the search may rewrite its layout.
+:func:`apply_database` puts the best schedule of each task in place: the loop function is
+replaced by its scheduled version (attributes ``tir.is_scheduled`` and an opaque
+``op_pattern``, so later fusion leaves it alone), and a layout-rewritten weight is packed
+once — at compile time for a constant, by a ``call_tir`` of the packing function placed
+before the call for a value computed at run time. Functions without records keep their
+default (unscheduled) schedule; a record slower than the default is never chosen.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir.diagnostics import TuningError
+from ..ir.expr import Call, Constant, DataflowBlock, Function, GlobalVar, Op, SeqExpr, Tuple
+from ..ir.module import IRModule
+from ..tir.stmt import PrimFunc
+from .record import workload_key
+from .task import TuneTask, flop_count
+
+OPAQUE_PATTERN = 8
+
+
+def normalize_params(params: Any) -> dict[str, np.ndarray] | None:
+    """Weights as ``{name: array}`` from a dict, or from a list of ``(name, value)``
+    pairs (``export_ir``'s form); values may be numpy arrays or irc tensors."""
+    if params is None:
+        return None
+    items = params.items() if isinstance(params, dict) else params
+    out: dict[str, np.ndarray] = {}
+    try:
+        for name, value in items:
+            if hasattr(value, "numpy"):
+                value = value.numpy()
+            data = getattr(value, "data", None)
+            if not isinstance(value, np.ndarray) and isinstance(data, np.ndarray):
+                value = data
+            out[str(name)] = np.asarray(value)
+    except (TypeError, ValueError):
+        raise TuningError("params must be a dict {name: array} or a list of (name, array) "
+                          "pairs") from None
+    return out
+
+
+def _entry(mod: IRModule) -> str:
+    graph = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, Function)]
+    if not graph:
+        raise TuningError("the module has no graph-level function to tune")
+    return "main" if "main" in graph else graph[0]
+
+
+def _unscheduled_pipeline() -> Any:
+    """The default pipeline without its last step, the default schedule rules (tuning
+    starts from unscheduled loop functions)."""
+    from .. import passes
+
+    pipe = passes.get_pipeline("default")
+    steps = [p for p in getattr(pipe, "passes", [pipe])
+             if p.info.name != "DefaultScheduleForTarget"]
+    return passes.Sequential(steps, name="default_unscheduled")
+
+
+def default_schedules(mod: IRModule, target: Any) -> IRModule:
+    """``mod`` with the default schedule rules applied to every loop function that is
+    not scheduled yet (what an untuned ``irc.compile`` does)."""
+    from ..target import Target
+
+    try:
+        from ..dlight.apply import DefaultScheduleForTarget
+    except ImportError:  # pragma: no cover - the default rules ship with irc
+        return mod
+    with Target.canon(target):
+        return DefaultScheduleForTarget()(mod)
+
+
+def prepare_graph(mod: Any, params: Any = None, target: Any = None) -> IRModule:
+    """``mod`` with ``params`` bound as constants and the default pipeline applied (what
+    ``irc.compile`` builds), loop functions left unscheduled for tuning."""
+    from .. import passes
+    from ..target import Target
+
+    if isinstance(mod, Function):
+        mod = IRModule(functions={"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TuningError(f"expected an IRModule or a graph Function, got "
+                          f"{type(mod).__name__}")
+    weights = normalize_params(params)
+    if weights:
+        mod = passes.BindParams(_entry(mod), weights)(mod)
+    t = Target.canon(target or "llvm")
+    with t:
+        return _unscheduled_pipeline()(mod)
+
+
+def _call_tir_sites(mod: IRModule) -> list[tuple[Call, PrimFunc]]:
+    from ..ir.functor import Visitor
+
+    found: list[tuple[Call, PrimFunc]] = []
+
+    class _Find(Visitor):
+        def visit_Call(self, c: Call) -> None:
+            if isinstance(c.op, Op) and c.op.name == "call_tir" and c.args \
+                    and isinstance(c.args[0], GlobalVar):
+                callee = mod.functions.get(c.args[0])
+                if isinstance(callee, PrimFunc):
+                    found.append((c, callee))
+            self.generic_visit(c)
+
+    for gv, f in mod.functions.items():
+        if isinstance(f, Function):
+            _Find().visit(f)
+    return found
+
+
+def _call_inputs(call: Call) -> list[Any]:
+    args = call.args[1] if len(call.args) > 1 else Tuple(fields=())
+    return list(args.fields) if isinstance(args, Tuple) else [args]
+
+
+def site_function(call: Call, callee: PrimFunc) -> PrimFunc:
+    """The callee as tuned for this call site: parameters bound to constants are marked
+    layout-free (unless the function already says which are)."""
+    if callee.attrs.get("tir.is_scheduled"):
+        return callee
+    if "layout_free_buffers" in callee.attrs:
+        return callee
+    free = [k for k, a in enumerate(_call_inputs(call)) if isinstance(a, Constant)]
+    return callee.with_attr("layout_free_buffers", free) if free else callee
+
+
+def graph_tasks(mod: IRModule, target: Any = "llvm", include_simple: bool = False
+                ) -> list[TuneTask]:
+    """One task per distinct loop function (as tuned at its call sites) of a prepared
+    graph module; ``weight`` counts the call sites. Functions without floating-point
+    work are left out unless ``include_simple``; functions with symbolic shapes and
+    already scheduled ones are left out."""
+    by_key: dict[str, TuneTask] = {}
+    order: list[str] = []
+    names = {id(f): gv.name_hint for gv, f in mod.functions.items()}
+    for call, callee in _call_tir_sites(mod):
+        if callee.attrs.get("tir.is_scheduled"):
+            continue
+        func = site_function(call, callee)
+        key = workload_key(func)
+        task = by_key.get(key)
+        if task is None:
+            flops = flop_count(func)
+            if flops < 0 or (flops == 0 and not include_simple):
+                continue
+            task = TuneTask(func, target, name=names.get(id(callee), "main"), weight=0)
+            task._flops = flops
+            by_key[key] = task
+            order.append(key)
+        task.weight += 1
+    return [by_key[k] for k in order]
+
+
+def prim_func_tasks(mod: IRModule, target: Any = "llvm") -> list[TuneTask]:
+    """Tasks of the loop functions of a module: through the call sites of its graph
+    functions when it has any (weights count calls), else one per PrimFunc."""
+    if any(isinstance(f, Function) for f in mod.functions.values()):
+        return graph_tasks(mod, target)
+    tasks = []
+    for gv, f in mod.functions.items():
+        if isinstance(f, PrimFunc) and not f.attrs.get("tir.is_scheduled"):
+            if flop_count(f) < 0:
+                continue
+            tasks.append(TuneTask(f, target, name=gv.name_hint, weight=1))
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------
+# Applying the database
+# ---------------------------------------------------------------------------------------
+
+
+class _Applier:
+    """Rewrites call sites of one module against a database."""
+
+    def __init__(self, mod: IRModule, database: Any, option: int):
+        self.mod = mod
+        self.database = database
+        self.option = option
+        self.scheduled: dict[str, tuple[GlobalVar, PrimFunc] | None] = {}
+        self.new_funcs: dict[GlobalVar, PrimFunc] = {}
+        self.taken = {gv.name_hint for gv in mod.functions}
+        self.preprocs: dict[tuple[str, int], GlobalVar] = {}
+        self.applied = 0
+        # A callee whose call sites are all the same workload is replaced in place
+        # (keeping its name); otherwise each scheduled variant gets a new function.
+        self.site_keys: dict[str, set[str]] = {}
+        for call, callee in _call_tir_sites(mod):
+            self.site_keys.setdefault(call.args[0].name_hint, set()).add(
+                workload_key(site_function(call, callee)))
+
+    def _name(self, base: str) -> str:
+        from ..ir.module import unique_name
+
+        name = unique_name(base, self.taken, "_")
+        self.taken.add(name)
+        return name
+
+    def scheduled_for(self, func: PrimFunc, callee: GlobalVar
+                      ) -> tuple[GlobalVar, PrimFunc] | None:
+        from .apply import schedule_from_record
+
+        key = workload_key(func)
+        if key in self.scheduled:
+            return self.scheduled[key]
+        rec = self.database.best_record(key)
+        result = None
+        if rec is not None and not rec.is_default:
+            sch = schedule_from_record(func, rec, self.option)
+            new = sch.mod["main"]
+            attrs = dict(new.attrs)
+            attrs["tir.is_scheduled"] = True
+            attrs["op_pattern"] = OPAQUE_PATTERN
+            new = new.replace(attrs=attrs)
+            base = callee.name_hint
+            gv = callee if len(self.site_keys.get(base, ())) == 1 else \
+                GlobalVar(name_hint=self._name(base))
+            self.new_funcs[gv] = new
+            result = (gv, new)
+            self.applied += 1
+        self.scheduled[key] = result
+        return result
+
+    def preproc_for(self, func: PrimFunc, param: int, key: str) -> GlobalVar:
+        from ..tir.schedule import layout_rewrite_preproc
+
+        gv = self.preprocs.get((key, param))
+        if gv is None:
+            pre = layout_rewrite_preproc(func, param)
+            gv = GlobalVar(name_hint=self._name("layout_rewrite_preproc"))
+            self.new_funcs[gv] = pre.with_attr("tir.is_scheduled", True) \
+                .with_attr("op_pattern", OPAQUE_PATTERN)
+            self.preprocs[(key, param)] = gv
+        return gv
+
+    def rewrite_function(self, func: Function) -> Function:
+        body = func.body
+        if not isinstance(body, SeqExpr):
+            return func
+        blocks = [self._block(b) for b in body.blocks]
+        if all(a is b for a, b in zip(blocks, body.blocks)):
+            return func
+        return func.replace(body=body.replace(blocks=tuple(blocks)))
+
+    def _block(self, block: Any) -> Any:
+        from ..ir.expr import VarBinding
+
+        out = []
+        changed = False
+        for binding in block.bindings:
+            value = binding.value if isinstance(binding, VarBinding) else None
+            if isinstance(value, Call) and isinstance(value.op, Op) \
+                    and value.op.name == "call_tir" and isinstance(value.args[0], GlobalVar):
+                new_bindings = self._call(value, binding, isinstance(block, DataflowBlock))
+                if new_bindings is not None:
+                    out.extend(new_bindings)
+                    changed = True
+                    continue
+            out.append(binding)
+        return block.replace(bindings=tuple(out)) if changed else block
+
+    def _call(self, call: Call, binding: Any, dataflow: bool) -> list[Any] | None:
+        from ..ir.expr import DataflowVar, Var, VarBinding
+        from ..ir.ops import call_tir
+        from ..ir.struct_info import TensorStructInfo, shape_of
+        from ..tir.schedule import layout_rewrites, pack_weight
+
+        callee = self.mod.functions.get(call.args[0])
+        if not isinstance(callee, PrimFunc) or callee.attrs.get("tir.is_scheduled"):
+            return None
+        func = site_function(call, callee)
+        found = self.scheduled_for(func, call.args[0])
+        if found is None:
+            return None
+        gv, new = found
+        inputs = _call_inputs(call)
+        pre_bindings = []
+        for rw in layout_rewrites(new):
+            arg = inputs[rw.param]
+            if isinstance(arg, Constant):
+                packed = pack_weight(new, rw.param, np.asarray(arg.data))
+                inputs[rw.param] = Constant.from_numpy(packed)
+                continue
+            buf = new.buffer_map[new.params[rw.param]]
+            sinfo = TensorStructInfo(shape=shape_of([int(s.value) for s in buf.shape]),
+                                     dtype=buf.dtype, ndim=len(buf.shape))
+            pre_gv = self.preproc_for(new, rw.param, workload_key(func))
+            cls = DataflowVar if dataflow else Var
+            var = cls(name_hint=f"{binding.var.name_hint}_packed{rw.param}", struct_info=sinfo)
+            pack_call = call_tir(pre_gv, [arg], sinfo).replace(struct_info=sinfo)
+            pre_bindings.append(VarBinding(var=var, value=pack_call))
+            inputs[rw.param] = var
+        new_args = (gv, Tuple(fields=tuple(inputs))) + tuple(call.args[2:])
+        new_call = call.replace(args=new_args)
+        return pre_bindings + [binding.replace(value=new_call)]
+
+    def run(self) -> IRModule:
+        updates: dict[Any, Any] = {}
+        for gv, f in self.mod.functions.items():
+            if isinstance(f, Function):
+                nf = self.rewrite_function(f)
+                if nf is not f:
+                    updates[gv] = nf
+        if not updates and not self.new_funcs:
+            return self.mod
+        mod = self.mod.with_functions(updates) if updates else self.mod
+        for gv, f in self.new_funcs.items():
+            mod = mod.with_function(gv, f)
+        return _drop_unused(mod)
+
+
+def _drop_unused(mod: IRModule) -> IRModule:
+    """Remove loop functions no graph function calls any more."""
+    if not any(isinstance(f, Function) for f in mod.functions.values()):
+        return mod
+    used_names = {c.args[0].name_hint for c, _ in _call_tir_sites(mod)}
+    keep = {gv: f for gv, f in mod.functions.items()
+            if not isinstance(f, PrimFunc) or gv.name_hint in used_names}
+    return IRModule(functions=keep, attrs=mod.attrs)
+
+
+def apply_database(mod: IRModule, database: Any, target: Any = None,
+                   option: int | None = None) -> IRModule:
+    """``mod`` with the best tuned schedule of every loop function in place (see the
+    module docstring). For a module of loop functions only (no graph function), each
+    PrimFunc is replaced directly (layout rewrites then use ``option``, by default
+    ``INSERT_TRANSFORM_STAGE`` so callers keep their layouts)."""
+    from .apply import LayoutRewriteOption, schedule_from_record
+    from .database import Database, open_database
+
+    db = database if isinstance(database, Database) else open_database(database, target)
+    try:
+        if any(isinstance(f, Function) for f in mod.functions.values()):
+            opt = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED if option is None \
+                else option
+            return _Applier(mod, db, opt).run()
+        opt = LayoutRewriteOption.INSERT_TRANSFORM_STAGE if option is None else option
+        updates = {}
+        for gv, f in mod.functions.items():
+            if not isinstance(f, PrimFunc) or f.attrs.get("tir.is_scheduled"):
+                continue
+            rec = db.best_record(workload_key(f))
+            if rec is None or rec.is_default:
+                continue
+            new = schedule_from_record(f, rec, opt).mod["main"]
+            attrs = dict(new.attrs)
+            attrs["tir.is_scheduled"] = True
+            if "global_symbol" in f.attrs:
+                attrs["global_symbol"] = f.attrs["global_symbol"]
+            updates[gv] = new.replace(attrs=attrs)
+        return mod.with_functions(updates) if updates else mod
+    finally:
+        if db is not database:
+            db.close()
+
+
+def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = None) -> Any:
+    """Prepare ``mod`` (bind ``params``, default pipeline), put the database's best
+    schedules in place and build it: an ``irc.vm.Executable``."""
+    from ..vm import link
+
+    prepared = prepare_graph(mod, params, target)
+    tuned = apply_database(prepared, database, target)
+    return link(default_schedules(tuned, target), target)
+
+
+def flops_of(tasks: Sequence[TuneTask]) -> float:
+    """Weighted floating-point operations of one run over ``tasks``."""
+    return float(sum(t.weight * max(t.flop_count, 0.0) for t in tasks))
+
+
+__all__ = ["apply_database", "compile_tuned", "default_schedules", "graph_tasks",
+           "normalize_params", "prepare_graph", "prim_func_tasks", "site_function"]

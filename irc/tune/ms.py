@@ -1,0 +1,159 @@
+"""``irc.tune.ms``: the MetaSchedule-style front door (seed 003).
+
+::
+
+    db = ms.tune_tir(mod, "llvm", work_dir, max_trials_global=64)     # loop functions
+    db = ms.tune_relax(mod, params, "llvm", work_dir, max_trials_global=500)
+    ex = ms.compile_relax(db, mod, "llvm", params)                   # irc.vm.Executable
+
+    with irc.target.Target("llvm"):
+        mod = passes.Sequential([passes.get_pipeline("zero"),
+                                 ms.MetaScheduleTuneTIR(work_dir, max_trials_global=64),
+                                 ms.MetaScheduleApplyDatabase(work_dir)])(mod)
+
+A work directory holds the database in MetaSchedule's file names
+(``database_tuning_record.json``, ``database_workload.json``) and the tuning logs
+(``logs/``); pointing a run at an existing directory resumes it. Tuning runs on the
+engine of :mod:`irc.tune.tuner` (the same as ``irc.tune.auto_scheduler``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence, TextIO
+
+from ..ir.diagnostics import TuningError
+from ..ir.module import IRModule
+from ..passes.infra import Pass, PassContext, PassInfo
+from ..target import Target
+from ..tir.stmt import PrimFunc
+from .database import Database, JSONDatabase, open_database
+from .graph import apply_database, compile_tuned, graph_tasks, prepare_graph, prim_func_tasks
+from .task import TuneTask
+from .tuner import tune_tasks
+
+
+def _work_dir_database(work_dir: str, target: Any = None) -> JSONDatabase:
+    if not isinstance(work_dir, (str, os.PathLike)) or not os.fspath(work_dir):
+        raise TuningError(f"work_dir must be a directory path, got {work_dir!r}")
+    os.makedirs(work_dir, exist_ok=True)
+    return JSONDatabase.from_work_dir(os.fspath(work_dir), target)
+
+
+def _run(tasks: Sequence[TuneTask], work_dir: str, target: Target, max_trials_global: int,
+         database: Database | None, **kwargs: Any) -> Database:
+    db = database if database is not None else _work_dir_database(work_dir, target)
+    if not tasks:
+        return db
+    log_dir = os.path.join(os.fspath(work_dir), "logs") if work_dir else None
+    tune_tasks(tasks, db, max_trials_global, log_dir=log_dir, **kwargs)
+    return db
+
+
+def tune_tir(mod: IRModule | PrimFunc, target: Any, work_dir: str, max_trials_global: int,
+             *, num_trials_per_iter: int | None = None, time_budget: float | None = None,
+             database: Database | None = None, builder: Any = None, runner: Any = None,
+             cost_model: Any = "auto", strategy: str = "gradient", seed: int = 0,
+             verbose: int = 1, out: TextIO | None = None) -> Database:
+    """Tune every loop function of ``mod`` (a PrimFunc, or an IRModule of them) within
+    ``max_trials_global`` measurements in total; returns the database (in ``work_dir``
+    unless ``database`` is given)."""
+    t = Target.canon(target)
+    if isinstance(mod, PrimFunc):
+        mod = IRModule(functions={"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TuningError(f"tune_tir takes a PrimFunc or an IRModule, got {type(mod).__name__}")
+    tasks = prim_func_tasks(mod, t)
+    return _run(tasks, work_dir, t, max_trials_global, database,
+                num_trials_per_iter=num_trials_per_iter, time_budget=time_budget,
+                builder=builder, runner=runner, cost_model=cost_model, strategy=strategy,
+                seed=seed, verbose=verbose, out=out)
+
+
+def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_global: int,
+               time_budget: float | None = None, *, num_trials_per_iter: int | None = None,
+               database: Database | None = None, builder: Any = None, runner: Any = None,
+               cost_model: Any = "auto", strategy: str = "gradient", seed: int = 0,
+               verbose: int = 1, out: TextIO | None = None) -> Database:
+    """Tune a graph module: weights ``params`` bound, the default pipeline applied, one
+    task per distinct fused loop function (weighted by its calls), trials given by the
+    gradient task scheduler within ``max_trials_global`` (and ``time_budget`` seconds);
+    returns the database."""
+    t = Target.canon(target)
+    prepared = prepare_graph(mod, params, t)
+    tasks = graph_tasks(prepared, t)
+    return _run(tasks, work_dir, t, max_trials_global, database,
+                num_trials_per_iter=num_trials_per_iter, time_budget=time_budget,
+                builder=builder, runner=runner, cost_model=cost_model, strategy=strategy,
+                seed=seed, verbose=verbose, out=out)
+
+
+def compile_relax(database: Any, mod: Any, target: Any, params: Any = None) -> Any:
+    """Build ``mod`` with the best schedules of ``database`` (a Database, a record file
+    or a work directory): an ``irc.vm.Executable``. Loop functions without records keep
+    their default schedule."""
+    t = Target.canon(target)
+    if isinstance(database, (str, os.PathLike)) and os.path.isdir(database):
+        database = _work_dir_database(os.fspath(database), t)
+    return compile_tuned(mod, database, t, params)
+
+
+class MetaScheduleTuneTIR(Pass):
+    """Tune the loop functions of the module for the current target (``with target:``)
+    within ``max_trials_global`` trials, recording into ``work_dir``; the module is
+    returned unchanged (apply the results with :class:`MetaScheduleApplyDatabase`)."""
+
+    def __init__(self, work_dir: str, max_trials_global: int,
+                 max_trials_per_task: int | None = None, **options: Any):
+        self.work_dir = work_dir
+        self.max_trials_global = max_trials_global
+        self.options = options
+        if max_trials_per_task is not None:
+            options.setdefault("num_trials_per_iter", max_trials_per_task)
+        self.info = PassInfo(opt_level=0, name="MetaScheduleTuneTIR")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        target = Target.current()
+        if target is None:
+            raise TuningError("MetaScheduleTuneTIR needs a target",
+                              hint="run the pass inside 'with irc.target.Target(\"llvm\"):'")
+        db = _work_dir_database(self.work_dir, target)
+        try:
+            tasks = prim_func_tasks(mod, target)
+            _run(tasks, self.work_dir, target, self.max_trials_global, db, **self.options)
+        finally:
+            db.close()
+        return mod
+
+
+class MetaScheduleApplyDatabase(Pass):
+    """Replace each loop function by its best tuned schedule from ``work_dir`` (or
+    ``database``) for the current target, marked ``tir.is_scheduled``; functions
+    without records keep their default schedule. Layout-rewritten weights are packed
+    once in the graph (constants at compile time, other values by a packing call)."""
+
+    def __init__(self, work_dir: str | None = None, database: Any = None):
+        if work_dir is None and database is None:
+            raise TuningError("MetaScheduleApplyDatabase needs work_dir or database")
+        self.work_dir = work_dir
+        self.database = database
+        self.info = PassInfo(opt_level=0, name="MetaScheduleApplyDatabase")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        target = Target.current()
+        if target is None:
+            raise TuningError("MetaScheduleApplyDatabase needs a target",
+                              hint="run the pass inside 'with irc.target.Target(\"llvm\"):'")
+        if self.database is not None:
+            db = open_database(self.database, target)
+        else:
+            db = _work_dir_database(self.work_dir, target)
+        try:
+            return apply_database(mod, db, target)
+        finally:
+            if db is not self.database:
+                db.close()
+
+
+__all__ = ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR", "compile_relax", "tune_relax",
+           "tune_tir"]

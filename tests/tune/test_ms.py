@@ -1,0 +1,197 @@
+"""``irc.tune.ms``: tune_tir / tune_relax / compile_relax and the tuning passes of seed
+003; applying a database to graph modules (tuned schedules in place, layout-rewritten
+weights packed once)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import irc
+from irc import passes, te
+from irc.frontend import nn
+from irc.ir.diagnostics import TuningError
+from irc.target import Target
+from irc.tune import JSONDatabase, TuningRecord, ms
+from irc.tune.graph import apply_database, graph_tasks, prepare_graph
+from irc.tune.space import SpaceGenerator
+
+SMALL = {"population_size": 16, "num_iters": 1, "init_min_unmeasured": 12}
+
+
+class MLP(nn.Module):
+    """Seed 003's model, smaller."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 32)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Linear(32, 10, bias=False)
+
+    def forward(self, x):
+        return self.fc2(self.relu1(self.fc1(x)))
+
+
+def mlp():
+    mod, params = MLP().export_ir({"forward": {"x": nn.spec.Tensor((1, 64), "float32")}})
+    g = np.random.default_rng(0)
+    weights = {name: g.random(p.shape, dtype=np.float32) for name, p in params}
+    return mod, weights
+
+
+def mlp_reference(x, w):
+    return np.maximum(x @ w["fc1_weight"].T + w["fc1_bias"], 0) @ w["fc2_weight"].T
+
+
+def sampled_record(task, seed=0, cost=1e-6):
+    """A record of a sampled candidate of ``task`` (no measurement: tests of applying)."""
+    space = SpaceGenerator(task.target)
+    sketch = next(s for s in space.generate(task.func) if "cache_write" in
+                  s.trace.as_python()) if len(space.generate(task.func)) > 1 else \
+        space.generate(task.func)[0]
+    cand = space.sample(task.func, sketch, random.Random(seed))
+    t = Target.canon(task.target)
+    return TuningRecord(workload_key=task.workload.key, trace=cand.trace_json,
+                        run_secs=(cost,), target=str(t), fingerprint=t.fingerprint())
+
+
+def test_tune_tir_then_apply_to_loop_functions(tmp_path):
+    a = te.placeholder((64, 64), name="A")
+    b = te.placeholder((64, 64), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C",
+                   attrs={"layout_free_placeholders": [b]})
+    func = te.create_prim_func([a, b, c])
+    db = ms.tune_tir(func, "llvm", str(tmp_path), 6, num_trials_per_iter=6, verbose=0)
+    assert (tmp_path / "database_tuning_record.json").exists()
+    assert len(db) == 6
+    mod = apply_database(irc.IRModule(functions={"main": func}), db, "llvm")
+    f = mod["main"]
+    assert f.attrs.get("tir.is_scheduled")
+    # Loop-function modules keep the caller's layouts (the weight is packed inside).
+    x = np.random.default_rng(1).random((64, 64), dtype=np.float32)
+    out = irc.tensor(np.zeros((64, 64), np.float32))
+    irc.build(f, target="llvm")(irc.tensor(x), irc.tensor(x), out)
+    np.testing.assert_allclose(out.numpy(), x @ x, rtol=1e-4, atol=1e-4)
+    db.close()
+
+
+def test_seed_003_tuning_passes(tmp_path):
+    mod, w = mlp()
+    with Target("llvm"):
+        tuned = passes.Sequential([
+            passes.get_pipeline("zero"),
+            passes.MetaScheduleTuneTIR(work_dir=str(tmp_path), max_trials_global=6,
+                                       search_options=SMALL, verbose=0),
+            passes.MetaScheduleApplyDatabase(work_dir=str(tmp_path)),
+        ])(mod)
+    scheduled = [gv.name_hint for gv, f in tuned.functions.items()
+                 if getattr(f, "attrs", {}).get("tir.is_scheduled")]
+    assert "matmul" in scheduled
+    ex = irc.compile(tuned, target="llvm")
+    vm = irc.vm.VirtualMachine(ex, irc.cpu())
+    x = np.random.default_rng(2).random((1, 64), dtype=np.float32)
+    y = vm["forward"](irc.tensor(x), *[irc.tensor(w[n]) for n in
+                                        ("fc1_weight", "fc1_bias", "fc2_weight")]).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_tuning_passes_need_a_target(tmp_path):
+    mod, _ = mlp()
+    with pytest.raises(TuningError, match="needs a target"):
+        ms.MetaScheduleTuneTIR(str(tmp_path), 4)(mod)
+    with pytest.raises(TuningError, match="needs a target"):
+        ms.MetaScheduleApplyDatabase(str(tmp_path))(mod)
+    with pytest.raises(TuningError, match="work_dir or database"):
+        ms.MetaScheduleApplyDatabase()
+
+
+def test_constant_weights_are_packed_at_compile_time(tmp_path):
+    mod, w = mlp()
+    prepared = prepare_graph(mod, w, "llvm")
+    tasks = graph_tasks(prepared, "llvm")
+    mm = next(t for t in tasks if t.func.attrs.get("layout_free_buffers"))
+    db = JSONDatabase(str(tmp_path / "db.json"), target="llvm")
+    db.commit_workload(mm.workload)
+    db.commit_record(sampled_record(mm))
+    applied = apply_database(prepared, db, "llvm")
+    rewritten = [f for f in applied.functions.values()
+                 if getattr(f, "attrs", {}).get("layout_rewrite")]
+    assert rewritten, "the sampled schedule packs the constant weight"
+    assert "layout_rewrite_preproc" not in applied.names()  # packed now, not at run time
+    ex = ms.compile_relax(db, mod, "llvm", w)
+    x = np.random.default_rng(3).random((1, 64), dtype=np.float32)
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+    db.close()
+
+
+PARAM_WEIGHT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def mm(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
+        T.func_attr({"layout_free_buffers": [1], "tir.noalias": True})
+        for i, j, k in T.grid(32, 32, 32):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0.0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @R.function
+    def main(x: R.Tensor((32, 32), dtype="float32"), w: R.Tensor((32, 32), dtype="float32")) -> R.Tensor((32, 32), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.mm, (x, w), out_sinfo=R.Tensor((32, 32), dtype="float32"))
+            R.output(y)
+        return y
+"""  # noqa: E501
+
+
+def test_parameter_weights_get_a_packing_call(tmp_path):
+    mod = irc.parse(PARAM_WEIGHT)
+    tasks = graph_tasks(mod, "llvm")
+    assert len(tasks) == 1
+    db = JSONDatabase(str(tmp_path / "db.json"), target="llvm")
+    db.commit_workload(tasks[0].workload)
+    db.commit_record(sampled_record(tasks[0], seed=4))
+    with Target("llvm"):
+        applied = ms.MetaScheduleApplyDatabase(database=db)(mod)
+    assert any(n.startswith("layout_rewrite_preproc") for n in applied.names())
+    ex = irc.compile(applied, target="llvm")
+    g = np.random.default_rng(5)
+    x, wt = (g.random((32, 32), dtype=np.float32) for _ in range(2))
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["main"](irc.tensor(x), irc.tensor(wt)).numpy()
+    np.testing.assert_allclose(y, x @ wt, rtol=1e-4, atol=1e-4)
+    db.close()
+
+
+def test_without_records_compile_relax_keeps_the_default(tmp_path):
+    mod, w = mlp()
+    ex = ms.compile_relax(str(tmp_path), mod, "llvm", w)
+    x = np.random.default_rng(6).random((1, 64), dtype=np.float32)
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_tune_relax_then_compile_relax(tmp_path):
+    mod, w = mlp()
+    db = ms.tune_relax(mod, w, "llvm", str(tmp_path), 16, num_trials_per_iter=4, verbose=0)
+    assert len(db) >= 8
+    ex = ms.compile_relax(db, mod, "llvm", w)
+    x = np.random.default_rng(7).random((1, 64), dtype=np.float32)
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+    db.close()
+
+
+def test_tune_tir_rejects_other_objects(tmp_path):
+    with pytest.raises(TuningError, match="PrimFunc or an IRModule"):
+        ms.tune_tir("main", "llvm", str(tmp_path), 4)
+
