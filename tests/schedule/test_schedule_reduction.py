@@ -140,13 +140,23 @@ def test_rfactor_errors():
     schedule_error(lambda: s2.rfactor(k, 0), "not a reduction block")
 
 
-def test_rfactor_refuses_a_predicated_reduction():
-    """A non-divisible split of the reduction adds a guard that could mask a whole slice
-    of the partial results (found by the random-schedule test)."""
+def test_rfactor_after_a_non_divisible_split():
+    """A guard from a non-divisible split is fine as long as no slice of the factored loop
+    is empty; a split whose factors overshoot leaves an empty last slice whose partial
+    result would never be initialized, and is refused (found by the random-schedule
+    test)."""
     f = matmul_add()
+    extent = None
     sch = Schedule(f)
     c = sch.get_block("C")
     k = sch.get_loops(c)[-1]
     extent = sch.get(k).extent.value
-    k0, _ = sch.split(k, [None, extent // 2 + 1])  # does not divide: adds a T.where
-    schedule_error(lambda: sch.rfactor(k0, 0), "rfactor", "predicate over its reduction loops")
+    k0, _ = sch.split(k, [None, extent // 2 + 1])  # ceil division: last slice partial
+    sch.rfactor(k0, 0)
+    check_numeric(f, sch.func)
+
+    sch = Schedule(f)
+    k = sch.get_loops(sch.get_block("C"))[-1]
+    k0, _ = sch.split(k, [3, extent // 2])  # 3 slices of extent/2: the last is empty
+    schedule_error(lambda: sch.rfactor(k0, 0), "rfactor",
+                   "masks every iteration of the last slice")

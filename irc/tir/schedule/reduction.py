@@ -28,7 +28,7 @@ from ..expr import (
     max_,
     min_,
 )
-from ..stmt import BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
+from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
 from ..te.create_prim_func import reduction_identity
 from .analysis import fail, is_reduction, loop_iter_types, loop_name
 from .rewrite import (
@@ -164,6 +164,29 @@ def _reducer(P: str, r: BlockRealize) -> tuple[str, BufferStore, PrimExpr]:
     return kind, store, rhs
 
 
+def _check_no_empty_slice(P: str, block: Block, r: BlockRealize, loops: list[For],
+                          loop: For, reduce_ids: set[int], simplify: Simplify) -> None:
+    """Refuse when a guard over the reduction loops (a split whose factors overshoot the
+    extent) masks a whole slice of the factored loop: that slice's partial result would
+    never be initialized, yet the write-back reads it. Split guards grow with every loop
+    variable, so the last slice with the other reduction loops at their minimum is the
+    emptiest point the init can see."""
+    probe_map: dict[int, PrimExpr] = {id(lp.loop_var): lp.min for lp in loops
+                                      if id(lp.loop_var) in reduce_ids and lp is not loop}
+    probe_map[id(loop.loop_var)] = simplify(loop.min + loop.extent - 1)
+    watched = set(probe_map)
+    for c in _conjuncts(r.predicate):
+        if not var_ids(c) & watched:
+            continue
+        probe = simplify(substitute_vars(c, probe_map))
+        if type(probe) is IntImm and probe.value == 0:
+            fail(P, f"block {block.name!r} has a guard over its reduction loops that masks "
+                 f"every iteration of the last slice of loop {loop_name(loop)} (a split "
+                 "whose factors overshoot the extent); that partial result would stay "
+                 "uninitialized", hint="split the reduction loop with factors whose "
+                 "product is the extent, or use None for one factor")
+
+
 def _loads(e: PrimExpr, buf: Buffer) -> bool:
     return bool(loads_of(e, buf))
 
@@ -225,15 +248,7 @@ def rfactor(index: FuncIndex, loop: For, factor_axis: int, simplify: Simplify
     for iv, v in zip(block.iter_vars, r.iter_values):
         if iv.iter_type == "reduce":
             var_ids(v, reduce_ids)
-    pred_ids: set[int] = set()
-    var_ids(r.predicate, pred_ids)
-    if pred_ids & (reduce_ids | {id(loop.loop_var)}):
-        # A guard over the reduction loops (a non-divisible split) could mask a whole slice
-        # of the partial results, which would then be read uninitialized.
-        fail(P, f"block {block.name!r} has a predicate over its reduction loops (from a "
-             "split whose factors do not divide the extent); its partial results could "
-             "stay uninitialized", hint="split the reduction loop with factors that "
-             "divide its extent before rfactor")
+    _check_no_empty_slice(P, block, r, loops, loop, reduce_ids, simplify)
     rf_iv = IterVar(var=Var(name=f"v{loop.loop_var.name}", dtype=loop.loop_var.dtype),
                     dom=Range(min=loop.min, extent=loop.extent), iter_type="spatial")
     ivs = [rf_iv]
