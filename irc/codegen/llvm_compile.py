@@ -71,8 +71,13 @@ def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> Com
         rewritten = replace_with_vector_library(ir_text, t)
         if rewritten is not None:
             ir_text = rewritten
-            mod = llvm.parse_assembly(ir_text)
-            mod.verify()
+            try:
+                mod = llvm.parse_assembly(ir_text)
+                mod.verify()
+            except RuntimeError as err:
+                raise CodegenError(f"LLVM IR is invalid after mapping vector math to libmvec "
+                                   f"(a code generator bug): {err}\n"
+                                   f"{_excerpt(ir_text, str(err))}") from None
         obj = tm.emit_object(mod)
     return CompiledObject(object_code=bytes(obj), signatures=dict(src.signatures),
                           messages=list(src.messages), target=str(t), externals=externals,
@@ -113,15 +118,21 @@ def replace_with_vector_library(text: str, target) -> str | None:
                 break
     if not mapping:
         return None
+    # The code generator may already declare a vector function (vectorized loops call
+    # libmvec directly); a second declaration would be a redefinition.
+    declared = set(re.findall(r"^declare [^@]*@([\w.$]+)\(", text, flags=re.MULTILINE))
     out = []
     for line in text.splitlines():
         if line.startswith("declare ") and "@llvm." in line:
             m = _VEC_INTRIN_RE.search(line)
             if m is not None and m.group(0) in mapping:
+                name = mapping[m.group(0)]
+                if name in declared:
+                    continue
+                declared.add(name)
                 head = line[:m.start()]
                 args = line[m.end():line.index(")", m.end())]
-                line = f"{head}@{mapping[m.group(0)]}({args}) nounwind"
-                out.append(line)
+                out.append(f"{head}@{name}({args}) nounwind")
                 continue
         if "@llvm." in line:
             line = _VEC_INTRIN_RE.sub(lambda m: f"@{mapping[m.group(0)]}("

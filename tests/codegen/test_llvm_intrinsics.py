@@ -222,3 +222,27 @@ def test_gpu_barrier_is_an_error_on_cpu():
     f = func([a], tir.seq(S.Evaluate(value=sync), store(a, 0, 1.0)))
     with pytest.raises(irc.CodegenError, match="GPU barrier"):
         irc.build(f)
+
+
+def test_vector_exp_declared_once_when_llvm_also_vectorizes_a_loop():
+    """Regression: a kernel with an explicitly vectorized exp (which calls libmvec
+    directly) and a plain loop that LLVM's vectorizer turns into llvm.exp.v16f32 (mapped
+    to libmvec after optimization) declared the libmvec function twice."""
+    import numpy as np
+
+    import irc
+    from irc import topi
+    from irc.tir import Schedule, te
+
+    x = te.placeholder((4, 64), name="x")
+    z = topi.exp(topi.nn.softmax(x))
+    f = te.create_prim_func([x, z])
+    sch = Schedule(f)
+    _, j = sch.get_loops(sch.get_block("T_softmax_exp"))
+    sch.vectorize(sch.split(j, [None, 16])[1])
+    rt = irc.build(sch.mod, target="llvm")
+    a = np.random.default_rng(0).random((4, 64), dtype=np.float32)
+    out = np.zeros((4, 64), "float32")
+    rt(a, out)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, np.exp(e / e.sum(axis=1, keepdims=True)), rtol=1e-5)
