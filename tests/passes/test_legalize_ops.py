@@ -212,3 +212,51 @@ def test_missing_legalization_names_the_operator():
                        match=r"R.test.no_rule_identity has no legalization \(in function "
                              r"main, binding ident\)"):
         irc.passes.LegalizeOps()(bb.get())
+
+
+def test_remaining_nn_operators():
+    # conv2d_transpose (NCHW data, IOHW weight), against a direct scatter reference
+    data, weight = f32(1, 3, 5, 4), f32(3, 2, 3, 3)
+    got = _run(lambda d, w: ops.nn.conv2d_transpose(d, w, strides=(2, 2), padding=(1, 1)),
+               data, weight)
+    full = np.zeros((1, 2, (5 - 1) * 2 + 3, (4 - 1) * 2 + 3), "float64")
+    for y in range(5):
+        for x in range(4):
+            full[0, :, 2 * y:2 * y + 3, 2 * x:2 * x + 3] += np.einsum(
+                "c,cohw->ohw", data[0, :, y, x], weight)
+    np.testing.assert_allclose(got, full[:, :, 1:-1, 1:-1], rtol=1e-5, atol=1e-5)
+    # group_norm over channel groups
+    x, g, b = f32(2, 6, 3, 3), f32(6), f32(6)
+    got = _run(lambda d, gg, bb: ops.nn.group_norm(d, gg, bb, num_groups=3, channel_axis=1,
+                                                   axes=[2, 3]), x, g, b)
+    xg = x.reshape(2, 3, 2, 3, 3)
+    mean = xg.mean(axis=(2, 3, 4), keepdims=True)
+    var = xg.var(axis=(2, 3, 4), keepdims=True)
+    expected = ((xg - mean) / np.sqrt(var + 1e-5)).reshape(x.shape) * g[:, None, None] \
+        + b[:, None, None]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    # pad with a constant, dropout as identity at inference
+    y = f32(2, 3)
+    np.testing.assert_array_equal(
+        _run(lambda d: ops.nn.pad(d, pad_width=[1, 0, 2, 1], pad_value=7.0), y),
+        np.pad(y, ((1, 0), (2, 1)), constant_values=7.0))
+    out = _run(lambda d: ops.nn.dropout(d, rate=0.3), y)
+    np.testing.assert_array_equal(out[0], y)
+
+
+def test_squeeze_and_creation_operators():
+    x = f32(3, 1, 4)
+    np.testing.assert_array_equal(_run(lambda d: ops.squeeze(d, axis=[1]), x), x[:, 0])
+    np.testing.assert_array_equal(_run(lambda d: ops.zeros_like(d), x), np.zeros_like(x))
+    np.testing.assert_array_equal(_run(lambda d: ops.ones_like(d), x), np.ones_like(x))
+    np.testing.assert_array_equal(_run(lambda d: ops.full_like(d, 2.5), x), np.full_like(x, 2.5))
+    # operators without tensor operands: build main(x) -> op(...) + 0 * x
+    np.testing.assert_array_equal(
+        _run(lambda d: ops.add(ops.zeros((3, 1, 4), "float32"), d), x), x)
+    np.testing.assert_array_equal(
+        _run(lambda d: ops.multiply(ops.ones((3, 1, 4), "float32"), d), x), x)
+    np.testing.assert_array_equal(
+        _run(lambda d: ops.add(ops.full((3, 1, 4), 1.5, "float32"), d), x), x + 1.5)
+    idx = np.zeros((5,), "int64")
+    np.testing.assert_array_equal(
+        _run(lambda d: ops.add(ops.arange(2, 12, 2, "int64"), d), idx), np.arange(2, 12, 2))
