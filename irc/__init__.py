@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys as _sys
 
 from . import ir, passes, tir, vm
-from .ir import (
+from .core import (
     BuildError,
     CodegenError,
     IRCError,
@@ -48,3 +48,18 @@ from .tir.transform.lower import lower  # noqa: E402
 
 # Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
 from .vm import compile  # noqa: E402, A004
+
+
+def _tuning_pass(name: str):
+    def load():
+        from .tune import ms  # the tuner is imported on first use, not with irc
+
+        return getattr(ms, name)
+
+    return load
+
+
+# The tuning passes are defined by irc.tune (above irc.passes in the layering) and reached
+# as irc.passes.MetaScheduleTuneTIR / MetaScheduleApplyDatabase, as DESIGN.md promises.
+for _name in ("MetaScheduleTuneTIR", "MetaScheduleApplyDatabase"):
+    passes.late_bind(_name, _tuning_pass(_name))

@@ -17,11 +17,11 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from ..ir.diagnostics import BuildError
-from ..ir.module import IRModule
-from ..ir.structural import structural_hash_hex
+from ..core.diagnostics import BuildError
+from ..core.module import IRModule
+from ..core.structural import structural_hash_hex
+from ..core.target import Target
 from ..runtime.module import Module
-from ..target import Target
 from ..tir import stmt as S
 
 _CACHE_SIZE = 256

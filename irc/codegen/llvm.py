@@ -39,10 +39,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import CodegenError
-from ..ir.functor import Visitor
-from ..ir.structural import structural_equal
+from ..core import dtype as dt
+from ..core.diagnostics import CodegenError
+from ..core.functor import Visitor
+from ..core.structural import structural_equal
 from ..runtime.signature import BufferParamSpec, KernelSignature, ScalarParamSpec, encode_dim
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -113,7 +113,7 @@ class CodeGenLLVM(ExprCodegen):
     """Translates lowered PrimFuncs into one LLVM module (as text)."""
 
     def __init__(self, target, module_name: str = "irc_module"):
-        from ..target import Target
+        from ..core.target import Target
 
         self.target = Target.canon(target)
         if self.target.kind.name != "llvm":

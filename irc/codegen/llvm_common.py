@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import CodegenError
+from ..core import dtype as dt
+from ..core.diagnostics import CodegenError
 from ..tir import expr as E
 from .llvm_builder import elem_type, lanes_of, vec
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..ir.diagnostics import CodegenError
+from ..core.diagnostics import CodegenError
 from ..runtime.engine import check_externals, ensure_llvm, llvm_lock, target_machine
 from ..runtime.signature import KernelSignature
 from .llvm import LLVMSource
@@ -41,7 +41,7 @@ def _external_symbols(text: str) -> list[str]:
 
 def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> CompiledObject:
     """Optimize and compile LLVM IR text to an object file for ``target``."""
-    from ..target import Target
+    from ..core.target import Target
 
     t = Target.canon(target)
     ensure_llvm()

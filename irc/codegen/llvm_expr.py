@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import CodegenError
+from ..core import dtype as dt
+from ..core.diagnostics import CodegenError
 from ..tir import expr as E
 from .llvm_builder import (
     Value,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import CodegenError
+from ..core import dtype as dt
+from ..core.diagnostics import CodegenError
 from ..tir import expr as E
 from .llvm_builder import Value, const_float, const_int, elem_type, lanes_of, vec
 from .llvm_common import is_half, mangle, storage_type, value_type

@@ -18,8 +18,8 @@ vectorize metadata.
 
 from __future__ import annotations
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRCError
+from ..core import dtype as dt
+from ..core.diagnostics import IRCError
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import load

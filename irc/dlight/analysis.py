@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.diagnostics import ScheduleError
-from ..ir.structural import structural_equal
+from ..core.diagnostics import ScheduleError
+from ..core.structural import structural_equal
 from ..tir.analysis.buffer_access import collect_buffer_accesses
 from ..tir.buffer import Buffer
 from ..tir.expr import (
@@ -390,7 +390,7 @@ def multiply_operands(rhs: PrimExpr) -> tuple[PrimExpr, PrimExpr] | None:
 def has_guard(e: PrimExpr) -> bool:
     """True when ``e`` contains ``if_then_else`` (a padding guard)."""
     stack = [e]
-    from ..ir.node import Node, node_fields
+    from ..core.node import Node, node_fields
 
     while stack:
         x = stack.pop()

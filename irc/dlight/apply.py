@@ -16,14 +16,17 @@ untouched.
 
 from __future__ import annotations
 
-from ..ir.diagnostics import IRCError
-from ..ir.module import IRModule
-from ..passes.infra import Pass, PassContext, PassInfo
-from ..target import Target
+from dataclasses import dataclass
+
+from ..core.diagnostics import IRCError
+from ..core.module import IRModule
+from ..core.target import Target
+from ..core.transform import Pass, PassContext
 from ..tir.stmt import PrimFunc
 from .base import ScheduleRule, is_scheduled
 
 
+@dataclass(frozen=True, init=False)
 class ApplyDefaultSchedule(Pass):
     """The pass applying default schedule rules (see the module docstring).
 
@@ -33,7 +36,7 @@ class ApplyDefaultSchedule(Pass):
             mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.Fallback())(mod)
     """
 
-    info = PassInfo(opt_level=0, name="ApplyDefaultSchedule")
+    rules: tuple[ScheduleRule, ...]
 
     def __init__(self, *rules: ScheduleRule):
         flat: list[ScheduleRule] = []
@@ -46,7 +49,7 @@ class ApplyDefaultSchedule(Pass):
             if not isinstance(r, ScheduleRule):
                 raise IRCError(f"ApplyDefaultSchedule takes schedule rules (e.g. "
                                f"dl.gpu.Fallback()), got {type(r).__name__}")
-        self.rules = flat
+        object.__setattr__(self, "rules", tuple(flat))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()
@@ -86,12 +89,11 @@ def schedule_func(func: PrimFunc, target: Target, rules: list[ScheduleRule]
     return None
 
 
+@dataclass(frozen=True)
 class DefaultScheduleForTarget(Pass):
     """The default pipeline's last step: under an llvm target (the current one when the
     pass runs), apply the CPU rules (``dl.cpu.default_rules()``); under any other target,
     or none, leave the module as it is."""
-
-    info = PassInfo(opt_level=0, name="DefaultScheduleForTarget")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..target import Target
+from ..core.target import Target
 from ..tir.schedule import Schedule
 from ..tir.stmt import PrimFunc
 

@@ -1,17 +1,14 @@
-"""Graph-level IR and the shared IR core (nodes, dtypes, diagnostics, equality, modules).
+"""The graph-level IR (Relax style): struct info, expressions, the operator registry
+with shape and dtype inference, the BlockBuilder, well-formedness and the printer.
 
-Layering inside this package: the core modules (``diagnostics``, ``dtype``, ``node``,
-``structural``, ``functor``, ``module``) depend on nothing else in irc; the loop IR
-(``irc.tir``) builds on them; the graph IR (``struct_info``, ``expr``, ``op``, ...)
-builds on both, since tensor shapes are loop-IR integer expressions.
+It builds on the IR core (``irc.core``) and the loop IR (``irc.tir``): tensor shapes are
+loop-IR integer expressions. The core's names users reach through ``irc.ir`` (the
+exceptions, ``IRModule``, ``structural_equal``, ``Visitor``/``Mutator``, ``dtype``) are
+re-exported here.
 """
 
-from . import dtype
-from . import ops as ops  # noqa: E402
-from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
-from .block_builder import InferContext as InferContext  # noqa: E402
-from .block_builder import normalize as normalize  # noqa: E402
-from .diagnostics import (
+from ..core import dtype
+from ..core.diagnostics import (
     BuildError,
     CodegenError,
     IRCError,
@@ -29,6 +26,20 @@ from .diagnostics import (
     UnsupportedOperatorError,
     VMError,
 )
+from ..core.functor import Mutator, Visitor, collect, post_order_visit
+from ..core.module import IRModule
+from ..core.node import Node
+from ..core.structural import (
+    StructuralMismatchError,
+    assert_structural_equal,
+    structural_equal,
+    structural_hash,
+    structural_hash_hex,
+)
+from . import ops as ops  # noqa: E402
+from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
+from .block_builder import InferContext as InferContext  # noqa: E402
+from .block_builder import normalize as normalize  # noqa: E402
 from .expr import (  # noqa: E402
     Binding,
     BindingBlock,
@@ -54,9 +65,6 @@ from .expr import (  # noqa: E402
     VarBinding,
     const,
 )
-from .functor import Mutator, Visitor, collect, post_order_visit
-from .module import IRModule
-from .node import Node
 from .op import OpDef, get_op_def, list_ops, make_call, register_op  # noqa: E402
 
 # Graph IR (imports irc.tir.expr for symbolic shapes).
@@ -76,12 +84,5 @@ from .struct_info_analysis import get_shape_vars as get_shape_vars  # noqa: E402
 from .struct_info_analysis import is_base_of as is_base_of  # noqa: E402
 from .struct_info_analysis import static_shape as static_shape  # noqa: E402
 from .struct_info_analysis import struct_info_lca as struct_info_lca  # noqa: E402
-from .structural import (
-    StructuralMismatchError,
-    assert_structural_equal,
-    structural_equal,
-    structural_hash,
-    structural_hash_hex,
-)
 from .well_formed import is_well_formed as is_well_formed  # noqa: E402
 from .well_formed import well_formed as well_formed  # noqa: E402

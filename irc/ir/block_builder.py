@@ -18,7 +18,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from .diagnostics import IRCError, IRTypeError
+from ..core.diagnostics import IRCError, IRTypeError
+from ..core.module import IRModule
+from ..core.structural import structural_equal
 from .expr import (
     Binding,
     BindingBlock,
@@ -43,7 +45,6 @@ from .expr import (
     Var,
     VarBinding,
 )
-from .module import IRModule
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -62,7 +63,6 @@ from .struct_info_analysis import (
     may_match,
     substitute_sinfo,
 )
-from .structural import structural_equal
 
 
 class InferContext:
@@ -196,7 +196,7 @@ class Normalizer:
     def _Constant(self, e: Constant) -> Expr:
         if e.struct_info is not None:
             return e
-        from . import dtype as dt
+        from ..core import dtype as dt
 
         return e.replace(struct_info=TensorStructInfo(shape=shape_of(e.data.shape),
                                                       dtype=dt.from_numpy(e.data.dtype)))

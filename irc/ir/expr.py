@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core import dtype as dt
+from ..core.expr import BaseExpr, GlobalVar
+from ..core.node import Node, node
 from ..tir.expr import PrimExpr
-from . import dtype as dt
-from .diagnostics import IRTypeError
-from .node import Node, node
 from .struct_info import (
     ObjectStructInfo,
     PrimStructInfo,
@@ -25,20 +25,9 @@ from .struct_info import (
     shape_of,
 )
 
-
-@node
-class Expr(Node):
-    """Base of graph expressions. ``struct_info`` is None until normalized."""
-
-    struct_info: StructInfo | None = None
-
-    @property
-    def sinfo(self) -> StructInfo:
-        """The struct info; raises if the expression was never normalized."""
-        if self.struct_info is None:
-            raise IRTypeError(f"{type(self).__name__} has no struct info; normalize it with "
-                              "irc.ir.BlockBuilder first", node=self, span=self.span)
-        return self.struct_info
+# The base of graph expressions and GlobalVar live in the core (an IRModule is keyed by
+# GlobalVars whatever level its functions are); the graph IR calls the base ``Expr``.
+Expr = BaseExpr
 
 
 @node
@@ -53,13 +42,6 @@ class Var(Expr):
 @node
 class DataflowVar(Var):
     """A variable bound inside a dataflow block and not visible outside it."""
-
-
-@node
-class GlobalVar(Expr):
-    """The name of a function in an IRModule."""
-
-    name_hint: str
 
 
 @node

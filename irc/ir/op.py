@@ -16,8 +16,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import dtype as dt
-from .diagnostics import IRTypeError
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
 
 # Op patterns (fusion kinds), ordered as TVM orders them.
 ELEMWISE = 0

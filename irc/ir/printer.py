@@ -1,11 +1,13 @@
 """Printing IR as irc script text: modules, graph functions and struct info.
 
-``script(node, show_meta=False)`` prints any node in the one canonical form that
-``irc.parse`` reads back (``mod.script()``/``mod.show()`` use it): the header comments
+``graph_script(node, show_meta=False)`` prints a module or a graph-level node in the one
+canonical form that ``irc.parse`` reads back; it is registered with the core, so
+``mod.script()``/``mod.show()`` and :func:`irc.core.node.script` reach it. The header
+comments
 ``# from irc.script import ir as I`` (``tir as T``, ``relax as R``), ``@I.ir_module``,
 ``class Module:``, ``@T.prim_func`` / ``@R.function`` definitions, ``with R.dataflow():``
 blocks, and non-scalar constants as ``metadata["relax.expr.Constant"][i]`` (with
-``show_meta=True`` a ``metadata = {...}`` section holds their data). ``repr_node`` gives a
+``show_meta=True`` a ``metadata = {...}`` section holds their data). ``graph_repr`` gives a
 short one-line form for ``repr()``. Loop functions are printed by ``irc.tir.printer``.
 """
 
@@ -17,10 +19,16 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..core import dtype as dt
+from ..core.functor import Visitor, collect
+from ..core.module import IRModule
+from ..core.node import Printer, register_printer
+from ..core.structural import structural_equal
 from ..tir import expr as te
-from ..tir.printer import INDENT, NameTable, TIRPrinter, str_literal
-from . import dtype as dt
+from ..tir.printer import INDENT, NameTable, TIRPrinter, script_header, str_literal
+from ..tir.stmt import PrimFunc
 from .expr import (
+    Binding,
     BindingBlock,
     Call,
     Constant,
@@ -43,7 +51,7 @@ from .expr import (
     Var,
     VarBinding,
 )
-from .module import IRModule
+from .op import get_op_def
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -242,8 +250,6 @@ class RelaxPrinter:
 
     def op_call(self, c: Call) -> str:
         """``R.op(operands..., attr=value...)`` with every registry attribute."""
-        from .op import get_op_def
-
         name = c.op.name
         try:
             opdef = get_op_def(name)
@@ -387,14 +393,10 @@ class RelaxPrinter:
 
 
 def _same_sinfo(a: Any, b: Any) -> bool:
-    from .structural import structural_equal
-
     return a is not None and b is not None and structural_equal(a, b)
 
 
 def _tir_vars(e: Any) -> list[te.Var]:
-    from .functor import collect
-
     return collect(e, lambda n: isinstance(n, te.Var))
 
 
@@ -404,8 +406,6 @@ def _signature_vars(f: Function) -> list[te.Var]:
 
 def _body_tir_vars(f: Function) -> list[te.Var]:
     """Symbolic variables of ``f`` (struct infos and values), outside nested functions."""
-    from .functor import Visitor
-
     order: list[te.Var] = []
     seen: set[int] = set()
 
@@ -432,21 +432,7 @@ def _body_tir_vars(f: Function) -> list[te.Var]:
 # ---------------------------------------------------------------------------------
 
 
-def _header(text_lines: list[str], *, module: bool) -> list[str]:
-    joined = "\n".join(text_lines)
-    out = []
-    if module:
-        out.append("# from irc.script import ir as I")
-    if "T." in joined:
-        out.append("# from irc.script import tir as T")
-    if "R." in joined:
-        out.append("# from irc.script import relax as R")
-    return out + [""]
-
-
 def _module_lines(mod: IRModule, meta: _Meta) -> list[str]:
-    from ..tir.stmt import PrimFunc
-
     out = ["@I.ir_module", "class Module:"]
     if mod.attrs:
         tp = TIRPrinter()
@@ -478,33 +464,23 @@ def _module_lines(mod: IRModule, meta: _Meta) -> list[str]:
     return out
 
 
-def script(node: Any, show_meta: bool = False) -> str:
-    """``node`` printed as irc script text (modules and functions parse back with
-    ``irc.parse``; other nodes print as a fragment)."""
-    from ..tir.stmt import PrimFunc, Stmt
-
+def graph_script(node: Any, show_meta: bool = False) -> str:
+    """A graph-level node or a module printed as irc script text (modules and functions
+    parse back with ``irc.parse``; other nodes print as a fragment)."""
     meta = _Meta()
     if isinstance(node, IRModule):
         lines = _module_lines(node, meta)
-        lines = _header(lines, module=True) + lines
-    elif isinstance(node, PrimFunc):
-        name = node.attrs.get("global_symbol", "main")
-        lines = TIRPrinter().prim_func(node, name if isinstance(name, str) else "main")
-        lines = _header(lines, module=False) + lines
+        lines = script_header(lines, module=True) + lines
     elif isinstance(node, Function):
         name = node.attrs.get("global_symbol", "main")
         lines = RelaxPrinter(meta).function(node, name if isinstance(name, str) else "main", 0)
-        lines = _header(lines, module=False) + lines
-    elif isinstance(node, Stmt):
-        lines = TIRPrinter().stmt(node, 0)
-    elif isinstance(node, te.PrimExpr):
-        lines = [TIRPrinter().expr(node)]
+        lines = script_header(lines, module=False) + lines
     elif isinstance(node, StructInfo):
         lines = [RelaxPrinter(meta).sinfo(node)]
     elif isinstance(node, Expr):
         lines = [RelaxPrinter(meta).expr(node)]
     else:
-        lines = [repr_node(node)]
+        lines = [graph_repr(node)]
     if meta.constants or meta.refs:
         if show_meta and meta.constants:
             lines += [""] + meta.section()
@@ -513,34 +489,14 @@ def script(node: Any, show_meta: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def repr_node(node: Any) -> str:
-    """A short one-line description of ``node`` for ``repr()``; never raises."""
-    try:
-        return _repr(node)
-    except Exception:  # noqa: BLE001 - repr must never raise
-        return f"<{type(node).__name__}>"
-
-
-def _repr(node: Any) -> str:
-    from ..tir.buffer import Buffer, BufferRegion
-    from ..tir.stmt import PrimFunc, Stmt
-
-    if isinstance(node, te.PrimExpr):
-        return TIRPrinter().expr(node)
+def graph_repr(node: Any) -> str:
+    """A short one-line description of a graph-level node or a module for ``repr()``."""
     if isinstance(node, IRModule):
         return f"IRModule({', '.join(sorted(node.names()))})"
-    if isinstance(node, PrimFunc):
-        params = ", ".join(node.buffer_map[p].name if p in node.buffer_map else p.name
-                           for p in node.params)
-        return f"PrimFunc {node.attrs.get('global_symbol', '<private>')}({params})"
     if isinstance(node, Function):
         rp = RelaxPrinter(_Meta())
         params = ", ".join(f"{p.name_hint}: {rp.sinfo(p.struct_info)}" for p in node.params)
         return f"Function({params}) -> {rp.sinfo(node.ret_struct_info)}"
-    if isinstance(node, Stmt):
-        lines = TIRPrinter().stmt(node, 0)
-        head = lines[0].strip() if lines else type(node).__name__
-        return head if len(lines) <= 1 else f"{head} ... ({len(lines)} lines)"
     if isinstance(node, StructInfo):
         return RelaxPrinter(_Meta()).sinfo(node)
     if isinstance(node, Var):
@@ -555,22 +511,14 @@ def _repr(node: Any) -> str:
         return rp.binding_lines(node, 0)[0]
     if isinstance(node, Expr):
         return RelaxPrinter(_Meta()).expr(node)
-    if isinstance(node, BufferRegion):
-        return TIRPrinter().region(node)
-    if isinstance(node, Buffer):
-        return repr(node)
-    if isinstance(node, te.Range):
-        tp = TIRPrinter()
-        return f"Range(min={tp.expr(node.min)}, extent={tp.expr(node.extent)})"
-    if isinstance(node, te.IterVar):
-        tp = TIRPrinter()
-        upper = tp._upper(node.dom.min, node.dom.extent)
-        return (f"IterVar({tp.expr(node.var)} in [{tp.expr(node.dom.min)}, {upper}), "
-                f"{node.iter_type})")
     if isinstance(node, BindingBlock):
         kind = "DataflowBlock" if isinstance(node, DataflowBlock) else "BindingBlock"
         return f"{kind}({len(node.bindings)} bindings)"
     return f"{type(node).__name__}(...)"
 
 
-__all__ = ["script", "repr_node", "MetadataRef", "METADATA_FOOTER"]
+_PRINTER = Printer(script=graph_script, repr=graph_repr)
+for _cls in (IRModule, Expr, StructInfo, Binding, BindingBlock):
+    register_printer(_cls, _PRINTER)
+
+__all__ = ["graph_script", "graph_repr", "MetadataRef", "METADATA_FOOTER"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
+from ..core.node import Node, node
 from ..tir.expr import IntImm, PrimExpr, convert
-from . import dtype as dt
-from .diagnostics import IRTypeError
-from .node import Node, node
 
 
 @node

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..core import dtype as dt
+from ..core.node import Node, node_fields
 from ..tir import expr as te
 from ..tir.expr import IntImm, PrimExpr
-from . import dtype as dt
-from .node import Node, node_fields
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,

@@ -27,8 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.diagnostics import IRCError, IRWellFormedError
+from ..core.module import IRModule
+from ..core.transform import PassInfo, PassInstrument
+from ..tir.stmt import PrimFunc
+from ..tir.well_formed import check_prim_func
 from .block_builder import InferContext, Normalizer
-from .diagnostics import IRCError, IRWellFormedError
 from .expr import (
     Binding,
     BindingBlock,
@@ -50,7 +54,7 @@ from .expr import (
     Var,
     VarBinding,
 )
-from .module import IRModule
+from .op import get_op_def
 from .struct_info import FuncStructInfo, StructInfo
 from .struct_info_analysis import (
     expr_vars,
@@ -83,23 +87,11 @@ def _check_any(func: Any, mod: IRModule | None, name: str) -> None:
     if isinstance(func, Function):
         _GraphChecker(mod, name).check_function(func)
         return
-    from ..tir.stmt import PrimFunc
-
     if isinstance(func, PrimFunc):
-        check = _prim_func_checker()
-        if check is not None:
-            check(func)
+        check_prim_func(func)
         return
     raise IRWellFormedError(f"@{name} is a {type(func).__name__}, not a graph Function or a "
                             "PrimFunc")
-
-
-def _prim_func_checker() -> Any:
-    try:
-        from ..tir import well_formed as tir_wf
-    except ImportError:
-        return None
-    return getattr(tir_wf, "check_prim_func", None)
 
 
 def _contradicts(recorded: StructInfo, inferred: StructInfo) -> bool:
@@ -267,8 +259,6 @@ class _GraphChecker:
     def is_pure(self, call: Call) -> bool:
         op = call.op
         if isinstance(op, Op):
-            from .op import get_op_def
-
             return get_op_def(op.name).pure
         if isinstance(op, GlobalVar):
             fs = self.ctx.func_sinfo(op)
@@ -308,3 +298,15 @@ class _GraphChecker:
 
 
 __all__ = ["well_formed", "is_well_formed"]
+
+
+class WellFormedInstrument(PassInstrument):
+    """Checks well-formedness (graph and loop functions) after every pass and names the
+    pass that broke it."""
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        try:
+            well_formed(mod)
+        except IRCError as err:
+            raise type(err)(f"after pass {info.name}: {err.message}", span=err.span,
+                            node=err.node) from err

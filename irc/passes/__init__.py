@@ -1,5 +1,28 @@
-"""Pass infrastructure and the graph-level passes; named pipelines."""
+"""The graph-level passes and the named pipelines; the pass infrastructure (defined in
+:mod:`irc.core.transform` and :mod:`irc.core.instrument`) is re-exported here, as are
+the function-pass decorators of both IR levels.
 
+The tuning passes ``MetaScheduleTuneTIR`` and ``MetaScheduleApplyDatabase`` belong to
+``irc.tune.ms`` (a higher layer than this package); ``irc.passes.MetaScheduleTuneTIR``
+reaches them through the late binding the root package registers (:func:`late_bind`).
+"""
+
+from typing import Any, Callable
+
+from ..core.instrument import PassTimingInstrument, PrintIR, RoundTripInstrument
+from ..core.transform import (
+    FunctionPass,
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInfo,
+    PassInstrument,
+    Sequential,
+    module_pass,
+)
+from ..ir.transform import function_pass
+from ..ir.well_formed import WellFormedInstrument
+from ..tir.transform import PrimFuncPass, prim_func_pass
 from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .bind_params import BindParams
 from .canonicalize_bindings import CanonicalizeBindings
@@ -9,31 +32,24 @@ from .decompose_ops import DecomposeOpsForInference
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
-from .infra import (
-    FunctionPass,
-    ModulePass,
-    Pass,
-    PassContext,
-    PassInfo,
-    PassInstrument,
-    PassTimingInstrument,
-    PrintIR,
-    Sequential,
-    WellFormedInstrument,
-    function_pass,
-    module_pass,
-    prim_func_pass,
-)
 from .legalize import LegalizeOps
 from .normalize import Normalize
 from .pipeline import get_pipeline
 
+_LATE: dict[str, Callable[[], Any]] = {}
 
-def __getattr__(name: str):
-    # The tuning passes live in irc.tune.ms; imported on first use so that importing
-    # irc does not import the tuner.
-    if name in ("MetaScheduleTuneTIR", "MetaScheduleApplyDatabase"):
-        from ..tune import ms
 
-        return getattr(ms, name)
-    raise AttributeError(f"module 'irc.passes' has no attribute {name!r}")
+def late_bind(name: str, load: Callable[[], Any]) -> None:
+    """Make ``irc.passes.<name>`` resolve, on first use, to what ``load()`` returns. The
+    root package uses this for the passes a higher layer defines (the tuning passes), so
+    that this package never imports that layer."""
+    _LATE[name] = load
+
+
+def __getattr__(name: str) -> Any:
+    load = _LATE.get(name)
+    if load is None:
+        raise AttributeError(f"module 'irc.passes' has no attribute {name!r}")
+    value = load()
+    globals()[name] = value
+    return value

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
+from ..core.functor import Mutator, Visitor
+from ..core.module import IRModule, unique_name
 from ..ir.expr import (
     Binding,
     BindingBlock,
@@ -29,8 +31,6 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule, unique_name
 from ..ir.struct_info import FuncStructInfo
 
 LEAF_TYPES = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, Op,

@@ -25,14 +25,15 @@ already had one keeps it (so a hand-set pattern wins).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..ir.functor import Visitor
-from ..ir.module import IRModule
+from ..core.functor import Visitor
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.op import BROADCAST, COMM_REDUCE, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE
 from ..tir import expr as E
 from ..tir.stmt import Block, BufferStore, PrimFunc
-from .infra import Pass, PassContext, PassInfo
 
 
 class _BodyAccesses(Visitor):
@@ -198,11 +199,9 @@ def _root_block(func: PrimFunc) -> Block | None:
     return body.block if isinstance(body, BlockRealize) else None
 
 
+@dataclass(frozen=True)
 class AnnotateTIROpPattern(Pass):
     """Set the ``op_pattern`` attribute of every PrimFunc that has none."""
-
-    def __init__(self) -> None:
-        self.info = PassInfo(opt_level=0, name="AnnotateTIROpPattern")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         funcs: dict[Any, Any] = {}

@@ -12,18 +12,19 @@ Preconditions: the function exists; each array matches its parameter's dtype and
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
+from ..core.functor import Mutator
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.expr import Constant, Function, Var
-from ..ir.functor import Mutator
-from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo
 from ..tir import expr as E
-from .infra import Pass, PassContext, PassInfo
 
 
 class _Substitute(Mutator):
@@ -48,16 +49,19 @@ def _as_array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+@dataclass(frozen=True)
 class BindParams(Pass):
     """Bind the parameters of ``func_name`` named in ``params`` to constant arrays."""
 
-    def __init__(self, func_name: str, params: dict[str, Any]):
+    func_name: str
+    params: dict[str, Any] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        params = self.params
         if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
             raise IRTypeError("BindParams: params must be a dict of parameter name to array, "
                               f"got {type(params).__name__}")
-        self.func_name = func_name
-        self.params = dict(params)
-        self.info = PassInfo(opt_level=0, name="BindParams")
+        object.__setattr__(self, "params", dict(params))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         func = mod[self.func_name]

@@ -21,8 +21,12 @@ info; the program computes the same values; unused bindings are left for
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from ..core.functor import Mutator
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     DataflowVar,
     Expr,
@@ -35,11 +39,8 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Mutator
-from ..ir.module import IRModule
 from ..ir.struct_info_analysis import get_defining_shape_vars, get_shape_vars, is_base_of
 from ._graph_utils import merge_blocks, substitute_vars
-from .infra import Pass, PassContext, PassInfo
 
 
 class _Canonicalizer:
@@ -151,12 +152,10 @@ def canonicalize_function(func: Function) -> Function:
     return substitute_vars(out, mapping)
 
 
+@dataclass(frozen=True)
 class CanonicalizeBindings(Pass):
     """Remove variable-to-variable bindings, trivial casts and projections of known
     tuples, propagating the bound values to their uses."""
-
-    def __init__(self) -> None:
-        self.info = PassInfo(opt_level=0, name="CanonicalizeBindings")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.map_functions(canonicalize_function, Function)

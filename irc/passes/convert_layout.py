@@ -26,9 +26,13 @@ the desired data and kernel layouts; block outputs keep their original layouts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
+from ..core.functor import Visitor
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     Binding,
     Call,
@@ -43,13 +47,10 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Visitor
-from ..ir.module import IRModule
 from ..ir.op import make_call
 from ..ir.struct_info import TensorStructInfo
 from ..ir.struct_info_analysis import const_value
 from ._graph_utils import NameSupply, collect_names
-from .infra import Pass, PassContext, PassInfo
 from .normalize import normalize_function
 
 UNARY = frozenset({
@@ -278,11 +279,15 @@ def _same_rank4(v: Var) -> bool:
     return isinstance(s, TensorStructInfo) and s.ndim == 4
 
 
+@dataclass(frozen=True)
 class ConvertLayout(Pass):
     """Convert ``nn.conv2d`` (and the operators around it) to ``desired_layouts``, e.g.
     ``{"nn.conv2d": ["NHWC", "default"]}`` (data layout, kernel layout)."""
 
-    def __init__(self, desired_layouts: dict[str, Any] | None = None):
+    desired_layouts: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        desired_layouts = self.desired_layouts
         if desired_layouts is not None and not isinstance(desired_layouts, dict):
             raise IRCError("ConvertLayout: desired_layouts must be a dict such as "
                            "{'nn.conv2d': ['NHWC', 'default']}, got "
@@ -296,11 +301,12 @@ class ConvertLayout(Pass):
         if not spec or len(spec) > 2:
             raise IRCError("ConvertLayout: desired_layouts['nn.conv2d'] is [data_layout] or "
                            "[data_layout, kernel_layout]")
-        self.data_layout = _check_layout(spec[0], "desired data")
-        self.kernel_layout = spec[1] if len(spec) > 1 else "default"
-        if self.kernel_layout != "default":
-            _check_layout(self.kernel_layout, "desired kernel", "OIHW")
-        self.info = PassInfo(opt_level=0, name="ConvertLayout")
+        kernel_layout = spec[1] if len(spec) > 1 else "default"
+        if kernel_layout != "default":
+            _check_layout(kernel_layout, "desired kernel", "OIHW")
+        # Derived from the option, not options themselves (so not dataclass fields).
+        object.__setattr__(self, "data_layout", _check_layout(spec[0], "desired data"))
+        object.__setattr__(self, "kernel_layout", kernel_layout)
 
     def convert_function(self, func: Function, mod: IRModule) -> Function:
         body = func.body

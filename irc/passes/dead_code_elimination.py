@@ -19,11 +19,12 @@ function is reachable from an entry; entry functions and their signatures are un
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
 
+from ..core.functor import Mutator
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext, pass_names
 from ..ir.expr import Expr, Function, If, MatchCast, SeqExpr, Var
-from ..ir.functor import Mutator
-from ..ir.module import IRModule
 from ._graph_utils import (
     entry_functions,
     is_pure_value,
@@ -31,7 +32,6 @@ from ._graph_utils import (
     reachable_functions,
     used_vars,
 )
-from .infra import Pass, PassContext, PassInfo
 
 
 class _RemoveUnused(Mutator):
@@ -79,15 +79,18 @@ def remove_unused_bindings(func: Function, mod: IRModule | None = None) -> Funct
     return _RemoveUnused(mod if mod is not None else IRModule()).visit(func)
 
 
+@dataclass(frozen=True)
 class DeadCodeElimination(Pass):
     """Remove unused bindings and the functions no entry function reaches.
 
     ``entry_functions`` names functions to keep (and to treat as roots) in addition to
     the graph functions not marked ``Primitive`` and those with a ``global_symbol``."""
 
-    def __init__(self, entry_functions: Sequence[str] = ()):
-        self.entry_functions = tuple(entry_functions)
-        self.info = PassInfo(opt_level=0, name="DeadCodeElimination")
+    entry_functions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entry_functions",
+                           pass_names(self.entry_functions, "DeadCodeElimination entry_functions"))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         before = mod

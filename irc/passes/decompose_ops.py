@@ -23,15 +23,16 @@ rank. Postconditions: no decomposed operator remains in the selected functions
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..core.diagnostics import IRCError
+from ..core.functor import Mutator
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext, pass_names
 from ..ir import ops
-from ..ir.diagnostics import IRCError
 from ..ir.expr import Call, Expr, Function, Op, Tuple, const
-from ..ir.functor import Mutator
-from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo
-from .infra import Pass, PassContext, PassInfo
 from .normalize import normalize_function
 
 SUPPORTED = ("nn.batch_norm", "nn.layer_norm")
@@ -109,19 +110,21 @@ class _Decomposer(Mutator):
         return s
 
 
+@dataclass(frozen=True)
 class DecomposeOpsForInference(Pass):
     """Decompose ``batch_norm`` (and, when listed in ``ops``, ``layer_norm``) into
     elementwise arithmetic, in function ``func_name`` or in every graph function."""
 
-    def __init__(self, func_name: str | None = None,
-                 ops: Sequence[str] = ("nn.batch_norm",)):
+    func_name: str | None = None
+    ops: tuple[str, ...] = ("nn.batch_norm",)
+
+    def __post_init__(self) -> None:
+        ops = pass_names(self.ops, "DecomposeOpsForInference ops")
         unknown = [o for o in ops if o not in SUPPORTED]
         if unknown:
             raise IRCError(f"DecomposeOpsForInference cannot decompose {', '.join(unknown)}; "
                            f"supported: {', '.join(SUPPORTED)}")
-        self.func_name = func_name
-        self.ops = tuple(ops)
-        self.info = PassInfo(opt_level=0, name="DecomposeOpsForInference")
+        object.__setattr__(self, "ops", ops)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         if self.func_name is not None:

@@ -24,12 +24,16 @@ constants and whose result fits the size limit is left unevaluated.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRCError
+from ..core import dtype as dt
+from ..core.diagnostics import IRCError
+from ..core.functor import Mutator, Visitor
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     Call,
     Constant,
@@ -46,12 +50,9 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..tir import expr as E
 from ..tir.stmt import For, PrimFunc
-from .infra import Pass, PassContext, PassInfo
 
 # Below this many loop iterations the interpreter is faster than compiling with LLVM.
 _INTERPRETER_WORK = 20000
@@ -258,14 +259,13 @@ class _Rewriter(Mutator):
         return None
 
 
+@dataclass(frozen=True)
 class FoldConstant(Pass):
     """Evaluate bindings whose inputs are all constants (see the module docstring).
 
     ``size_limit``: the largest folded result, in elements (None: unlimited)."""
 
-    def __init__(self, size_limit: int | None = 1 << 24):
-        self.size_limit = size_limit
-        self.info = PassInfo(opt_level=0, name="FoldConstant")
+    size_limit: int | None = 1 << 24
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         folder = _Folder(mod, self.size_limit)

@@ -26,9 +26,13 @@ not all defined by their inputs' shapes are left unfused.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from typing import Any
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
+from ..core.functor import Visitor
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     Binding,
     Call,
@@ -45,8 +49,6 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Visitor
-from ..ir.module import IRModule
 from ..ir.op import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE
 from ..ir.op import TUPLE as TUPLE_PATTERN
 from ..ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
@@ -54,7 +56,6 @@ from ..ir.struct_info_analysis import get_defining_shape_vars, get_shape_vars, p
 from ..tir.stmt import PrimFunc
 from ._fusion_graph import GraphNode, GraphPartitioner
 from ._graph_utils import NameSupply, collect_names, substitute_vars
-from .infra import Pass, PassContext, PassInfo
 
 _MAX_NAME = 64
 
@@ -327,19 +328,21 @@ class _FunctionFuser:
         return func.replace(body=body.replace(blocks=tuple(blocks)))
 
 
+@dataclass(frozen=True)
 class FuseOps(Pass):
     """Group fusable ``call_tir`` bindings into ``Primitive`` graph functions.
 
     ``fuse_opt_level`` (default: the PassContext's ``opt_level``) below 1 disables
     fusion; ``max_fuse_depth`` bounds the number of bindings in one group."""
 
-    def __init__(self, fuse_opt_level: int = -1, max_fuse_depth: int = 256):
-        for what, v in (("fuse_opt_level", fuse_opt_level), ("max_fuse_depth", max_fuse_depth)):
+    fuse_opt_level: int = -1
+    max_fuse_depth: int = 256
+
+    def __post_init__(self) -> None:
+        for what in ("fuse_opt_level", "max_fuse_depth"):
+            v = getattr(self, what)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise IRCError(f"FuseOps: {what} must be an int, got {v!r}")
-        self.fuse_opt_level = fuse_opt_level
-        self.max_fuse_depth = max_fuse_depth
-        self.info = PassInfo(opt_level=0, name="FuseOps")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         level = ctx.opt_level if self.fuse_opt_level < 0 else self.fuse_opt_level

@@ -28,9 +28,14 @@ called through ``call_tir``, so the VM runs each group as a single kernel.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
+from ..core.functor import Mutator, Visitor
+from ..core.module import IRModule, unique_name
+from ..core.structural import structural_equal, structural_hash_hex
+from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     Binding,
     Call,
@@ -45,11 +50,8 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule, unique_name
 from ..ir.ops import call_tir
 from ..ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ..ir.structural import structural_equal, structural_hash_hex
 from ..tir import expr as E
 from ..tir.buffer import Buffer
 from ..tir.stmt import (
@@ -62,7 +64,6 @@ from ..tir.stmt import (
     seq,
 )
 from ._graph_utils import NameSupply, collect_names, referenced_globals
-from .infra import Pass, PassContext, PassInfo
 
 # A value of the fused function: one buffer, or a tuple of values.
 _Value = Any
@@ -415,12 +416,10 @@ def _in_call_order(mod: IRModule, primitive: dict[str, Function], called: set[st
     return order + sorted(called - set(order))
 
 
+@dataclass(frozen=True)
 class FuseTIR(Pass):
     """Merge every ``Primitive`` graph function into one loop function called by
     ``call_tir`` (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.info = PassInfo(opt_level=0, name="FuseTIR")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         primitive = {gv.name_hint: f for gv, f in mod.functions.items()

@@ -19,6 +19,10 @@ form is returned as the same object).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..core.module import IRModule
+from ..core.transform import Pass, PassContext
 from ..ir.block_builder import InferContext, Normalizer
 from ..ir.expr import (
     Binding,
@@ -34,9 +38,7 @@ from ..ir.expr import (
     TupleGetItem,
     VarBinding,
 )
-from ..ir.module import IRModule
 from ._graph_utils import NameSupply, collect_names, is_leaf, make_block, merge_blocks
-from .infra import Pass, PassContext, PassInfo
 
 
 class _ANF:
@@ -163,11 +165,9 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
     return _ANF(NameSupply(collect_names(func)), norm).function(func)
 
 
+@dataclass(frozen=True)
 class Normalize(Pass):
     """Fill in struct info and convert every graph function to A-normal form."""
-
-    def __init__(self) -> None:
-        self.info = PassInfo(opt_level=0, name="Normalize")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.map_functions(lambda f: normalize_function(f, mod), Function)

@@ -16,8 +16,8 @@
 
 from __future__ import annotations
 
-from ..ir.diagnostics import IRCError
-from .infra import Pass, Sequential
+from ..core.diagnostics import IRCError
+from ..core.transform import Pass, Sequential
 
 
 def _zero() -> Pass:

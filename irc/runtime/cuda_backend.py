@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from ..ir.diagnostics import IRCError, MissingDependencyError
+from ..core.diagnostics import IRCError, MissingDependencyError
 
 _lock = threading.Lock()
 _driver = None

@@ -7,7 +7,7 @@ first used on the device (creating the device object itself always works).
 
 from __future__ import annotations
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
 
 # DLPack device type codes.
 DL_CPU = 1

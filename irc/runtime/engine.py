@@ -12,7 +12,7 @@ import ctypes
 import os
 import threading
 
-from ..ir.diagnostics import BuildError
+from ..core.diagnostics import BuildError
 
 llvm_lock = threading.RLock()
 _initialized = False
@@ -107,7 +107,7 @@ _machines: dict[str, object] = {}
 
 def target_machine(target):
     """The (cached) llvmlite TargetMachine of an llvm ``target`` (a Target or string)."""
-    from ..target import Target
+    from ..core.target import Target
 
     t = Target.canon(target)
     key = str(t)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import dtype as dt
+from ..core import dtype as dt
 from .ndarray import ALIGNMENT, Tensor, data_pointer
 from .signature import eval_dim
 

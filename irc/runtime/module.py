@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
+from ..core import dtype as dt
+from ..core.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
 from .engine import LoadedObject, check_externals, load_object, mark_openmp_used
 from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer
 from .signature import KernelSignature, eval_dim, format_dim
@@ -491,7 +491,7 @@ def load_module(path: str) -> Module:
     with open(side) as f:
         meta = json.load(f)
     mod = _from_metadata(meta, obj)
-    from ..target import Target
+    from ..core.target import Target
 
     host = Target.canon("llvm")
     t = Target.canon(mod.target)

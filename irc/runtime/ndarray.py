@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRCError, RuntimeShapeError
+from ..core import dtype as dt
+from ..core.diagnostics import IRCError, RuntimeShapeError
 from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu
 from .device import device as as_device
 

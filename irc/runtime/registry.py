@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Callable
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
 
 _FUNCS: dict[str, Callable[..., Any]] = {}
 

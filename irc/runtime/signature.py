@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from ..ir.diagnostics import CodegenError
+from ..core.diagnostics import CodegenError
 
 Dim = Union[int, str, list]
 

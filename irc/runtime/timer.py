@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
 
 _GOLDEN = 1.618
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.diagnostics import IRParseError, SourceFile
+from ..core.diagnostics import IRParseError, SourceFile
+from ..core.module import register_parser
 from .module_builder import ModuleBuilder
 from .syntax import parse_syntax
 
@@ -35,5 +36,7 @@ def parse(text: str, source_name: str = "<string>", metadata: dict[str, list[Any
         raise IRParseError(f"{source_name}: the script is nested too deeply to parse "
                            "(Python's recursion limit); split the expression") from None
 
+
+register_parser(lambda text, source_name: parse(text, source_name=source_name))
 
 __all__ = ["parse"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRCError, IRParseError, IRTypeError, Span
+from ..core import dtype as dt
+from ..core.diagnostics import IRCError, IRParseError, IRTypeError, Span
 from . import syntax as syn
 
 
@@ -59,7 +59,7 @@ def located(node: Any) -> Iterator[None]:
 
 def describe(value: Any) -> str:
     """A short description of an evaluated value for messages."""
-    from ..ir.node import Node
+    from ..core.node import Node
 
     if isinstance(value, bool):
         return f"the bool {value}"
@@ -240,7 +240,7 @@ def target_names(node: Any, what: str) -> list[tuple[str, Any]]:
 def attr_value(value: Any, node: Any, what: str = "attribute value") -> Any:
     """Check a Python-level attribute value (func_attr, block_attr, annotations): only
     None, bools, numbers, strings, IR nodes and lists/dicts of them are kept."""
-    from ..ir.node import Node
+    from ..core.node import Node
 
     if value is None or isinstance(value, (bool, int, float, str, Node)):
         return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from ..ir.diagnostics import IRParseError
+from ..core.diagnostics import IRParseError
 
 
 def _source_of(obj: Any, decorator: str) -> tuple[str, str]:

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import SourceFile
-from ..ir.module import IRModule
+from ..core import dtype as dt
+from ..core.diagnostics import SourceFile
+from ..core.module import IRModule
 from ..ir.printer import MetadataRef
 from . import syntax as syn
 from .context import (

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.structural import structural_equal
 from ..ir.block_builder import BlockBuilder
 from ..ir.expr import (
     BindingBlock,
@@ -28,7 +29,6 @@ from ..ir.expr import (
 )
 from ..ir.struct_info import FuncStructInfo, StructInfo
 from ..ir.struct_info_analysis import format_sinfo, is_base_of, may_match
-from ..ir.structural import structural_equal
 from . import syntax as syn
 from .context import (
     Scopes,
@@ -386,7 +386,7 @@ class FunctionBuilder:
 def relax_module_builder(prim_funcs: dict) -> BlockBuilder:
     """A BlockBuilder over a module holding the already-built loop functions (so
     ``R.call_tir`` can check its callee)."""
-    from ..ir.module import IRModule
+    from ..core.module import IRModule
 
     return BlockBuilder(IRModule(functions=dict(prim_funcs)))
 

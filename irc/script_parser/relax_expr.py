@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRParseError, SourceFile
+from ..core import dtype as dt
+from ..core.diagnostics import IRParseError, SourceFile
 from ..ir.expr import (
     Call,
     Constant,

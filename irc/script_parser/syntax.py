@@ -18,7 +18,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError
 from lark.lark import PostLex
 
-from ..ir.diagnostics import IRParseError, SourceFile, Span
+from ..core.diagnostics import IRParseError, SourceFile, Span
 
 # ---------------------------------------------------------------------------------
 # Syntax classes

@@ -14,7 +14,7 @@ import re
 from lark import Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from ..ir.diagnostics import IRParseError, SourceFile, Span
+from ..core.diagnostics import IRParseError, SourceFile, Span
 
 _PUNCT = {
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import dtype as dt
+from ..core import dtype as dt
 from ..tir import expr as te
 from ..tir import stmt as ts
 from ..tir.buffer import Buffer, BufferRegion, MatchBufferRegion

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import dtype as dt
+from ..core import dtype as dt
 from ..tir import expr as te
 from ..tir import stmt as ts
 from ..tir.buffer import Buffer

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError
-from ..ir.structural import structural_equal
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
+from ..core.structural import structural_equal
 from ..tir import expr as te
 from ..tir.buffer import Buffer
 from ..tir.intrin import INTRINSICS, infer_dtype

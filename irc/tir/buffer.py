@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError
-from ..ir.node import Node, node
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
+from ..core.node import Node, node
 from .expr import BufferLoad, ExprLike, IntImm, PrimExpr, Ramp, Range, Var, convert
 
 STORAGE_SCOPES = ("global", "shared", "shared.dyn", "local", "warp", "global.texture")

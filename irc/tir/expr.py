@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Union
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError
-from ..ir.node import Node, node
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
+from ..core.node import Node, node
 
 if TYPE_CHECKING:
     from .buffer import Buffer

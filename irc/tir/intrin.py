@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
 from .expr import Call, ExprLike, PrimExpr, Select, convert
 from .expr import if_then_else as _if_then_else
 

@@ -16,10 +16,14 @@ import math
 import re
 from typing import Any, Iterable
 
-from ..ir import dtype as dt
+from ..core import dtype as dt
+from ..core.functor import Visitor, collect
+from ..core.node import Printer, register_printer
+from ..core.structural import structural_equal
 from . import expr as te
 from . import stmt as ts
 from .buffer import Buffer, BufferRegion
+from .intrin import INTRINSICS, infer_dtype
 
 INDENT = "    "
 
@@ -173,8 +177,6 @@ class TIRPrinter:
         return f"T.{e.dtype}({e.value})", _P_ATOM
 
     def call(self, e: te.Call) -> str:
-        from .intrin import INTRINSICS, infer_dtype
-
         args = [self.expr(a) for a in e.args]
         if e.op == "call_extern" and e.args and isinstance(e.args[0], te.StringImm):
             return f"T.call_extern({str_literal(e.dtype)}, {', '.join(args)})"
@@ -503,8 +505,6 @@ class TIRPrinter:
         return self.expr(e)
 
     def _remappable(self, iv: te.IterVar, value: te.PrimExpr) -> bool:
-        from ..ir.structural import structural_equal
-
         loop = self.loops.get(id(value)) if isinstance(value, te.Var) else None
         return (loop is not None and loop.loop_var is value and iv.iter_type in _REMAP
                 and not iv.thread_tag
@@ -601,20 +601,14 @@ def _is_implicit_root(body: ts.Stmt) -> bool:
 
 
 def _has_block(s: Any) -> bool:
-    from ..ir.functor import collect
-
     return bool(collect(s, lambda n: isinstance(n, ts.Block)))
 
 
 def _uses_any(e: te.PrimExpr, var_ids: set[int]) -> bool:
-    from ..ir.functor import collect
-
     return bool(collect(e, lambda n: isinstance(n, te.Var) and id(n) in var_ids))
 
 
 def _vars_of_buffer(buf: Buffer) -> list[te.Var]:
-    from ..ir.functor import collect
-
     parts = [buf.shape, buf.strides, buf.elem_offset]
     return collect(parts, lambda n: isinstance(n, te.Var))
 
@@ -623,8 +617,6 @@ def free_vars(f: ts.PrimFunc) -> list[te.Var]:
     """Scalar variables used in ``f`` but bound by none of its constructs (parameters,
     loops, lets, block iteration variables, allocations, buffer data pointers), in order
     of first use; the printer declares them as ``n = T.int64()``."""
-    from ..ir.functor import Visitor
-
     bound: set[int] = {id(p) for p in f.params}
     seen: set[int] = set()
     order: list[te.Var] = []
@@ -664,3 +656,68 @@ def free_vars(f: ts.PrimFunc) -> list[te.Var]:
         v.visit(buf)
     v.visit(f.body)
     return order
+
+
+# ---------------------------------------------------------------------------------
+# Entry points (registered with the core: ``node.script()`` and ``repr(node)``)
+# ---------------------------------------------------------------------------------
+
+
+def script_header(text_lines: list[str], *, module: bool) -> list[str]:
+    """The comment lines naming the dialects ``text_lines`` use, then a blank line."""
+    joined = "\n".join(text_lines)
+    out = []
+    if module:
+        out.append("# from irc.script import ir as I")
+    if "T." in joined:
+        out.append("# from irc.script import tir as T")
+    if "R." in joined:
+        out.append("# from irc.script import relax as R")
+    return out + [""]
+
+
+def tir_script(node: Any, show_meta: bool = False) -> str:
+    """A loop-IR node as irc script text: a ``PrimFunc`` as a ``@T.prim_func`` definition
+    that ``irc.parse`` reads back, statements and expressions as fragments."""
+    del show_meta  # loop functions hold no metadata constants
+    if isinstance(node, ts.PrimFunc):
+        name = node.attrs.get("global_symbol", "main")
+        lines = TIRPrinter().prim_func(node, name if isinstance(name, str) else "main")
+        lines = script_header(lines, module=False) + lines
+    elif isinstance(node, ts.Stmt):
+        lines = TIRPrinter().stmt(node, 0)
+    elif isinstance(node, te.PrimExpr):
+        lines = [TIRPrinter().expr(node)]
+    else:
+        lines = [tir_repr(node)]
+    return "\n".join(lines) + "\n"
+
+
+def tir_repr(node: Any) -> str:
+    """A short one-line description of a loop-IR node for ``repr()``."""
+    if isinstance(node, te.PrimExpr):
+        return TIRPrinter().expr(node)
+    if isinstance(node, ts.PrimFunc):
+        params = ", ".join(node.buffer_map[p].name if p in node.buffer_map else p.name
+                           for p in node.params)
+        return f"PrimFunc {node.attrs.get('global_symbol', '<private>')}({params})"
+    if isinstance(node, ts.Stmt):
+        lines = TIRPrinter().stmt(node, 0)
+        head = lines[0].strip() if lines else type(node).__name__
+        return head if len(lines) <= 1 else f"{head} ... ({len(lines)} lines)"
+    if isinstance(node, BufferRegion):
+        return TIRPrinter().region(node)
+    if isinstance(node, te.Range):
+        tp = TIRPrinter()
+        return f"Range(min={tp.expr(node.min)}, extent={tp.expr(node.extent)})"
+    if isinstance(node, te.IterVar):
+        tp = TIRPrinter()
+        upper = tp._upper(node.dom.min, node.dom.extent)
+        return (f"IterVar({tp.expr(node.var)} in [{tp.expr(node.dom.min)}, {upper}), "
+                f"{node.iter_type})")
+    return f"{type(node).__name__}(...)"
+
+
+_PRINTER = Printer(script=tir_script, repr=tir_repr)
+for _cls in (te.PrimExpr, ts.Stmt, ts.PrimFunc, BufferRegion, te.Range, te.IterVar):
+    register_printer(_cls, _PRINTER)

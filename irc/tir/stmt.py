@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..ir.diagnostics import IRTypeError
-from ..ir.node import Node, node
+from ..core.diagnostics import IRTypeError
+from ..core.node import Node, node
 from .buffer import Buffer, BufferRegion, MatchBufferRegion
 from .expr import IterVar, PrimExpr, Var
 

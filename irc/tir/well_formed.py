@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import IRTypeError, IRWellFormedError
-from ..ir.node import Node, node_fields
+from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError, IRWellFormedError
+from ..core.node import Node, node_fields
 from .buffer import Buffer, BufferRegion
 from .expr import (
     And,

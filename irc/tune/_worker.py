@@ -82,7 +82,7 @@ def serve(conn: Any) -> None:
         except TaskFailure as err:
             reply = ("fail", err.kind, err.message)
         except Exception as err:  # noqa: BLE001 - every failure becomes an answer
-            from irc.ir.diagnostics import IRCError
+            from irc.core.diagnostics import IRCError
 
             if isinstance(err, IRCError):
                 reply = ("fail", "", str(err))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.diagnostics import TuningError
+from ..core.diagnostics import TuningError
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import Var

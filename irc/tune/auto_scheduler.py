@@ -35,8 +35,8 @@ import sys
 import tempfile
 from typing import Any, Callable, Sequence
 
-from ..ir.diagnostics import TuningError
-from ..target import Target
+from ..core.diagnostics import TuningError
+from ..core.target import Target
 from ..tir.stmt import PrimFunc
 from .apply import LayoutRewriteOption, schedule_from_record
 from .builder import LocalBuilder

@@ -18,8 +18,8 @@ import time
 from collections import OrderedDict, deque
 from typing import Any, Sequence
 
-from ..ir.diagnostics import IRCError, TuningError
-from ..target import host_num_cores
+from ..core.diagnostics import IRCError, TuningError
+from ..core.target import host_num_cores
 from ..tir.stmt import PrimFunc
 from .measure import BUILD_ERROR, BUILD_TIMEOUT, Builder, BuildResult, MeasureInput, apply_trace
 from .worker_pool import START_TIMEOUT, WorkerDied, WorkerProcess, wait_any
@@ -78,7 +78,7 @@ def build_candidate(key: str, workload_blob: bytes | None, trace: Any,
             _worker_workloads.move_to_end(key)
         func = apply_trace(base, trace)
     if postproc:
-        from ..target import Target
+        from ..core.target import Target
 
         func = _resolve_postproc(postproc)(func, Target.canon(target))
     module = build(func, target=target, name="main")

@@ -38,8 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import TuningError
+from ..core import dtype as dt
+from ..core.diagnostics import TuningError
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt import PrimFunc
@@ -636,7 +636,7 @@ def features_of_inputs(inputs: Sequence[Any]) -> list[np.ndarray]:
     """Features of measure inputs: each input's cached ``features`` when the search set
     them, else extracted from its scheduled function (and cached on the input). A
     candidate whose schedule cannot be replayed gets an empty feature set."""
-    from ..ir.diagnostics import IRCError
+    from ..core.diagnostics import IRCError
 
     out = []
     for inp in inputs:

@@ -20,9 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir.diagnostics import TuningError
+from ..core.diagnostics import TuningError
+from ..core.module import IRModule
 from ..ir.expr import Call, Constant, DataflowBlock, Function, GlobalVar, Op, SeqExpr, Tuple
-from ..ir.module import IRModule
 from ..tir.stmt import PrimFunc
 from .record import workload_key
 from .task import TuneTask, flop_count
@@ -72,7 +72,7 @@ def _unscheduled_pipeline() -> Any:
 def default_schedules(mod: IRModule, target: Any) -> IRModule:
     """``mod`` with the default schedule rules applied to every loop function that is
     not scheduled yet (what an untuned ``irc.compile`` does)."""
-    from ..target import Target
+    from ..core.target import Target
 
     try:
         from ..dlight.apply import DefaultScheduleForTarget
@@ -86,7 +86,7 @@ def prepare_graph(mod: Any, params: Any = None, target: Any = None) -> IRModule:
     """``mod`` with ``params`` bound as constants and the default pipeline applied (what
     ``irc.compile`` builds), loop functions left unscheduled for tuning."""
     from .. import passes
-    from ..target import Target
+    from ..core.target import Target
 
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
@@ -102,7 +102,7 @@ def prepare_graph(mod: Any, params: Any = None, target: Any = None) -> IRModule:
 
 
 def _call_tir_sites(mod: IRModule) -> list[tuple[Call, PrimFunc]]:
-    from ..ir.functor import Visitor
+    from ..core.functor import Visitor
 
     found: list[tuple[Call, PrimFunc]] = []
 
@@ -203,7 +203,7 @@ class _Applier:
                 workload_key(site_function(call, callee)))
 
     def _name(self, base: str) -> str:
-        from ..ir.module import unique_name
+        from ..core.module import unique_name
 
         name = unique_name(base, self.taken, "_")
         self.taken.add(name)

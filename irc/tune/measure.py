@@ -18,8 +18,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..ir.diagnostics import TuningError
-from ..ir.module import IRModule
+from ..core.diagnostics import TuningError
+from ..core.module import IRModule
 from ..tir.stmt import PrimFunc
 from .record import (
     MeasureErrorKind,
@@ -107,7 +107,7 @@ class MeasureInput:
                               f"{type(workload).__name__}")
         if func is not None and not isinstance(func, PrimFunc):
             raise TuningError(f"MeasureInput.func must be a PrimFunc, got {type(func).__name__}")
-        from ..target import Target
+        from ..core.target import Target
 
         self.workload = workload
         self.trace = canonical_trace(trace)

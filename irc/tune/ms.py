@@ -20,12 +20,13 @@ engine of :mod:`irc.tune.tuner` (the same as ``irc.tune.auto_scheduler``).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
-from ..ir.diagnostics import TuningError
-from ..ir.module import IRModule
-from ..passes.infra import Pass, PassContext, PassInfo
-from ..target import Target
+from ..core.diagnostics import TuningError
+from ..core.module import IRModule
+from ..core.target import Target
+from ..core.transform import Pass, PassContext
 from ..tir.stmt import PrimFunc
 from .database import Database, JSONDatabase, open_database
 from .graph import apply_database, compile_tuned, graph_tasks, prepare_graph, prim_func_tasks
@@ -98,19 +99,23 @@ def compile_relax(database: Any, mod: Any, target: Any, params: Any = None) -> A
     return compile_tuned(mod, database, t, params)
 
 
+@dataclass(frozen=True, init=False)
 class MetaScheduleTuneTIR(Pass):
     """Tune the loop functions of the module for the current target (``with target:``)
     within ``max_trials_global`` trials, recording into ``work_dir``; the module is
     returned unchanged (apply the results with :class:`MetaScheduleApplyDatabase`)."""
 
+    work_dir: str
+    max_trials_global: int
+    options: dict[str, Any]
+
     def __init__(self, work_dir: str, max_trials_global: int,
                  max_trials_per_task: int | None = None, **options: Any):
-        self.work_dir = work_dir
-        self.max_trials_global = max_trials_global
-        self.options = options
         if max_trials_per_task is not None:
             options.setdefault("num_trials_per_iter", max_trials_per_task)
-        self.info = PassInfo(opt_level=0, name="MetaScheduleTuneTIR")
+        object.__setattr__(self, "work_dir", work_dir)
+        object.__setattr__(self, "max_trials_global", max_trials_global)
+        object.__setattr__(self, "options", options)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()
@@ -126,18 +131,19 @@ class MetaScheduleTuneTIR(Pass):
         return mod
 
 
+@dataclass(frozen=True)
 class MetaScheduleApplyDatabase(Pass):
     """Replace each loop function by its best tuned schedule from ``work_dir`` (or
     ``database``) for the current target, marked ``tir.is_scheduled``; functions
     without records keep their default schedule. Layout-rewritten weights are packed
     once in the graph (constants at compile time, other values by a packing call)."""
 
-    def __init__(self, work_dir: str | None = None, database: Any = None):
-        if work_dir is None and database is None:
+    work_dir: str | None = None
+    database: Any = None
+
+    def __post_init__(self) -> None:
+        if self.work_dir is None and self.database is None:
             raise TuningError("MetaScheduleApplyDatabase needs work_dir or database")
-        self.work_dir = work_dir
-        self.database = database
-        self.info = PassInfo(opt_level=0, name="MetaScheduleApplyDatabase")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()

@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.diagnostics import TuningError
-from ..ir.structural import structural_hash_hex
+from ..core.diagnostics import TuningError
+from ..core.structural import structural_hash_hex
 from ..tir.stmt import PrimFunc
 
 RECORD_FORMAT = 1
@@ -276,7 +276,7 @@ class TuningRecord:
 
 def target_identity(target: Any) -> tuple[str, str]:
     """``(str(target), target.fingerprint())`` of a Target or target string."""
-    from ..target import Target
+    from ..core.target import Target
 
     t = Target.canon(target)
     return str(t), t.fingerprint()

@@ -31,8 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir.diagnostics import IRCError, TuningError
-from ..ir.functor import Visitor
+from ..core.diagnostics import IRCError, TuningError
+from ..core.functor import Visitor
 from ..tir.stmt import PrimFunc
 from ._worker import TaskFailure, notify
 from .builder import serialize_for_runner
@@ -102,7 +102,7 @@ _flush_buffer: np.ndarray | None = None
 
 def _random_arrays(function: Any, seed: int, shapes: dict[int, tuple] | None = None
                    ) -> list[np.ndarray]:
-    from ..ir import dtype as dt
+    from ..core import dtype as dt
     from ..runtime.ndarray import aligned_empty
 
     sig = function.signature

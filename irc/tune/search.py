@@ -35,7 +35,7 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
 from ..tir.stmt import PrimFunc
 from .features import extract_features
 from .record import workload_key

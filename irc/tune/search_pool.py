@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Sequence
 
-from ..ir.diagnostics import IRCError
+from ..core.diagnostics import IRCError
 from .worker_pool import WorkerDied, WorkerProcess
 
 Job = tuple  # (kind, sketch index, seed, parent trace JSON or None)

@@ -16,10 +16,10 @@ import logging
 import math
 from typing import Any
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import TuningError
-from ..ir.functor import Mutator, Visitor
-from ..ir.module import IRModule
+from ..core import dtype as dt
+from ..core.diagnostics import TuningError
+from ..core.functor import Mutator, Visitor
+from ..core.module import IRModule
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt import PrimFunc
@@ -238,7 +238,7 @@ class TuneTask:
     """
 
     def __init__(self, func: PrimFunc, target: Any = "llvm", name: str = "", weight: int = 1):
-        from ..target import Target
+        from ..core.target import Target
 
         if not isinstance(func, PrimFunc):
             raise TuningError(f"a tuning task needs a PrimFunc, got {type(func).__name__}")

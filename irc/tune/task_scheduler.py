@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 
-from ..ir.diagnostics import TuningError
+from ..core.diagnostics import TuningError
 from .task import TuneTask
 
 # A task whose candidates all fail this many rounds in a row is given up.

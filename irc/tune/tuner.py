@@ -22,8 +22,8 @@ import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
 
-from ..ir.diagnostics import IRCError, TuningError
-from ..target import Target
+from ..core.diagnostics import IRCError, TuningError
+from ..core.target import Target
 from .builder import LocalBuilder
 from .database import Database, open_database
 from .measure import (
@@ -144,7 +144,7 @@ class TuningEngine(TaskTuner):
         else:
             self.cost_model = create_cost_model(cost_model or "auto")
         self.space = space if space is not None else SpaceGenerator(self.target)
-        from ..target import host_num_cores
+        from ..core.target import host_num_cores
         from .search_pool import EvaluatorPool
 
         n_workers = host_num_cores() if search_workers is None else int(search_workers)

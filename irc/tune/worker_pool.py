@@ -26,7 +26,7 @@ import time
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 
-from ..ir.diagnostics import TuningError
+from ..core.diagnostics import TuningError
 
 # The command line of a tuning process: run irc.tune._worker's loop (imported as a
 # module, not as __main__, so its helpers are the objects the handlers import).

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.diagnostics import BuildError
+from ..core.diagnostics import BuildError
+from ..core.module import IRModule
+from ..core.target import Target
 from ..ir.expr import Function
-from ..ir.module import IRModule
-from ..target import Target
 from ..tir.stmt import PrimFunc
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import VMError
+from ..core import dtype as dt
+from ..core.diagnostics import VMError
+from ..core.module import IRModule
 from ..ir.expr import (
     Call,
     Constant,
@@ -43,7 +44,6 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.module import IRModule
 from ..ir.struct_info import (
     PrimStructInfo,
     ShapeStructInfo,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.diagnostics import VMError
+from ..core.diagnostics import VMError
 from ..runtime import Module
 from .bytecode import VMFunction
 

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..ir.diagnostics import RuntimeShapeError, VMError
+from ..core import dtype as dt
+from ..core.diagnostics import RuntimeShapeError, VMError
 from ..runtime import Device, Tensor, aligned_empty, cpu
 from ..runtime import device as as_device
 from ..runtime.ndarray import ALIGNMENT, data_pointer

@@ -10,7 +10,7 @@ import pytest
 
 import irc
 from irc import te, topi
-from irc.ir.functor import Mutator
+from irc.core.functor import Mutator
 from irc.tir import interpreter
 from irc.tir import stmt as S
 from irc.tir.transform import lower_primfunc

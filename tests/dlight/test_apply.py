@@ -7,7 +7,7 @@ from dlight_helpers import graph, kernels
 import irc
 from irc import dlight as dl
 from irc import passes
-from irc.ir.diagnostics import IRCError, ScheduleError
+from irc.core.diagnostics import IRCError, ScheduleError
 from irc.target import Target
 from irc.tir import Schedule
 

@@ -9,7 +9,7 @@ from dlight_helpers import assert_same_as_unscheduled, graph, kernels, loop_kind
 import irc
 from irc import dlight as dl
 from irc import te
-from irc.ir.diagnostics import ScheduleError
+from irc.core.diagnostics import ScheduleError
 from irc.target import Target
 from irc.tir.interpreter import run as interpret  # noqa: F401 - the oracle, via helpers
 

@@ -15,8 +15,8 @@ from dlight_helpers import assert_same_as_unscheduled
 import irc
 from irc import dlight as dl
 from irc import passes
+from irc.core.structural import assert_structural_equal
 from irc.frontend import nn
-from irc.ir.structural import assert_structural_equal
 from irc.target import Target
 from irc.tir.stmt import PrimFunc
 

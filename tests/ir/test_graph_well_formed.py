@@ -1,7 +1,6 @@
 """Well-formedness of graph IR: each rule has a passing and a failing case."""
 
 import re
-import sys
 
 import pytest
 from graph_helpers import tensor_var
@@ -207,16 +206,17 @@ def test_impure_call_inside_dataflow_block():
         well_formed(bb.get().with_function("main", f))
 
 
-def test_prim_funcs_are_delegated(monkeypatch):
-    # ``irc.ir.well_formed`` is the function; the module is reached through sys.modules.
-    graph_wf = sys.modules["irc.ir.well_formed"]
-    seen = []
-    monkeypatch.setattr(graph_wf, "_prim_func_checker", lambda: seen.append)
+def test_prim_funcs_are_checked_by_the_loop_ir_checker():
     p = tir.var("A", "handle")
-    kernel = tir.PrimFunc(params=(p,), buffer_map={p: tir.decl_buffer((4,), "float32", "A")},
-                          body=tir.Evaluate(value=tir.const(0, "int32")))
-    well_formed(IRModule(functions={"kernel": kernel}))
-    assert seen == [kernel]
+    buf = tir.decl_buffer((4,), "float32", "A")
+    ok = tir.PrimFunc(params=(p,), buffer_map={p: buf},
+                      body=tir.Evaluate(value=tir.const(0, "int32")))
+    well_formed(IRModule(functions={"kernel": ok}))
+    i = tir.var("i", "int32")  # never bound by a loop
+    store = tir.BufferStore(buffer=buf, value=tir.const(0.0, "float32"), indices=(i,))
+    bad = tir.PrimFunc(params=(p,), buffer_map={p: buf}, body=store)
+    with raises("variable i is used but never defined"):
+        well_formed(IRModule(functions={"kernel": bad}))
 
 
 def test_non_function_in_module():

@@ -4,7 +4,7 @@ import pytest
 
 import irc
 from irc import tir
-from irc.ir.module import unique_name
+from irc.core.module import unique_name
 
 TEXT = '''
 @I.ir_module

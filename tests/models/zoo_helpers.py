@@ -11,9 +11,9 @@ import numpy as np
 
 import irc
 from irc import passes
+from irc.core.functor import Visitor
+from irc.core.module import IRModule
 from irc.ir.expr import Call, Constant, Function, GlobalVar, Op, SeqExpr, Tuple, Var
-from irc.ir.functor import Visitor
-from irc.ir.module import IRModule
 from irc.ir.op import INJECTIVE
 from irc.testing.models import ZooModel
 from irc.tir import expr as E

@@ -1,8 +1,8 @@
 """Helpers shared by the text-format tests."""
 
 import irc
+from irc.core.node import script
 from irc.ir import assert_structural_equal
-from irc.ir.printer import script
 
 
 def assert_roundtrip(node, show_meta=False, metadata=None):

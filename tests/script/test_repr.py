@@ -5,8 +5,8 @@ import pytest
 
 from irc import te
 from irc import tir as T
+from irc.core.node import repr_node, script
 from irc.ir import BlockBuilder, Constant, IRModule, Var, ops, tensor_sinfo
-from irc.ir.printer import repr_node, script
 from irc.tir import expr as E
 from irc.tir import stmt as S
 

@@ -9,8 +9,8 @@ import pytest
 
 import irc
 from irc import te, topi
+from irc.core.diagnostics import TuningError
 from irc.frontend import nn
-from irc.ir.diagnostics import TuningError
 from irc.tune import JSONDatabase, auto_scheduler
 from irc.tune.apply import LayoutRewriteOption
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tune_workloads import add_one, calls_missing_function, matmul
 
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.runtime.module import Module
 from irc.tune import LocalBuilder, MeasureErrorKind, MeasureInput, Workload
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tune_workloads import add_one, matmul
 
-from irc.ir.diagnostics import MissingDependencyError
+from irc.core.diagnostics import MissingDependencyError
 from irc.target import Target
 from irc.tune import (
     JSONDatabase,

@@ -9,8 +9,8 @@ import os
 import pytest
 from tune_workloads import add_one, matmul
 
+from irc.core.diagnostics import TuningError
 from irc.ir import structural_equal
-from irc.ir.diagnostics import TuningError
 from irc.target import Target
 from irc.tune import (
     JSONDatabase,

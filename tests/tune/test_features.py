@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tune_workloads import add_one, matmul, matmul_add, perfect_tiles, tiled_matmul
 
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.tir import stmt as S
 from irc.tir.transform import lower_primfunc
 from irc.tune import MeasureInput

@@ -11,8 +11,8 @@ import pytest
 
 import irc
 from irc import passes, te
+from irc.core.diagnostics import TuningError
 from irc.frontend import nn
-from irc.ir.diagnostics import TuningError
 from irc.target import Target
 from irc.tune import JSONDatabase, TuningRecord, ms
 from irc.tune.graph import apply_database, graph_tasks, prepare_graph

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tune_workloads import add_one, calls_abort, hangs, matmul, writes_out_of_bounds
 
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.tune import (
     JSONDatabase,
     LocalBuilder,

@@ -16,7 +16,7 @@ import pytest
 from tune_workloads import calls_abort, hangs, matmul
 
 import irc
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.tune import (
     JSONDatabase,
     LocalBuilder,
@@ -110,7 +110,7 @@ class SabotagingBuilder(Builder):
 
 def _wrong(func):
     """``func`` with every stored value doubled (a wrong result)."""
-    from irc.ir.functor import Mutator
+    from irc.core.functor import Mutator
 
     class Double(Mutator):
         def visit_BufferStore(self, store):

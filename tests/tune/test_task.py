@@ -10,7 +10,7 @@ from tune_workloads import matmul, matmul_add
 
 import irc
 from irc import te
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.tune import BlockDAG, TuneTask, extract_tasks, flop_count, workload_key
 
 MLP = '''

@@ -9,7 +9,7 @@ import math
 import pytest
 from tune_workloads import add_one, matmul
 
-from irc.ir.diagnostics import TuningError
+from irc.core.diagnostics import TuningError
 from irc.target import Target
 from irc.tune import JSONDatabase, TaskScheduler, TaskTuner, TuneTask, TuningRecord
 

@@ -10,7 +10,7 @@ Applies when every block of the function is injective.
 
 from __future__ import annotations
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import get_block_infos, inline_injective_producers, is_normalized

@@ -9,8 +9,8 @@ as they are. It declines only functions that are not in block form.
 
 from __future__ import annotations
 
-from ...ir.diagnostics import ScheduleError
-from ...target import Target
+from ...core.diagnostics import ScheduleError
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import get_block_infos

@@ -17,8 +17,8 @@ Applies to a function whose root blocks are: injective producers, then one reduc
 
 from __future__ import annotations
 
-from ...ir.diagnostics import ScheduleError
-from ...target import Target
+from ...core.diagnostics import ScheduleError
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import (

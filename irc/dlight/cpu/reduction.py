@@ -17,8 +17,8 @@ Two shapes of functions:
 
 from __future__ import annotations
 
-from ...ir.diagnostics import ScheduleError
-from ...target import Target
+from ...core.diagnostics import ScheduleError
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import (

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import BlockRV, Schedule
 from ..analysis import BlockInfo, innermost_spatial_var, loads, store_of
 from .utils import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from math import prod
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import ScheduleError
-from ...target import Target
+from ...core import dtype as dt
+from ...core.diagnostics import ScheduleError
+from ...core.target import Target
 from ...tir.expr import IntImm
 from ...tir.schedule import LoopRV, Schedule
 from ..analysis import BlockInfo, block_accesses, store_of

@@ -11,7 +11,7 @@ as 3 blocks of 1024 threads guarded by ``fused < 2560``.
 
 from __future__ import annotations
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import (

@@ -10,7 +10,7 @@ an output are combined serially (see :func:`.reduction.schedule_rfactor`).
 
 from __future__ import annotations
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..base import ScheduleRule

@@ -12,7 +12,7 @@ Applies when all blocks share at least one aligned row loop (see
 
 from __future__ import annotations
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import (

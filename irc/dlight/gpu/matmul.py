@@ -21,7 +21,7 @@ memory.
 
 from __future__ import annotations
 
-from ...target import Target
+from ...core.target import Target
 from ...tir.schedule import Schedule
 from ...tir.stmt import PrimFunc
 from ..analysis import (

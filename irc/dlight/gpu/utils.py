@@ -12,9 +12,9 @@ across threads (``rfactor``) go to shared memory and are combined by a serial lo
 
 from __future__ import annotations
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import ScheduleError
-from ...target import Target
+from ...core import dtype as dt
+from ...core.diagnostics import ScheduleError
+from ...core.target import Target
 from ...tir.expr import IntImm
 from ...tir.schedule import LoopRV, Schedule
 from ...tir.stmt import Block, BlockRealize, For, PrimFunc, SeqStmt, Stmt

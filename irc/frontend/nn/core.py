@@ -20,9 +20,9 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
+from ...core.diagnostics import IRCError, SourceFile, Span
 from ...ir.block_builder import BlockBuilder
-from ...ir.diagnostics import IRCError, SourceFile, Span
 from ...ir.expr import Constant, Expr, Var
 from ...ir.struct_info import TensorStructInfo
 from ...ir.struct_info_analysis import format_sinfo

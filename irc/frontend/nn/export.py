@@ -15,9 +15,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping
 
+from ...core.module import IRModule
 from ...ir.block_builder import BlockBuilder
 from ...ir.expr import Var
-from ...ir.module import IRModule
 from ...ir.struct_info import TensorStructInfo
 from ...tir.expr import IntImm
 from .core import ExportFrame, NNError, Parameter, Tensor, output_expr

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from . import op
 from .core import NNError, Parameter, Tensor
 from .module import Module

@@ -15,8 +15,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRCError
+from ...core import dtype as dt
+from ...core.diagnostics import IRCError
 from .core import NNError, Parameter, current_frame, in_export
 
 

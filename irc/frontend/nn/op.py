@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr, TupleGetItem
 from .core import ExportFrame, NNError, Tensor, current_frame

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRCError
+from ...core import dtype as dt
+from ...core.diagnostics import IRCError
 from ...ir.expr import Var
 from ...ir.struct_info import PrimStructInfo, TensorStructInfo
 from ...tir import expr as tir

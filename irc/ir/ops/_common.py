@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from ...tir import expr as te
 from ...tir.expr import PrimExpr
-from .. import dtype as dt
-from ..diagnostics import IRTypeError
 from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
 from ..op import _err, _py_int, get_op_def
 from ..struct_info import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import dtype as dt
+from ...core import dtype as dt
 from ..expr import Call, Expr
 from ..op import BROADCAST, make_call, register_op
 from ..struct_info import StructInfo

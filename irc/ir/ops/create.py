@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...core import dtype as dt
 from ...tir import expr as te
-from .. import dtype as dt
 from ..expr import Call, Expr, PrimValue
 from ..op import INJECTIVE, AttrSpec, conv_dtype, make_call, register_op
 from ..struct_info import PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from ...tir import expr as te
 from ...tir.expr import PrimExpr
-from .. import dtype as dt
-from ..diagnostics import IRTypeError
 from ..expr import Call, Expr, ShapeExpr
 from ..op import (
     INJECTIVE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import dtype as dt
+from ...core import dtype as dt
 from ..expr import Call, Expr
 from ..op import ELEMWISE, AttrSpec, make_call, register_op
 from ..struct_info import StructInfo

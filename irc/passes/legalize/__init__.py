@@ -14,14 +14,15 @@ function and the binding that uses it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...ir.diagnostics import IRCError, LegalizeError
+from ...core.diagnostics import IRCError, LegalizeError
+from ...core.functor import Mutator
+from ...core.module import IRModule
+from ...core.transform import Pass, PassContext
 from ...ir.expr import Call, Expr, Function, Op, VarBinding
-from ...ir.functor import Mutator
-from ...ir.module import IRModule
 from ...ir.op import get_op_def
-from ..infra import Pass, PassContext, PassInfo
 from .context import LegalizeContext
 from .rules import RULES, register_all
 
@@ -67,6 +68,7 @@ class _Legalizer(Mutator):
                                 span=call.span or err.span, node=call) from err
 
 
+@dataclass(frozen=True)
 class LegalizeOps(Pass):
     """Replace graph operators by ``call_tir`` of generated loop functions.
 
@@ -74,17 +76,23 @@ class LegalizeOps(Pass):
     take precedence over the built-in ones.
     """
 
-    def __init__(self, customize_legalize_map: dict[str, Any] | None = None):
-        if customize_legalize_map is not None and not isinstance(customize_legalize_map, dict):
+    customize_legalize_map: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        custom = self.customize_legalize_map
+        if custom is not None and not isinstance(custom, dict):
             raise IRCError("LegalizeOps: customize_legalize_map must be a dict of operator "
-                           f"name to rule, got {type(customize_legalize_map).__name__}")
-        self.custom = dict(customize_legalize_map or {})
-        for name, rule in self.custom.items():
+                           f"name to rule, got {type(custom).__name__}")
+        for name, rule in (custom or {}).items():
             if not callable(rule):
                 raise IRCError(f"LegalizeOps: the rule for {name!r} is a "
                                f"{type(rule).__name__}; a rule is a function (ctx, call) -> "
                                "Expr")
-        self.info = PassInfo(opt_level=0, name="LegalizeOps")
+
+    @property
+    def custom(self) -> dict[str, Any]:
+        """The user's rules by operator name."""
+        return self.customize_legalize_map or {}
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         register_all()

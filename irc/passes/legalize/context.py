@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir.diagnostics import LegalizeError
+from ...core.diagnostics import LegalizeError
+from ...core.module import IRModule
+from ...core.structural import structural_hash_hex
 from ...ir.expr import Expr, GlobalVar
-from ...ir.module import IRModule
 from ...ir.struct_info import TensorStructInfo
-from ...ir.structural import structural_hash_hex
 from ...tir.stmt import PrimFunc
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir.diagnostics import LegalizeError
+from ...core.diagnostics import LegalizeError
 from ...ir.expr import Call, Expr, PrimValue
 from ...ir.op import get_op_def
 from ...ir.struct_info import TensorStructInfo

@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...core.diagnostics import IRCError
+from ...core.module import IRModule
 from ...frontend import nn
-from ...ir.diagnostics import IRCError
-from ...ir.module import IRModule
 from . import bert, mobilenet, reference_ops, resnet
 
 

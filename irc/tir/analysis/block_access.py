@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...ir.node import Node, node_fields
+from ...core.node import Node, node_fields
 from ..arith import Analyzer, IntervalSet, union_intervals
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ...ir.node import Node, node_fields
+from ...core.node import Node, node_fields
 from ..buffer import Buffer
 from ..expr import BufferLoad, PrimExpr
 from ..stmt import Block, BufferStore

@@ -50,7 +50,7 @@ class _UndefinedVars:
             self.visit(e)
 
     def visit(self, n) -> None:
-        from ...ir.node import Node, node_fields
+        from ...core.node import Node, node_fields
 
         if isinstance(n, (tuple, list)):
             for x in n:
@@ -158,7 +158,7 @@ def undefined_vars(node, defined: Iterable[Var] = ()) -> list[Var]:
 def uses_var(e, predicate: Callable[[Var], bool] | set | frozenset) -> bool:
     """Whether expression (or statement) ``e`` mentions a variable satisfying
     ``predicate`` (a function, or a set of variables)."""
-    from ...ir.node import Node, node_fields
+    from ...core.node import Node, node_fields
 
     if isinstance(predicate, (set, frozenset)):
         ids = {id(v) for v in predicate}
@@ -192,7 +192,7 @@ def uses_var(e, predicate: Callable[[Var], bool] | set | frozenset) -> bool:
 def collect_vars(e) -> list[Var]:
     """The distinct variables an expression (or statement) mentions, in order of first
     appearance; buffers' data pointers are not included."""
-    from ...ir.node import Node, node_fields
+    from ...core.node import Node, node_fields
 
     out: list[Var] = []
     seen: set[int] = set()

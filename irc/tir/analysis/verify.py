@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...ir.diagnostics import LoweringError
-from ...ir.node import Node, node_fields
+from ...core.diagnostics import LoweringError
+from ...core.node import Node, node_fields
 from ..buffer import Buffer
 from ..expr import BufferLoad, Var
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, PrimFunc

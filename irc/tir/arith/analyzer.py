@@ -24,7 +24,7 @@ import contextlib
 from math import gcd
 from typing import Iterator, Mapping, Union
 
-from ...ir.diagnostics import IRCError
+from ...core.diagnostics import IRCError
 from ..expr import (
     EQ,
     GE,

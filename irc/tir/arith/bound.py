@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ..expr import (
     Add,
     And,

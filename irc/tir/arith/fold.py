@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import struct
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ..expr import FloatImm, IntImm, PrimExpr
 
 _INT_INFO: dict[str, tuple[int, int, int, bool]] = {}

@@ -240,7 +240,7 @@ class IntSetEvaluator:
         return IntervalSet.everything()
 
     def _cast(self, e: Cast) -> IntervalSet:
-        from ...ir import dtype as dt
+        from ...core import dtype as dt
 
         src, dst = e.value.dtype, e.dtype
         if dt.is_integer(src) and dt.is_integer(dst) and dt.bits(dst) >= dt.bits(src):

@@ -10,7 +10,7 @@ the expression smaller or move it toward a normal form, so rewriting terminates.
 
 from __future__ import annotations
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from .. import expr as E
 from .pattern import (
     PConst,

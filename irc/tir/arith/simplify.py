@@ -12,7 +12,7 @@ from __future__ import annotations
 from math import gcd
 from typing import TYPE_CHECKING
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from .. import expr as E
 from ..expr import (
     EQ,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ..stmt import PrimFunc
 from .codegen import PythonGenerator
 from .runtime import HELPERS, InterpreterError, storage_dtype

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ..buffer import Buffer
 from ..expr import Call, IntImm, IterVar, Var
 from ..stmt import Block, Stmt

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from ..buffer import Buffer
 from ..expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from ..stmt import PrimFunc

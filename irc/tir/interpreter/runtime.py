@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.diagnostics import IRCError
+from ...core.diagnostics import IRCError
 
 
 class InterpreterError(IRCError):

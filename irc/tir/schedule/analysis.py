@@ -4,7 +4,7 @@ that name what failed where."""
 
 from __future__ import annotations
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from ..buffer import Buffer
 from ..expr import IntImm, PrimExpr
 from ..stmt import Block, BlockRealize, For

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.diagnostics import ScheduleError
-from ...ir.functor import Mutator
-from ...ir.structural import structural_equal
+from ...core.diagnostics import ScheduleError
+from ...core.functor import Mutator
+from ...core.structural import structural_equal
 from ..arith import Analyzer
 from ..buffer import Buffer, BufferRegion, MatchBufferRegion
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, max_, min_

@@ -438,7 +438,7 @@ def _inline_checks(index: FuncIndex, r: BlockRealize, P: str):
 
 def can_inline(index: FuncIndex, r: BlockRealize) -> bool:
     """True when compute_inline would accept the block."""
-    from ...ir.diagnostics import ScheduleError
+    from ...core.diagnostics import ScheduleError
 
     try:
         _inline_checks(index, r, "compute_inline")

@@ -12,7 +12,7 @@ import ast
 import inspect
 from typing import Any, Callable
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from ..expr import (
     Add,
     FloorDiv,

@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...ir.diagnostics import ScheduleError
-from ...ir.functor import Mutator
+from ...core.diagnostics import ScheduleError
+from ...core.functor import Mutator
 from ..arith import Analyzer
 from ..buffer import Buffer, BufferRegion
 from ..expr import (

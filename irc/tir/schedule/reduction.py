@@ -10,7 +10,7 @@ reducers recognized are ``+``, ``*``, ``max`` and ``min``.
 
 from __future__ import annotations
 
-from ...ir.structural import structural_equal
+from ...core.structural import structural_equal
 from ..buffer import Buffer
 from ..expr import (
     Add,

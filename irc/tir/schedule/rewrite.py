@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...ir.functor import Mutator
+from ...core.functor import Mutator
 from ..analysis import detect_block_access_regions
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Var, logical_and

@@ -23,8 +23,8 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Sequence
 
-from ...ir.diagnostics import IRCError, ScheduleError
-from ...ir.module import IRModule
+from ...core.diagnostics import IRCError, ScheduleError
+from ...core.module import IRModule
 from ..arith import Analyzer
 from ..expr import PrimExpr
 from ..stmt import BlockRealize, For, PrimFunc

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from ..expr import PrimExpr, Var
 from ..stmt import (
     Allocate,
@@ -262,7 +262,7 @@ _EXPR_FIELDS: dict[type, tuple[str, ...]] = {}
 def _expr_fields(t: type) -> tuple[str, ...]:
     fields = _EXPR_FIELDS.get(t)
     if fields is None:
-        from ...ir.node import node_fields
+        from ...core.node import node_fields
 
         fields = tuple(f for f in node_fields(t) if f not in ("span", "dtype", "buffer"))
         _EXPR_FIELDS[t] = fields

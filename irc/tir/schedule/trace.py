@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from .instruction import KINDS, RV_TYPES, BlockRV, ExprRV, Instruction, LoopRV, call_arguments
 
 if TYPE_CHECKING:

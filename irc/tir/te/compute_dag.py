@@ -13,9 +13,9 @@ import heapq
 import json
 from typing import Any, Sequence
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
-from ...ir.structural import structural_hash_hex
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from ...core.structural import structural_hash_hex
 from ..expr import (
     EQ,
     GE,

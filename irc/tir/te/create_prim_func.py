@@ -14,11 +14,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
-from ...ir.functor import Mutator, Visitor
-from ...ir.module import unique_name
-from ...ir.node import Node, node_fields
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from ...core.functor import Mutator, Visitor
+from ...core.module import unique_name
+from ...core.node import Node, node_fields
 from ..buffer import Buffer, BufferRegion
 from ..expr import (
     Add,

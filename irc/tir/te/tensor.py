@@ -13,9 +13,9 @@ import inspect
 import weakref
 from typing import Any, Callable, Sequence
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
-from ...ir.functor import post_order_visit
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from ...core.functor import post_order_visit
 from ..buffer import Buffer, decl_buffer, load
 from ..expr import (
     BufferLoad,

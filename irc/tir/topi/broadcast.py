@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from .. import intrin
 from ..expr import PrimExpr, floordiv, floormod, select, truncdiv, truncmod
 from ..expr import max_ as _max

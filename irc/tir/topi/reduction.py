@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from ..expr import PrimExpr, cast, const, select
 from ..te import tensor as te
 from ..te.tensor import Tensor, compute

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from ..expr import IntImm, PrimExpr, cast, const, floordiv, floormod, if_then_else
 from ..expr import max_ as _max
 from ..expr import min_ as _min

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...ir import dtype as dt
-from ...ir.diagnostics import IRTypeError
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
 from ..expr import IntImm, PrimExpr, as_int, const, convert
 from ..te.tensor import Tensor
 

@@ -2,11 +2,11 @@
 ``lower_module``, ``irc.lower``). Each pass is a frozen dataclass callable on a PrimFunc
 or an IRModule, with a functional form of the same name in snake case."""
 
-from .base import PrimFuncPass
+from .base import PrimFuncPass, prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
-from .lower import LOWERING_PASSES, lower, lower_module, lower_primfunc
+from .lower import LOWER_TIR, LOWERING_PASSES, lower, lower_module, lower_primfunc
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
 from .lower_opaque_block import LowerOpaqueBlock, lower_opaque_block
@@ -26,6 +26,7 @@ __all__ = [
     "ConvertBlocksToOpaque",
     "FlattenBuffer",
     "LOWERING_PASSES",
+    "LOWER_TIR",
     "LowerInitBlock",
     "LowerMatchBuffer",
     "LowerOpaqueBlock",
@@ -47,6 +48,7 @@ __all__ = [
     "lower_primfunc",
     "map_stmt_children",
     "plan_and_update_buffer_allocation_location",
+    "prim_func_pass",
     "remove_no_op",
     "simplify",
     "substitute",

@@ -1,33 +1,36 @@
-"""The shape of a loop-IR pass: a small frozen dataclass that transforms one PrimFunc,
-applied to every PrimFunc of a module when called on an IRModule."""
+"""The shape of a loop-IR pass: a small frozen dataclass that transforms one PrimFunc
+(:class:`PrimFuncPass`), and :func:`prim_func_pass`, which makes such a pass from a
+function ``(func, mod, ctx) -> func``.
+
+Both are :class:`irc.core.transform.Pass` es: they run in a ``Sequential`` beside graph
+passes and every instrument of the current ``PassContext`` sees them. Called on a single
+``PrimFunc`` instead of a module, a pass transforms that function.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
-from ...ir.diagnostics import LoweringError
-from ...ir.module import IRModule
+from ...core.diagnostics import IRCError, LoweringError
+from ...core.transform import FunctionPass, make_pass_decorator
 from ..stmt import PrimFunc
-
-T = TypeVar("T", PrimFunc, IRModule)
 
 
 @dataclass(frozen=True)
-class PrimFuncPass:
-    """Base of the lowering passes: subclasses implement :meth:`transform_function`.
-    Calling the pass on a PrimFunc transforms it; on an IRModule it transforms every
-    PrimFunc and leaves graph-level functions alone."""
+class PrimFuncPass(FunctionPass):
+    """Base of the loop-IR passes: subclasses implement :meth:`transform_function`.
+    On an IRModule every PrimFunc is transformed and graph-level functions are left
+    alone."""
 
-    name: ClassVar[str] = "PrimFuncPass"
+    function_type: ClassVar[type] = PrimFunc
+    error_type: ClassVar[type[IRCError]] = LoweringError
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         raise NotImplementedError(f"{type(self).__name__} must implement transform_function")
 
-    def __call__(self, x: T) -> T:
-        if isinstance(x, PrimFunc):
-            return self.transform_function(x)
-        if isinstance(x, IRModule):
-            return x.map_functions(self.transform_function, PrimFunc)
-        raise LoweringError(f"{self.name} applies to a PrimFunc or an IRModule, "
-                            f"not {type(x).__name__}")
+
+prim_func_pass = make_pass_decorator("function", PrimFunc)
+prim_func_pass.__doc__ = """Make a pass applied to each PrimFunc of a module from a function
+``(func, mod, ctx) -> func`` (None removes the function) or a class with
+``transform_function(self, func, mod, ctx)``."""

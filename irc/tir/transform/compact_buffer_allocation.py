@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.node import Node, node_fields
+from ...core.node import Node, node_fields
 from ..arith import Analyzer, IntervalSet, union_intervals
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
@@ -270,7 +270,6 @@ class _Compactor:
 class CompactBufferAllocation(PrimFuncPass):
     """Shrink block-allocated buffers to the region their scope touches."""
 
-    name = "CompactBufferAllocation"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         return func.with_body(_Compactor().visit(func.body))

@@ -43,7 +43,6 @@ class _Convert(IRRewriter):
 class ConvertBlocksToOpaque(PrimFuncPass):
     """Substitute block iteration variables by their bindings and drop them."""
 
-    name = "ConvertBlocksToOpaque"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         return func.with_body(_Convert().stmt(func.body))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.diagnostics import LoweringError
+from ...core.diagnostics import LoweringError
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, PrimExpr
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, PrimFunc, Stmt
@@ -144,7 +144,6 @@ class _Flatten(IRRewriter):
 class FlattenBuffer(PrimFuncPass):
     """Flatten all buffer accesses to 1-D; parameter buffers get flat DeclBuffer views."""
 
-    name = "FlattenBuffer"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         fl = _Flatten()

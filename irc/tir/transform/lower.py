@@ -17,18 +17,22 @@ The passes run in this order (each is documented in its own module):
 12. Simplify
 13. RemoveNoOp
 
-The result has no Block/BlockRealize; every load/store is on a 1-D buffer whose data is
-a parameter buffer's data or an Allocate's buffer_var; vectorized loops are vector code
-where possible; expressions are simplified.
+The passes form one ``Sequential`` named ``LowerTIR`` (:data:`LOWER_TIR`), so the
+instruments of the current ``PassContext`` (timing, printing, round-trip and
+well-formedness checks) see every step. The result has no Block/BlockRealize; every
+load/store is on a 1-D buffer whose data is a parameter buffer's data or an Allocate's
+buffer_var; vectorized loops are vector code where possible; expressions are simplified.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...ir.diagnostics import LoweringError
-from ...ir.module import IRModule
+from ...core.diagnostics import LoweringError
+from ...core.module import IRModule
+from ...core.transform import Sequential
 from ..stmt import PrimFunc
+from ..te import create_prim_func
 from .compact_buffer_allocation import CompactBufferAllocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque
 from .flatten_buffer import FlattenBuffer
@@ -56,7 +60,10 @@ LOWERING_PASSES = (
     Simplify(),
     RemoveNoOp(),
 )
-"""The passes of :func:`lower_primfunc`, in order."""
+"""The passes of :data:`LOWER_TIR`, in order."""
+
+LOWER_TIR = Sequential(LOWERING_PASSES, name="LowerTIR")
+"""The lowering pipeline as one pass over every PrimFunc of a module."""
 
 
 def lower_primfunc(func: PrimFunc) -> PrimFunc:
@@ -64,14 +71,14 @@ def lower_primfunc(func: PrimFunc) -> PrimFunc:
     take. Lowering an already lowered function returns an equivalent function."""
     if not isinstance(func, PrimFunc):
         raise LoweringError(f"lower_primfunc takes a PrimFunc, not {type(func).__name__}")
-    for p in LOWERING_PASSES:
-        func = p.transform_function(func)
-    return func
+    symbol = func.attrs.get("global_symbol", "main")
+    name = symbol if isinstance(symbol, str) else "main"
+    return LOWER_TIR(IRModule(functions={name: func}))[name]
 
 
 def lower_module(mod: IRModule) -> IRModule:
     """Lower every PrimFunc of ``mod``; graph-level functions are left as they are."""
-    return mod.map_functions(lower_primfunc, PrimFunc)
+    return LOWER_TIR(mod)
 
 
 def lower(obj: Any, args: Sequence[Any] | None = None, simple_mode: bool = True,
@@ -103,8 +110,6 @@ def _as_module(obj: Any, args: Sequence[Any] | None, name: str) -> IRModule:
         return IRModule(functions={name: mod})
     tensors = args if obj is None else obj if isinstance(obj, (list, tuple)) else None
     if tensors is not None:
-        from ..te import create_prim_func
-
         func = create_prim_func(list(tensors))
         return IRModule(functions={name: func})
     raise LoweringError(

@@ -36,7 +36,6 @@ class _Lower(IRRewriter):
 class LowerInitBlock(PrimFuncPass):
     """Move every block's ``init`` into its body under a first-reduction-iteration guard."""
 
-    name = "LowerInitBlock"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         return func.with_body(_Lower().stmt(func.body))

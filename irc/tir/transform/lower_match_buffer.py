@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.diagnostics import LoweringError
+from ...core.diagnostics import LoweringError
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, Var
 from ..stmt import Block, BufferStore, PrimFunc
@@ -104,7 +104,6 @@ def _is_zero(e) -> bool:
 class LowerMatchBuffer(PrimFuncPass):
     """Replace match_buffer views by accesses to their source regions."""
 
-    name = "LowerMatchBuffer"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         return func.with_body(_Lower().stmt(func.body))

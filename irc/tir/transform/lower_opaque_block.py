@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.diagnostics import LoweringError
+from ...core.diagnostics import LoweringError
 from ..expr import IntImm, Var
 from ..stmt import Allocate, BlockRealize, DeclBuffer, For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
@@ -70,7 +70,6 @@ class _Lower:
 class LowerOpaqueBlock(PrimFuncPass):
     """Replace opaque blocks by their bodies with explicit allocations and predicates."""
 
-    name = "LowerOpaqueBlock"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         lower = _Lower()

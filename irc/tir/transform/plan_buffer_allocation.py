@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.node import Node, node_fields
+from ...core.node import Node, node_fields
 from ..analysis.block_access import detect_block_access_regions
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Var
@@ -155,7 +155,6 @@ class PlanAndUpdateBufferAllocationLocation(PrimFuncPass):
     lowering pipeline removes them anyway, and detection costs time)."""
 
     detect_regions: bool = True
-    name = "PlanAndUpdateBufferAllocationLocation"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         allocs: list[Buffer] = []

@@ -69,7 +69,7 @@ def _same_location(s: BufferStore) -> bool:
 
 
 def _same_expr(a: PrimExpr, b: PrimExpr) -> bool:
-    from ...ir.structural import structural_equal
+    from ...core.structural import structural_equal
 
     return a is b or structural_equal(a, b)
 
@@ -110,7 +110,6 @@ class _Remove:
 class RemoveNoOp(PrimFuncPass):
     """Delete statements without effect."""
 
-    name = "RemoveNoOp"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         body = _Remove().visit(func.body)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...ir.functor import Mutator
+from ...core.functor import Mutator
 from .. import expr as E
 from ..buffer import Buffer, BufferRegion, MatchBufferRegion
 from ..stmt import (

@@ -224,7 +224,6 @@ def _same(new, old):
 class Simplify(PrimFuncPass):
     """Simplify every expression of a function under loop ranges and conditions."""
 
-    name = "Simplify"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         simp = StmtSimplifier()

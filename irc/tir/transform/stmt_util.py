@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...ir.node import node_fields
+from ...core.node import node_fields
 from ..stmt import SeqStmt, Stmt
 
 

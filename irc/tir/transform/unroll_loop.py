@@ -76,7 +76,7 @@ class _Copier(Substituter):
 def _dirty_exprs(body: Stmt, targets: set[int]) -> set[int]:
     """Ids of the expressions under ``body`` that mention a variable in ``targets`` (or
     load a buffer whose data pointer is one)."""
-    from ...ir.node import Node, node_fields
+    from ...core.node import Node, node_fields
     from ..arith.int_set import _children
     from ..expr import BufferLoad, PrimExpr
 
@@ -186,7 +186,6 @@ class _Unroll:
 class UnrollLoop(PrimFuncPass):
     """Expand ``unrolled`` loops and loops under ``pragma_auto_unroll_max_step``."""
 
-    name = "UnrollLoop"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         body = _Unroll().visit(func.body)

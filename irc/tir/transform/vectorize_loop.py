@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir import dtype as dt
+from ...core import dtype as dt
 from .. import expr as E
 from ..arith import Analyzer
 from ..buffer import load
@@ -236,7 +236,6 @@ class _Pass:
 class VectorizeLoop(PrimFuncPass):
     """Rewrite ``vectorized`` loops as vector code, or make them serial where impossible."""
 
-    name = "VectorizeLoop"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
         body = _Pass().visit(func.body)

@@ -9,7 +9,7 @@ import importlib.util
 import logging
 from typing import Any
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from .base import CostModel, TrainingSet, normalized_throughput, pack, pairwise_logistic
 from .numpy_model import NumpyModel
 from .random_model import RandomModel

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir.diagnostics import IRCError, TuningError
+from ...core.diagnostics import IRCError, TuningError
 from ..features import NUM_FEATURES, extract_features, features_of_inputs
 
 

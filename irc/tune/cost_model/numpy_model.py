@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ..features import NUM_FEATURES
 from .base import CostModel, TrainingSet, pairwise_logistic
 

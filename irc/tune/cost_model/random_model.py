@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from .base import CostModel
 
 

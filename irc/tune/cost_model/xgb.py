@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir.diagnostics import TuningError, require
+from ...core.diagnostics import TuningError, require
 from .base import CostModel, TrainingSet, pack, pairwise_logistic
 
 

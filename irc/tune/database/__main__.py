@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ...ir.diagnostics import IRCError
+from ...core.diagnostics import IRCError
 from .distill import distill
 
 

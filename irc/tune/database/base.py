@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ...tir.stmt import PrimFunc
 from ..record import TuningRecord, Workload, trace_key, workload_key
 
@@ -76,7 +76,7 @@ def fingerprint_of(target: Any) -> str | None:
         return None
     if isinstance(target, str) and target.startswith(("cpu|", "gpu|")):
         return target
-    from ...target import Target
+    from ...core.target import Target
 
     return Target.canon(target).fingerprint()
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ..record import TuningRecord
 from .base import Database, copy_records
 from .json_db import JSONDatabase

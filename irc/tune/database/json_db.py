@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Iterator, Sequence
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ..record import TuningRecord, Workload, trace_key
 from .base import Database, LoadReport, key_of
 

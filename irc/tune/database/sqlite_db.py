@@ -15,7 +15,7 @@ import os
 import sqlite3
 from typing import Any, Sequence
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ..record import TuningRecord, Workload, trace_key
 from .base import Database, LoadReport, key_of
 

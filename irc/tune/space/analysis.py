@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.diagnostics import TuningError
+from ...core.diagnostics import TuningError
 from ...tir import expr as E
 from ...tir.schedule import Schedule
 from ...tir.schedule.analysis import is_complete, is_output_block, is_reduction, loop_iter_types
@@ -51,7 +51,7 @@ class TargetInfo:
     @staticmethod
     def of(target: Any) -> TargetInfo:
         """The facts of a Target or target string."""
-        from ...target import Target
+        from ...core.target import Target
 
         t = Target.canon(target)
         if t.kind.name == "cuda":

@@ -24,7 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from ...tir import stmt as S
 from ...tir.schedule import LoopRV, Schedule
 from ...tir.schedule.state import child_blocks
@@ -460,7 +460,7 @@ class VerifyGPUCode(Postproc):
 
     @staticmethod
     def _shared_bytes(func: S.PrimFunc) -> int:
-        from ...ir import dtype as dt
+        from ...core import dtype as dt
         from ..features import lower_for_features
 
         lowered = lower_for_features(func)

@@ -91,7 +91,7 @@ class AutoInline(ScheduleRule):
         self.disallow_if_then_else = disallow_if_then_else
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...ir.diagnostics import ScheduleError
+        from ...core.diagnostics import ScheduleError
 
         if not _in_root_scope(sch, block):
             return [sch]
@@ -221,7 +221,7 @@ class AddRFactor(ScheduleRule):
         self.min_reduction_extent = min_reduction_extent
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...ir.diagnostics import ScheduleError
+        from ...core.diagnostics import ScheduleError
 
         if not _in_root_scope(sch, block) or _is_tiled(sch, block):
             return [sch]
@@ -265,7 +265,7 @@ class CrossThreadReduction(ScheduleRule):
         self.thread_extents = thread_extents
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...ir.diagnostics import ScheduleError
+        from ...core.diagnostics import ScheduleError
 
         if not _in_root_scope(sch, block):
             return [sch]

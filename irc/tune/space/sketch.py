@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from ...ir.diagnostics import IRCError, ScheduleError, TuningError
+from ...core.diagnostics import IRCError, ScheduleError, TuningError
 from ...tir.schedule import Schedule, Trace
 from ...tir.stmt import PrimFunc
 from .analysis import TargetInfo, all_block_names, has_block

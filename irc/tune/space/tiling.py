@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.diagnostics import ScheduleError
+from ...core.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from .analysis import (
     ANN_COOPERATIVE_FETCH,
@@ -43,7 +43,7 @@ from .rules import ScheduleRule, _in_root_scope, _is_tiled
 
 def dtype_bytes(dtype: str) -> int:
     """Bytes of one element of ``dtype``."""
-    from ...ir import dtype as dt
+    from ...core import dtype as dt
 
     return max(1, dt.bits(dtype) // 8)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....ir.diagnostics import IRTypeError
+from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const, floordiv, floormod, if_then_else
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute

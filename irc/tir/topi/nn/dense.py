@@ -7,7 +7,7 @@ The product is one reduction stage ``T_matmul_<A><B>`` (``N``/``T`` per operand,
 
 from __future__ import annotations
 
-from ....ir.diagnostics import IRTypeError
+from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute

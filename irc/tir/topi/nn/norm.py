@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ....ir import dtype as dt
-from ....ir.diagnostics import IRTypeError
+from ....core import dtype as dt
+from ....core.diagnostics import IRTypeError
 from ... import intrin
 from ...expr import PrimExpr, cast, const, floordiv
 from ...te import tensor as te

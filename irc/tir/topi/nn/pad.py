@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ....ir.diagnostics import IRTypeError
+from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, all, const, convert, if_then_else
 from ...te.tensor import Tensor, compute
 from ..utils import INJECTIVE, as_index, const_int, index_dtype

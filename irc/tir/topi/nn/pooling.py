@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ....ir.diagnostics import IRTypeError
+from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const, floordiv
 from ...expr import max_ as _max
 from ...expr import min_ as _min

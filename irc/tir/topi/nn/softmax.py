@@ -4,8 +4,8 @@ maximum (``T_softmax_maxelem``), exponentiate (``T_softmax_exp``), sum
 
 from __future__ import annotations
 
-from ....ir import dtype as dt
-from ....ir.diagnostics import IRTypeError
+from ....core import dtype as dt
+from ....core.diagnostics import IRTypeError
 from ... import intrin
 from ...expr import PrimExpr, const
 from ...te import tensor as te

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Mapping
 
 from .diagnostics import IRCError
+from .expr import GlobalVar
 from .node import Node, node
 
 
@@ -29,12 +30,10 @@ class IRModule(Node):
     """A collection of named functions. ``mod["main"]`` returns a function;
     ``mod.get_global_var("main")`` its ``GlobalVar``."""
 
-    functions: dict[Any, Any] = None  # type: ignore[assignment]  # GlobalVar -> function
+    functions: dict[GlobalVar, Any] = None  # type: ignore[assignment]
     attrs: dict[str, Any] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        from .expr import GlobalVar
-
         funcs = self.functions or {}
         norm: dict[Any, Any] = {}
         names = set()
@@ -51,7 +50,7 @@ class IRModule(Node):
             object.__setattr__(self, "attrs", {})
 
     # -- lookup -------------------------------------------------------------------
-    def get_global_var(self, name: str):
+    def get_global_var(self, name: str) -> GlobalVar:
         """The ``GlobalVar`` of function ``name`` (an IRCError naming the functions there
         are when it is missing)."""
         for gv in self.functions:
@@ -61,8 +60,6 @@ class IRModule(Node):
                        f"{', '.join(sorted(self.names())) or 'no functions'}")
 
     def __getitem__(self, key: Any) -> Any:
-        from .expr import GlobalVar
-
         if isinstance(key, GlobalVar):
             if key in self.functions:
                 return self.functions[key]
@@ -94,8 +91,6 @@ class IRModule(Node):
     # -- functional updates -------------------------------------------------------
     def with_function(self, name_or_gv: Any, func: Any) -> IRModule:
         """A module with ``func`` added or replaced under ``name_or_gv``."""
-        from .expr import GlobalVar
-
         name = name_or_gv if isinstance(name_or_gv, str) else name_or_gv.name_hint
         funcs = dict(self.functions)
         existing = next((gv for gv in funcs if gv.name_hint == name), None)
@@ -152,7 +147,19 @@ class IRModule(Node):
 
     @staticmethod
     def from_script(text: str, source_name: str = "<string>") -> IRModule:
-        """Parse irc script text (``@I.ir_module class ...``)."""
-        from ..script_parser import parse
+        """Parse irc script text (``@I.ir_module class ...``) with the parser that
+        ``irc.script_parser`` registers (:func:`register_parser`)."""
+        if _PARSER is None:
+            raise IRCError("no text parser is registered; import irc (irc.script_parser "
+                           "registers it)")
+        return _PARSER(text, source_name)
 
-        return parse(text, source_name=source_name)
+
+_PARSER: Callable[[str, str], Any] | None = None
+
+
+def register_parser(parse: Callable[[str, str], Any]) -> None:
+    """Install the text parser behind :meth:`IRModule.from_script` (``irc.script_parser``
+    calls this when it is imported: the core cannot import the layers above it)."""
+    global _PARSER
+    _PARSER = parse

@@ -15,6 +15,7 @@ import struct
 from typing import Any
 
 from .diagnostics import IRCError
+from .expr import GlobalVar
 from .node import Node, node_fields
 
 
@@ -119,7 +120,7 @@ def _ordered(d: dict) -> list:
     (GlobalVar keys), else insertion order (buffer maps follow parameter order)."""
     if all(isinstance(k, str) for k in d):
         return sorted(d.items())
-    if all(type(k).__name__ == "GlobalVar" for k in d):
+    if all(isinstance(k, GlobalVar) for k in d):
         return sorted(d.items(), key=lambda kv: kv[0].name_hint)
     return list(d.items())
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, NamedTuple, TypeVar
 
 from .diagnostics import Span
 
@@ -47,18 +47,12 @@ class Node:
         return self is other
 
     def __repr__(self) -> str:
-        try:
-            from .printer import repr_node
+        return repr_node(self)
 
-            return repr_node(self)
-        except Exception:  # noqa: BLE001 - repr must never raise
-            return f"<{type(self).__name__} at {id(self):#x}>"
-
-    def script(self, **kwargs: Any) -> str:
-        """This node printed in irc's text format."""
-        from .printer import script
-
-        return script(self, **kwargs)
+    def script(self, **options: Any) -> str:
+        """This node printed in irc's text format (``show_meta=True`` includes the
+        values of constants)."""
+        return script(self, **options)
 
     def show(self, **kwargs: Any) -> None:
         """Print :meth:`script`."""
@@ -75,3 +69,55 @@ def node_fields(cls: type) -> tuple[str, ...]:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class Printer(NamedTuple):
+    """How one family of nodes prints: ``script(node, **options)`` gives irc script text,
+    ``repr(node)`` a short one-line description."""
+
+    script: Callable[..., str]
+    repr: Callable[[Any], str]
+
+
+_PRINTERS: dict[type, Printer] = {}
+
+
+def register_printer(cls: type, printer: Printer) -> None:
+    """Make ``printer`` print ``cls`` and its subclasses (unless a subclass has its own).
+    The printers live with the IR they print (``irc.tir.printer``, ``irc.ir.printer``);
+    the core only dispatches, so it never imports the levels above it."""
+    _PRINTERS[cls] = printer
+    _PRINTER_CACHE.clear()
+
+
+_PRINTER_CACHE: dict[type, Printer | None] = {}
+
+
+def printer_for(cls: type) -> Printer | None:
+    """The printer registered for ``cls`` or its nearest base class (None when none is)."""
+    try:
+        return _PRINTER_CACHE[cls]
+    except KeyError:
+        found = next((_PRINTERS[k] for k in cls.__mro__ if k in _PRINTERS), None)
+        _PRINTER_CACHE[cls] = found
+        return found
+
+
+def script(node: Any, **options: Any) -> str:
+    """``node`` printed as irc script text by the printer registered for its class
+    (modules and functions print as text ``irc.parse`` reads back)."""
+    printer = printer_for(type(node))
+    if printer is None:
+        return f"{repr_node(node)}\n"
+    return printer.script(node, **options)
+
+
+def repr_node(node: Any) -> str:
+    """A short one-line description of ``node``; never raises."""
+    printer = printer_for(type(node))
+    try:
+        if printer is not None:
+            return printer.repr(node)
+    except Exception:  # noqa: BLE001 - repr must never raise
+        pass
+    return f"<{type(node).__name__}>"

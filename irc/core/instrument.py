@@ -1,0 +1,107 @@
+"""Pass instruments: observers a :class:`~irc.core.transform.PassContext` runs around
+every pass (graph passes, loop-IR lowering steps, scheduling and tuning passes alike).
+
+- :class:`PassTimingInstrument` records each pass's wall time.
+- :class:`PrintIR` prints the module; it is also a pass, so it can sit in a
+  ``Sequential`` where the module should be shown.
+- :class:`RoundTripInstrument` prints the module after every pass, parses the text back
+  and checks the result is structurally equal, naming the pass that broke the text
+  format (the test suite runs the pass and end-to-end tests under it).
+
+The well-formedness instrument checks graph and loop IR, so it lives with the graph IR
+(:class:`irc.ir.well_formed.WellFormedInstrument`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Sequence, TextIO
+
+from .diagnostics import IRCError
+from .module import IRModule
+from .structural import StructuralMismatchError, assert_structural_equal
+from .transform import Pass, PassContext, PassInfo, PassInstrument, pass_names
+
+
+class PassTimingInstrument(PassInstrument):
+    """Records the wall time of every pass; ``render()`` gives a table."""
+
+    def __init__(self) -> None:
+        self.timings: list[tuple[str, float]] = []
+        self._start: list[float] = []
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self._start.append(time.perf_counter())
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self.timings.append((info.name, time.perf_counter() - self._start.pop()))
+
+    def render(self) -> str:
+        """One line per pass run: its name and milliseconds."""
+        lines = [f"{name:<40} {secs * 1e3:9.2f} ms" for name, secs in self.timings]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PrintIR(Pass, PassInstrument):
+    """Print the module as irc script text.
+
+    As a pass (``Sequential([..., PrintIR("after fusion"), ...])``) it prints the module
+    it receives under a ``# header`` line and returns it unchanged. As an instrument
+    (``PassContext(instruments=[PrintIR()])``) it prints the module after every pass, or
+    only after the passes named in ``only``. ``file`` defaults to standard output.
+    """
+
+    header: str = ""
+    only: tuple[str, ...] = ()
+    show_meta: bool = False
+    file: TextIO | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "only", pass_names(self.only, "PrintIR(only=...)"))
+        if not isinstance(self.header, str):
+            raise IRCError(f"PrintIR: header must be a string, got {self.header!r}")
+
+    def _print(self, title: str, mod: IRModule) -> None:
+        out = self.file or sys.stdout
+        print(f"# {title}", file=out)
+        print(mod.script(show_meta=self.show_meta), file=out)
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        self._print(self.header or "PrintIR", mod)
+        return mod
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        if info.name == self.name:
+            return  # a PrintIR pass has just printed the module itself
+        if not self.only or info.name in self.only:
+            self._print(f"after {info.name}", mod)
+
+
+class RoundTripInstrument(PassInstrument):
+    """After every pass, print the module (constants included), parse the text back and
+    require a structurally equal module; a mismatch raises an IRCError naming the pass
+    and showing the first difference."""
+
+    def __init__(self, skip: Sequence[str] = ()) -> None:
+        self.skip = set(pass_names(skip, "RoundTripInstrument(skip=...)"))
+        self.checked = 0
+        self._last: IRModule | None = None  # modules are immutable: check each one once
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        if info.name in self.skip or mod is self._last:
+            return
+        text = mod.script(show_meta=True)
+        try:
+            again = IRModule.from_script(text, source_name=f"<after {info.name}>")
+            assert_structural_equal(again, mod)
+        except StructuralMismatchError as err:
+            raise IRCError(f"after pass {info.name}: the printed module does not parse back "
+                           f"to the same IR\n{err}") from None
+        except IRCError as err:
+            raise IRCError(f"after pass {info.name}: the printed module does not parse "
+                           f"back:\n{err}") from None
+        self._last = mod
+        self.checked += 1

@@ -1,0 +1,371 @@
+"""The pass infrastructure: passes over IRModules, sequences of them, and the context
+they run in (what TVM keeps in ``tvm.ir.transform``).
+
+A pass is a small frozen dataclass: its fields are its options (visible in ``repr``), its
+class gives its name (the class name unless a ``name`` field says otherwise) and its
+``opt_level``. Graph passes (``irc.passes``), loop-IR passes (``irc.tir.transform``) and
+the scheduling and tuning passes all derive from :class:`Pass`, so one ``Sequential``
+holds any mix of them and every :class:`~irc.core.instrument.PassInstrument` of the
+current :class:`PassContext` sees each one run.
+
+``Sequential`` runs passes in order, skipping those above the context's ``opt_level``
+unless listed in ``required_pass``, never running those in ``disabled_pass``.
+``PassContext`` carries options explicitly (no environment variables) and instruments.
+
+Decorators make passes from functions or classes::
+
+    @passes.module_pass(opt_level=0, name="CublasDispatch")
+    class CublasDispatch:
+        def transform_module(self, mod, ctx): ...
+
+    @passes.prim_func_pass(opt_level=1)
+    def double(func, mod, ctx): ...
+
+A pass written as a class::
+
+    @dataclass(frozen=True)
+    class FoldConstant(Pass):
+        size_limit: int | None = 1 << 24
+
+        def transform_module(self, mod, ctx): ...
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Sequence
+
+from .diagnostics import IRCError
+from .module import IRModule
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """Metadata of a pass: its name, the minimum opt level at which it runs and the
+    names of the passes it requires."""
+
+    opt_level: int
+    name: str
+    required: tuple[str, ...] = ()
+
+
+class PassInstrument:
+    """Observes passes. Override any of the hooks; ``should_run`` may veto a pass. The
+    instruments irc provides are in :mod:`irc.core.instrument`."""
+
+    def enter_pass_ctx(self) -> None:
+        """Called when a PassContext holding this instrument is entered."""
+
+    def exit_pass_ctx(self) -> None:
+        """Called when that PassContext is left."""
+
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        """False skips the pass (the module passes through unchanged)."""
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Called with the module a pass is about to transform."""
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Called with the module a pass returned."""
+
+
+@dataclass
+class PassContext:
+    """Options for a pipeline run: ``opt_level`` (default 2), ``required_pass`` /
+    ``disabled_pass`` by name, ``config`` (pass-specific options such as
+    ``{"relax.backend.use_cuda_graph": False}``) and ``instruments``.
+
+    Use as a context manager; ``PassContext.current()`` returns the innermost one.
+    """
+
+    opt_level: int = 2
+    required_pass: Sequence[str] = ()
+    disabled_pass: Sequence[str] = ()
+    config: dict[str, Any] = field(default_factory=dict)
+    instruments: Sequence[PassInstrument] = ()
+
+    _stack: ClassVar[list[PassContext]] = []
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.opt_level, int) or isinstance(self.opt_level, bool):
+            raise IRCError(f"PassContext: opt_level must be an int (0-3), got "
+                           f"{self.opt_level!r}")
+        self.required_pass = pass_names(self.required_pass, "required_pass")
+        self.disabled_pass = pass_names(self.disabled_pass, "disabled_pass")
+        if not isinstance(self.config, dict):
+            raise IRCError(f"PassContext: config must be a dict of option name to value, got "
+                           f"{type(self.config).__name__}")
+        self.instruments = tuple(self.instruments)
+        for inst in self.instruments:
+            if not isinstance(inst, PassInstrument):
+                raise IRCError(f"PassContext: instruments must be PassInstrument objects, "
+                               f"got {type(inst).__name__}")
+
+    def __enter__(self) -> PassContext:
+        PassContext._stack.append(self)
+        for inst in self.instruments:
+            inst.enter_pass_ctx()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for inst in self.instruments:
+            inst.exit_pass_ctx()
+        # By identity: two contexts with equal options compare equal as dataclasses.
+        stack = PassContext._stack
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
+                break
+
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost entered context (a default one when none is entered)."""
+        if PassContext._stack:
+            return PassContext._stack[-1]
+        return _DEFAULT_CONTEXT
+
+    def pass_enabled(self, info: PassInfo) -> bool:
+        """Whether a pass with ``info`` runs in this context (see the class docstring)."""
+        if info.name in self.disabled_pass:
+            return False
+        if info.name in self.required_pass:
+            return True
+        return info.opt_level <= self.opt_level
+
+
+def pass_names(value: Any, what: str) -> tuple[str, ...]:
+    """Pass names as a tuple (one name alone is accepted too); an IRCError naming
+    ``what`` for anything else."""
+    if isinstance(value, str):
+        return (value,)
+    try:
+        names = tuple(value)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise IRCError(f"{what} must be a list of pass names, got {value!r}")
+    return names
+
+
+_DEFAULT_CONTEXT = PassContext()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """Base class of passes: a frozen dataclass whose fields are the pass's options.
+    Subclasses implement ``transform_module(mod, ctx)``; calling the pass runs it under
+    the current :class:`PassContext`, observed by its instruments."""
+
+    # Class-level defaults, not annotated: subclasses may make them dataclass fields
+    # (Sequential does), and an annotation here would fix their position in __init__.
+    opt_level = 0
+    required = ()
+
+    @property
+    def name(self) -> str:
+        """The pass's name (its class name unless the pass says otherwise)."""
+        return type(self).__name__
+
+    @property
+    def info(self) -> PassInfo:
+        """Name, opt level and required passes, as ``PassContext`` and instruments see
+        them."""
+        return PassInfo(opt_level=self.opt_level, name=self.name,
+                        required=tuple(self.required))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        raise NotImplementedError(f"{type(self).__name__} does not implement transform_module")
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        """Run this pass under the current PassContext."""
+        if not isinstance(mod, IRModule):
+            raise IRCError(f"pass {self.name} expects an IRModule, got "
+                           f"{type(mod).__name__}; wrap a function with "
+                           "irc.IRModule({'main': func})")
+        return run_pass(self, mod, PassContext.current())
+
+
+def run_pass(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
+    """Run ``p`` on ``mod`` with ``ctx``'s instruments around it (any instrument's
+    ``should_run`` may skip it)."""
+    instruments = ctx.instruments
+    if not instruments:
+        return _checked(p, p.transform_module(mod, ctx))
+    info = p.info
+    for inst in instruments:
+        if not inst.should_run(mod, info):
+            return mod
+    for inst in instruments:
+        inst.run_before_pass(mod, info)
+    out = _checked(p, p.transform_module(mod, ctx))
+    for inst in instruments:
+        inst.run_after_pass(out, info)
+    return out
+
+
+def _checked(p: Pass, out: Any) -> IRModule:
+    if not isinstance(out, IRModule):
+        raise IRCError(f"pass {p.name} returned {type(out).__name__}, not an IRModule")
+    return out
+
+
+@dataclass(frozen=True)
+class Sequential(Pass):
+    """Run ``passes`` in order (a pipeline is itself a pass). Plain functions
+    ``IRModule -> IRModule`` are accepted as passes too."""
+
+    passes: tuple[Pass, ...] = ()
+    opt_level: int = 0
+    name: str = "Sequential"
+    required: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.passes, Pass) or callable(self.passes):
+            raise IRCError("Sequential takes a list of passes, not one pass: write "
+                           "Sequential([p])")
+        object.__setattr__(self, "passes",
+                           tuple(_as_pass(p, i) for i, p in enumerate(self.passes)))
+        object.__setattr__(self, "required", pass_names(self.required, "required"))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        for p in self.passes:
+            if ctx.pass_enabled(p.info):
+                mod = run_pass(p, mod, ctx)
+        return mod
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(p) for p in self.passes)
+        return f"Sequential(name={self.name!r}, passes=[{inner}])"
+
+
+def _as_pass(p: Any, index: int) -> Pass:
+    if isinstance(p, Pass):
+        return p
+    if callable(p) and not inspect.isclass(p):
+        return _CallablePass(fn=p, name=getattr(p, "__name__", type(p).__name__))
+    hint = (f"; {p.__name__} is a class, write {p.__name__}() to make the pass"
+            if inspect.isclass(p) else "")
+    raise IRCError(f"Sequential: entry #{index} is a {type(p).__name__}, not a pass or a "
+                   f"function IRModule -> IRModule{hint}")
+
+
+@dataclass(frozen=True)
+class _CallablePass(Pass):
+    """A plain function ``IRModule -> IRModule`` in a Sequential."""
+
+    fn: Callable[[IRModule], IRModule] = field(default=None, repr=False)  # type: ignore
+    name: str = "<function>"
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self.fn(mod)
+
+
+@dataclass(frozen=True)
+class ModulePass(Pass):
+    """A pass from a function ``(mod, ctx) -> mod`` (what :func:`module_pass` makes)."""
+
+    fn: Callable[[IRModule, PassContext], IRModule] = field(default=None,  # type: ignore
+                                                             repr=False)
+    name: str = "ModulePass"
+    opt_level: int = 0
+    required: tuple[str, ...] = ()
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self.fn(mod, ctx)
+
+
+@dataclass(frozen=True)
+class FunctionPass(Pass):
+    """A pass that rewrites each function of one kind on its own: subclasses set
+    ``function_type`` (``irc.tir.PrimFunc``, ``irc.ir.Function``) and implement
+    ``transform_function(func)``; a None result removes the function. Called on a single
+    function instead of a module, the pass transforms that function."""
+
+    function_type: ClassVar[type | tuple[type, ...]] = object
+    error_type: ClassVar[type[IRCError]] = IRCError  # raised for an argument of a wrong type
+
+    def transform_function(self, func: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement transform_function")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return mod.map_functions(self.transform_function, self.function_type)
+
+    def __call__(self, x: Any) -> Any:
+        if not isinstance(x, IRModule) and isinstance(x, self.function_type):
+            return self.transform_function(x)
+        if not isinstance(x, IRModule):
+            raise self.error_type(f"{self.name} applies to a {_kind_name(self.function_type)} "
+                                  f"or an IRModule, not {type(x).__name__}")
+        return super().__call__(x)
+
+
+def _kind_name(kinds: type | tuple[type, ...]) -> str:
+    if isinstance(kinds, tuple):
+        return " or a ".join(k.__name__ for k in kinds)
+    return kinds.__name__
+
+
+@dataclass(frozen=True)
+class _DecoratedFunctionPass(FunctionPass):
+    """A function pass from ``fn(func, mod, ctx) -> func`` over functions of
+    ``kinds`` (what ``function_pass`` / ``prim_func_pass`` make)."""
+
+    fn: Callable[[Any, IRModule, PassContext], Any] = field(default=None,  # type: ignore
+                                                             repr=False)
+    kinds: type | tuple[type, ...] = field(default=object, repr=False)
+    name: str = "FunctionPass"
+    opt_level: int = 0
+    required: tuple[str, ...] = ()
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return mod.map_functions(lambda func: self.fn(func, mod, ctx), self.kinds)
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        return Pass.__call__(self, mod)  # a module only: the function sees its module
+
+
+def make_pass_decorator(kind: str, function_type: type | tuple[type, ...] | None = None,
+                        ) -> Callable[..., Any]:
+    """The decorator behind :func:`module_pass` (``kind="module"``) and the function-pass
+    decorators of each IR level (``kind="function"`` with the ``function_type`` the pass
+    applies to): decorating a function gives a pass, decorating a class gives a factory
+    of passes whose instances hold the class's object."""
+    method = "transform_module" if kind == "module" else "transform_function"
+
+    def decorator(pass_func: Any = None, *, opt_level: int = 0, name: str | None = None,
+                  required: Sequence[str] = ()) -> Any:
+        def make(fn: Callable[..., Any], pname: str) -> Pass:
+            req = pass_names(required, "required")
+            if kind == "module":
+                return ModulePass(fn=fn, name=pname, opt_level=opt_level, required=req)
+            return _DecoratedFunctionPass(fn=fn, kinds=function_type or object, name=pname,
+                                          opt_level=opt_level, required=req)
+
+        def deco(obj: Any) -> Any:
+            pname = name or getattr(obj, "__name__", "pass")
+            if inspect.isclass(obj):
+                if not hasattr(obj, method):
+                    raise IRCError(f"{kind}_pass class {obj.__name__} must define {method}")
+
+                @functools.wraps(obj, updated=())
+                def factory(*args: Any, **kwargs: Any) -> Pass:
+                    return make(getattr(obj(*args, **kwargs), method), pname)
+
+                factory.__doc__ = obj.__doc__
+                return factory
+            if not callable(obj):
+                raise IRCError(f"{kind}_pass decorates a function or a class, not "
+                               f"{type(obj).__name__}")
+            return make(obj, pname)
+
+        return deco(pass_func) if pass_func is not None else deco
+
+    return decorator
+
+
+module_pass = make_pass_decorator("module")
+module_pass.__doc__ = """Make a module pass from a function ``(mod, ctx) -> mod`` or a class
+with ``transform_module(self, mod, ctx)``; decorating a class gives a factory of passes."""
