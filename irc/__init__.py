@@ -26,8 +26,7 @@ from .core import (
     UnsupportedOperatorError,
     VMError,
 )
-
-__version__ = "0.1.0"
+from .core.version import __version__
 
 # Deep expression trees (long elementwise chains) recurse in visitors and the printer.
 if _sys.getrecursionlimit() < 10000:
@@ -52,7 +51,7 @@ from .vm import compile  # noqa: E402, A004
 
 def _tuning_pass(name: str):
     def load():
-        from .tune import ms  # the tuner is imported on first use, not with irc
+        from .tune import ms  # on first use: importing irc does not import the tuner
 
         return getattr(ms, name)
 

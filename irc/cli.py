@@ -15,10 +15,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+import irc
+
 
 def _load_module(path: str):
-    import irc
-
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -31,8 +31,6 @@ def _load_module(path: str):
 
 
 def _parse_shape_bindings(items: Sequence[str]) -> dict[str, int]:
-    import irc
-
     out = {}
     for item in items:
         name, _, value = item.partition("=")
@@ -45,8 +43,6 @@ def _parse_shape_bindings(items: Sequence[str]) -> dict[str, int]:
 def _make_inputs(check_params: list, num_input: int | None, seed: int,
                  shapes: dict[str, int]) -> list[np.ndarray]:
     """Random inputs for a VM function: data in [0, 1), weights scaled by fan-in."""
-    import irc
-
     rng = np.random.default_rng(seed)
     n_in = len(check_params) if num_input is None else num_input
     arrays = []
@@ -77,8 +73,6 @@ def _make_inputs(check_params: list, num_input: int | None, seed: int,
 
 
 def _executable(path: str, target: str, pipeline: str):
-    import irc
-
     if path.endswith(".ircx"):
         return irc.vm.Executable.load(path), 0.0
     mod = _load_module(path)
@@ -99,8 +93,6 @@ def _summarize(value: Any) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``irc run``: compile (or load) and run on random inputs, with timing."""
-    import irc
-
     ex, compile_s = _executable(args.file, args.target, args.pipeline)
     vm = irc.vm.VirtualMachine(ex)
     fn = ex.functions.get(args.function)
@@ -130,8 +122,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """``irc show``: print a model, optionally after a pipeline."""
-    import irc
-
     mod = _load_module(args.file)
     if args.pipeline:
         with irc.target.Target(args.target):
@@ -186,8 +176,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``irc`` command."""
     args = build_parser().parse_args(argv)
-    import irc
-
     try:
         return args.func(args)
     except irc.IRCError as err:

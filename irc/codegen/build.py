@@ -23,6 +23,10 @@ from ..core.structural import structural_hash_hex
 from ..core.target import Target
 from ..runtime.module import Module
 from ..tir import stmt as S
+from ..tir import te
+from ..tir.transform import lower_primfunc
+from .llvm import codegen_llvm, is_block_form
+from .llvm_compile import compile_source
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[tuple, Module] = OrderedDict()
@@ -38,12 +42,8 @@ def register_target_builder(kind: str, builder: Callable[[dict, Target], Any]) -
 
 def lower_for_codegen(func: S.PrimFunc) -> S.PrimFunc:
     """``func`` in lowered form (lowered now if it still has blocks)."""
-    from .llvm import is_block_form
-
     if not is_block_form(func):
         return func
-    from ..tir.transform import lower_primfunc
-
     return lower_primfunc(func)
 
 
@@ -82,8 +82,6 @@ def collect_prim_funcs(inputs: Any, args: Any = None, name: str | None = None
         return funcs
     tensors = args if inputs is None else (inputs if args is None else None)
     if tensors is not None and isinstance(tensors, (list, tuple)):
-        from ..tir import te
-
         func = te.create_prim_func(list(tensors))
         return {name or _func_name(func, "main"): func}
     raise BuildError(f"irc.build cannot compile a {type(inputs).__name__}; pass a PrimFunc, "
@@ -133,9 +131,6 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
 
 def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
     """Compile lowered PrimFuncs with LLVM into a runtime Module (no cache)."""
-    from .llvm import codegen_llvm
-    from .llvm_compile import compile_source
-
     t = Target.canon(target)
     try:
         src = codegen_llvm(lowered, t)

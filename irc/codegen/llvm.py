@@ -43,12 +43,16 @@ from ..core import dtype as dt
 from ..core.diagnostics import CodegenError
 from ..core.functor import Visitor
 from ..core.structural import structural_equal
+from ..core.target import Target
 from ..runtime.signature import BufferParamSpec, KernelSignature, ScalarParamSpec, encode_dim
 from ..tir import expr as E
 from ..tir import stmt as S
 from .llvm_builder import FunctionBuilder, ModuleBuilder, Value, const_int
-from .llvm_common import known_multiple, storage_type, value_type
+from .llvm_common import known_multiple, referenced_vars, storage_type, value_type
 from .llvm_expr import ExprCodegen
+from .llvm_intrin import unary_intrinsic
+from .llvm_parallel import emit_parallel_for
+from .llvm_vectorize import vectorize_loop
 
 # Buffers up to this many bytes with a constant size live on the stack (promotable to
 # registers); larger or dynamically sized ones are heap-allocated.
@@ -70,23 +74,6 @@ class LLVMSource:
     text: str
     signatures: dict[str, KernelSignature]
     messages: list[str] = field(default_factory=list)
-
-
-class _VarCollector(Visitor):
-    def __init__(self) -> None:
-        self.seen: dict[int, E.Var] = {}
-
-    def visit_Var(self, v: E.Var) -> None:
-        if id(v) not in self.seen:
-            self.seen[id(v)] = v
-
-
-def referenced_vars(node) -> list[E.Var]:
-    """Every variable referenced under ``node`` (buffer data pointers included), in
-    traversal order."""
-    c = _VarCollector()
-    c.visit(node)
-    return list(c.seen.values())
 
 
 def is_block_form(func: S.PrimFunc) -> bool:
@@ -113,8 +100,6 @@ class CodeGenLLVM(ExprCodegen):
     """Translates lowered PrimFuncs into one LLVM module (as text)."""
 
     def __init__(self, target, module_name: str = "irc_module"):
-        from ..core.target import Target
-
         self.target = Target.canon(target)
         if self.target.kind.name != "llvm":
             raise CodegenError(f"the LLVM code generator needs an llvm target, got "
@@ -285,8 +270,6 @@ class CodeGenLLVM(ExprCodegen):
 
     def unary_intrinsic(self, op: str, v: Value, dtype: str) -> Value:
         """``op(v)`` for a float value (see ``llvm_intrin.unary_intrinsic``)."""
-        from .llvm_intrin import unary_intrinsic
-
         return unary_intrinsic(self, op, v, dtype)
 
     def bind(self, var: E.Var, value: Value, expr: E.PrimExpr | None = None) -> None:
@@ -459,14 +442,10 @@ class CodeGenLLVM(ExprCodegen):
                                f"{s.thread_tag!r}, which the CPU cannot run", node=s,
                                hint="build for target 'cuda', or do not bind the loop")
         if s.kind == "parallel" and not self.in_parallel:
-            from .llvm_parallel import emit_parallel_for
-
             emit_parallel_for(self, s)
             return
         extent = E.as_int(s.extent)
         if s.kind == "vectorized" and (s.annotations or {}).get("pragma_vectorize") is None:
-            from .llvm_vectorize import vectorize_loop
-
             body = vectorize_loop(s)
             if body is not None:
                 self.stmt(body)

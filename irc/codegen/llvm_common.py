@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from ..core import dtype as dt
 from ..core.diagnostics import CodegenError
+from ..core.functor import Visitor
 from ..tir import expr as E
 from .llvm_builder import elem_type, lanes_of, vec
 
@@ -203,3 +204,20 @@ def natural_align(ty: str) -> int:
         return size
     total = size * n
     return min(64, total & -total)
+
+
+class _VarCollector(Visitor):
+    def __init__(self) -> None:
+        self.seen: dict[int, E.Var] = {}
+
+    def visit_Var(self, v: E.Var) -> None:
+        if id(v) not in self.seen:
+            self.seen[id(v)] = v
+
+
+def referenced_vars(node) -> list[E.Var]:
+    """Every variable referenced under ``node`` (buffer data pointers included), in
+    traversal order."""
+    c = _VarCollector()
+    c.visit(node)
+    return list(c.seen.values())

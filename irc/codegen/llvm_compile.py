@@ -12,9 +12,11 @@ import re
 from dataclasses import dataclass, field
 
 from ..core.diagnostics import CodegenError
+from ..core.target import Target, llvm_binding
 from ..runtime.engine import check_externals, ensure_llvm, llvm_lock, target_machine
 from ..runtime.signature import KernelSignature
 from .llvm import LLVMSource
+from .llvm_intrin import _MVEC_ISAS, _has_symbol
 
 
 @dataclass
@@ -41,12 +43,9 @@ def _external_symbols(text: str) -> list[str]:
 
 def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> CompiledObject:
     """Optimize and compile LLVM IR text to an object file for ``target``."""
-    from ..core.target import Target
-
+    llvm = llvm_binding()
     t = Target.canon(target)
     ensure_llvm()
-    import llvmlite.binding as llvm
-
     externals = _external_symbols(src.text)
     check_externals(externals)
     with llvm_lock:
@@ -100,8 +99,6 @@ def replace_with_vector_library(text: str, target) -> str | None:
     """
     if "@llvm." not in text:
         return None
-    from .llvm_intrin import _MVEC_ISAS, _has_symbol
-
     feats = target.llvm_features()
     mapping: dict[str, str] = {}
     for m in _VEC_INTRIN_RE.finditer(text):

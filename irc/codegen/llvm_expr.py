@@ -38,6 +38,7 @@ from .llvm_common import (
     storage_type,
     value_type,
 )
+from .llvm_intrin import emit_call
 
 _INT_CMP = {"LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge", "EQ": "eq", "NE": "ne"}
 _UINT_CMP = {"LT": "ult", "LE": "ule", "GT": "ugt", "GE": "uge", "EQ": "eq", "NE": "ne"}
@@ -474,6 +475,4 @@ class ExprCodegen:
         b.call("void", name, [sv, ptrs, Value("i32", str(item)), mask])
 
     def e_Call(self, e: E.Call) -> Value:
-        from .llvm_intrin import emit_call
-
         return emit_call(self, e)

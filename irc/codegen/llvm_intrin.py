@@ -12,6 +12,7 @@ from typing import Callable
 
 from ..core import dtype as dt
 from ..core.diagnostics import CodegenError
+from ..runtime.engine import has_symbol
 from ..tir import expr as E
 from .llvm_builder import Value, const_float, const_int, elem_type, lanes_of, vec
 from .llvm_common import is_half, mangle, storage_type, value_type
@@ -76,8 +77,6 @@ _symbol_cache: dict[str, bool] = {}
 def _has_symbol(name: str) -> bool:
     hit = _symbol_cache.get(name)
     if hit is None:
-        from ..runtime.engine import has_symbol
-
         hit = _symbol_cache[name] = has_symbol(name)
     return hit
 

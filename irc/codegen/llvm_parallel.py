@@ -24,15 +24,13 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import stmt as S
 from .llvm_builder import FunctionBuilder, Value, const_int
-from .llvm_common import natural_align, value_type
+from .llvm_common import natural_align, referenced_vars, value_type
 
 _SAVED = ("b", "vars", "heap_live", "in_parallel", "mask", "fmf")
 
 
 def emit_parallel_for(cg, loop: S.For) -> None:
     """Emit ``loop`` (kind parallel) as an OpenMP parallel region."""
-    from .llvm import referenced_vars
-
     free = [v for v in referenced_vars(loop) if id(v) in cg.vars and v is not loop.loop_var]
     values = [cg.vars[id(v)] for v in free]
     k = cg._parallel_count

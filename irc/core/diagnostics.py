@@ -6,6 +6,7 @@ carry a :class:`Span` and render ``file:line:col``, the offending line and a car
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 
@@ -139,8 +140,6 @@ class MissingDependencyError(IRCError, ImportError):
 
 def require(module: str, extra: str):
     """Import an optional dependency or raise a one-line install instruction."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -10,6 +10,8 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from .diagnostics import IRTypeError
 
 _SCALAR_CODES = ("int", "uint", "float", "bfloat")
@@ -131,8 +133,6 @@ _NUMPY_NAMES = {"bfloat16": "uint16"}
 
 def to_numpy(dtype: str):
     """The numpy dtype that stores ``dtype`` (bfloat16 is stored as its raw uint16 bits)."""
-    import numpy as np
-
     d = parse(dtype)
     if d.lanes != 1:
         raise IRTypeError(f"vector dtype {dtype!r} has no numpy equivalent")
@@ -146,8 +146,6 @@ def from_numpy(np_dtype) -> str:
         return _FROM_NUMPY[np_dtype]
     except (KeyError, TypeError):
         pass
-    import numpy as np
-
     name = np.dtype(np_dtype).name
     if name != "bool":
         check(name)

@@ -9,10 +9,13 @@ must meet its partner (names do not matter). ``structural_hash`` agrees with
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import struct
 from typing import Any
+
+import numpy as np
 
 from .diagnostics import IRCError
 from .expr import GlobalVar
@@ -86,8 +89,6 @@ class _Equal:
                     return False
             return True
         if _is_ndarray(a):
-            import numpy as np
-
             if not _is_ndarray(b) or a.dtype != b.dtype or a.shape != b.shape:
                 return self.fail(path, a, b, "constant arrays differ in dtype or shape")
             if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
@@ -166,8 +167,6 @@ def _short(x: Any) -> str:
 
 
 def _diff(lhs: Node, rhs: Node) -> str:
-    import difflib
-
     try:
         a = lhs.script().splitlines()
         b = rhs.script().splitlines()

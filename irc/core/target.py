@@ -17,6 +17,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
+import shutil
+import subprocess
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -50,19 +53,25 @@ _INT_OPTIONS = {"num-cores", "opt-level", "vector-width", "max-num-threads", "th
                 "max-shared-memory-per-block", "registers-per-block"}
 
 
+def llvm_binding() -> Any:
+    """llvmlite's LLVM bindings (``llvmlite.binding``), imported on first use: importing
+    irc does not load LLVM, compiling or querying the host CPU does."""
+    import llvmlite.binding  # lazy on purpose (see the docstring)
+
+    return llvmlite.binding
+
+
 @functools.lru_cache(maxsize=1)
 def host_cpu_name() -> str:
     """LLVM's name for the host CPU (e.g. ``znver4``, ``emeraldrapids``)."""
-    import llvmlite.binding as llvm
-
+    llvm = llvm_binding()
     return llvm.get_host_cpu_name()
 
 
 @functools.lru_cache(maxsize=1)
 def host_cpu_features() -> str:
     """The host CPU's feature string in LLVM syntax (``+avx512f,+fma,...``)."""
-    import llvmlite.binding as llvm
-
+    llvm = llvm_binding()
     return llvm.get_host_cpu_features().flatten()
 
 
@@ -84,8 +93,6 @@ def host_cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:  # pragma: no cover - non-Linux
         pass
-    import platform
-
     return platform.processor() or "unknown-cpu"
 
 
@@ -341,9 +348,6 @@ class Target:
 
 @functools.lru_cache(maxsize=1)
 def _gpu_name() -> str:
-    import shutil
-    import subprocess
-
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return "unknown-gpu"

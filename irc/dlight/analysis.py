@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.diagnostics import ScheduleError
+from ..core.node import Node, node_fields
 from ..core.structural import structural_equal
 from ..tir.analysis.buffer_access import collect_buffer_accesses
 from ..tir.buffer import Buffer
@@ -35,7 +36,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.schedule import BlockRV, LoopRV, Schedule
-from ..tir.schedule.state import FuncIndex, child_blocks
+from ..tir.schedule.state import FuncIndex, child_blocks, var_ids
 from ..tir.stmt import Block, BlockRealize, BufferStore, For
 
 # ---------------------------------------------------------------------------------
@@ -132,8 +133,6 @@ def _classify(realize: BlockRealize, loops: list[For]) -> list[tuple[str, Var | 
 
 
 def _uses(e: PrimExpr, v: Var) -> bool:
-    from ..tir.schedule.state import var_ids
-
     return id(v) in var_ids(e)
 
 
@@ -390,8 +389,6 @@ def multiply_operands(rhs: PrimExpr) -> tuple[PrimExpr, PrimExpr] | None:
 def has_guard(e: PrimExpr) -> bool:
     """True when ``e`` contains ``if_then_else`` (a padding guard)."""
     stack = [e]
-    from ..core.node import Node, node_fields
-
     while stack:
         x = stack.pop()
         if type(x) is Call and x.op == "if_then_else":

@@ -24,6 +24,7 @@ from ..core.target import Target
 from ..core.transform import Pass, PassContext
 from ..tir.stmt import PrimFunc
 from .base import ScheduleRule, is_scheduled
+from .cpu import default_rules
 
 
 @dataclass(frozen=True, init=False)
@@ -99,6 +100,4 @@ class DefaultScheduleForTarget(Pass):
         target = Target.current()
         if target is None or target.kind.name != "llvm":
             return mod
-        from .cpu import default_rules
-
         return ApplyDefaultSchedule(*default_rules()).transform_module(mod, ctx)

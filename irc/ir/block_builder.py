@@ -18,9 +18,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
+from ..core import dtype as dt
 from ..core.diagnostics import IRCError, IRTypeError
 from ..core.module import IRModule
 from ..core.structural import structural_equal
+from ..tir.stmt import PrimFunc
 from .expr import (
     Binding,
     BindingBlock,
@@ -45,6 +47,7 @@ from .expr import (
     Var,
     VarBinding,
 )
+from .op import get_op_def
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -61,6 +64,7 @@ from .struct_info_analysis import (
     format_sinfo,
     get_shape_vars,
     may_match,
+    struct_info_lca,
     substitute_sinfo,
 )
 
@@ -110,8 +114,6 @@ def function_sinfo(func: Any) -> FuncStructInfo:
             return func.struct_info
         return FuncStructInfo(params=tuple(p.sinfo for p in func.params),
                               ret=func.ret_struct_info, purity=func.is_pure)
-    from ..tir.stmt import PrimFunc
-
     if isinstance(func, PrimFunc):
         params: list[StructInfo] = []
         for p in func.params:
@@ -196,8 +198,6 @@ class Normalizer:
     def _Constant(self, e: Constant) -> Expr:
         if e.struct_info is not None:
             return e
-        from ..core import dtype as dt
-
         return e.replace(struct_info=TensorStructInfo(shape=shape_of(e.data.shape),
                                                       dtype=dt.from_numpy(e.data.dtype)))
 
@@ -258,8 +258,6 @@ class Normalizer:
         """The struct info of ``call`` (its arguments already normalized)."""
         op = call.op
         if isinstance(op, Op):
-            from .op import get_op_def
-
             opdef = get_op_def(op.name)
             if opdef.infer is None:
                 raise IRTypeError(f"R.{op.name} has no struct-info inference", node=call,
@@ -290,8 +288,6 @@ class Normalizer:
         raise IRTypeError(f"{format_sinfo(s)} is not callable", node=call, span=call.span)
 
     def _If(self, e: If) -> Expr:
-        from .struct_info_analysis import struct_info_lca
-
         cond = self.expr(e.cond)
         cs = cond.sinfo
         if not isinstance(cs, (PrimStructInfo, ObjectStructInfo)) and not (
@@ -605,8 +601,6 @@ class BlockBuilder:
 
 
 def _is_prim_func(func: Any) -> bool:
-    from ..tir.stmt import PrimFunc
-
     return isinstance(func, PrimFunc)
 
 

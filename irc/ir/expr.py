@@ -7,11 +7,13 @@ A normalized expression carries its ``struct_info`` (see ``struct_info.py``);
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import difflib
+from typing import Any, ClassVar, Iterable
 
 import numpy as np
 
 from ..core import dtype as dt
+from ..core.diagnostics import IRTypeError
 from ..core.expr import BaseExpr, GlobalVar
 from ..core.node import Node, node
 from ..tir.expr import PrimExpr
@@ -54,14 +56,19 @@ class Op(Expr):
 
     @staticmethod
     def get(name: str) -> Op:
+        """The operator named ``name`` (registered by ``irc.ir.op.register_op``); an
+        unknown name raises with the closest registered names."""
         op = Op._REGISTRY.get(name)
         if op is None:
-            from .op import get_op_def
-
-            get_op_def(name)  # raises a helpful error for unknown names
-            op = Op(name=name)
-            Op._REGISTRY[name] = op
+            raise unknown_operator(name, Op._REGISTRY)
         return op
+
+
+def unknown_operator(name: str, known: Iterable[str]) -> IRTypeError:
+    """The error for an operator name that is not registered, with close matches."""
+    close = difflib.get_close_matches(name, list(known), n=3)
+    hint = f"; did you mean {', '.join('R.' + c for c in close)}?" if close else ""
+    return IRTypeError(f"unknown operator R.{name}{hint}")
 
 
 @node

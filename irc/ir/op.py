@@ -16,8 +16,13 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..core import dtype as dt
 from ..core.diagnostics import IRTypeError
+from ..tir.expr import FloatImm, IntImm
+from .expr import Call, Expr, Op, Tuple, unknown_operator
+from .struct_info import StructInfo
 
 # Op patterns (fusion kinds), ordered as TVM orders them.
 ELEMWISE = 0
@@ -92,6 +97,7 @@ def register_op(name: str, operands: Sequence[str], attrs: Sequence[AttrSpec] = 
                            infer=infer, pattern=pattern, variadic=variadic, pure=pure,
                            doc=doc or (infer.__doc__ or ""), optional=tuple(optional),
                            extra=dict(extra or {}))
+        Op._REGISTRY[name] = Op(name=name)
         return infer
 
     return deco
@@ -109,30 +115,20 @@ def register_legalize(name: str) -> Callable[[Callable[..., Any]], Callable[...,
 
 def get_op_def(name: str) -> OpDef:
     """The registry entry of ``name``; an unknown name raises with close matches."""
-    _ensure_registered()
     opdef = _OPS.get(name)
     if opdef is None:
-        close = difflib.get_close_matches(name, list(_OPS), n=3)
-        hint = f"; did you mean {', '.join('R.' + c for c in close)}?" if close else ""
-        raise IRTypeError(f"unknown operator R.{name}{hint}")
+        raise unknown_operator(name, _OPS)
     return opdef
 
 
 def has_op(name: str) -> bool:
     """True when operator ``name`` is registered."""
-    _ensure_registered()
     return name in _OPS
 
 
 def list_ops() -> list[str]:
     """The names of every registered operator, sorted."""
-    _ensure_registered()
     return sorted(_OPS)
-
-
-def _ensure_registered() -> None:
-    # Operator definitions live in irc.ir.ops; importing it fills the registry.
-    from . import ops  # noqa: F401
 
 
 def bind_call_args(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> \
@@ -220,8 +216,6 @@ def _err(op: str, attr: str, what: str, value: Any) -> IRTypeError:
 
 
 def _py_int(value: Any) -> int | None:
-    from ..tir.expr import IntImm
-
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -229,8 +223,6 @@ def _py_int(value: Any) -> int | None:
     if isinstance(value, IntImm):
         return value.value
     try:
-        import numpy as np
-
         if isinstance(value, np.integer):
             return int(value)
     except ImportError:  # pragma: no cover
@@ -254,8 +246,6 @@ def conv_opt_int(value: Any, op: str, attr: str) -> int | None:
 def conv_float(value: Any, op: str, attr: str) -> float:
     """A float attribute (ints accepted)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        from ..tir.expr import FloatImm, IntImm
-
         if isinstance(value, (FloatImm, IntImm)):
             return float(value.value)
         raise _err(op, attr, "a number", value)
@@ -340,8 +330,6 @@ def conv_any(value: Any, op: str, attr: str) -> Any:
 
 def conv_sinfo(value: Any, op: str, attr: str) -> Any:
     """A struct info value."""
-    from .struct_info import StructInfo
-
     items = value if isinstance(value, (list, tuple)) else [value]
     for v in items:
         if not isinstance(v, StructInfo):
@@ -352,8 +340,6 @@ def conv_sinfo(value: Any, op: str, attr: str) -> Any:
 def make_call(name: str, *args: Any, span: Any = None, **kwargs: Any):
     """Build ``Call(Op.get(name), ...)`` from operands and attributes (not normalized:
     ``struct_info`` is filled in by ``BlockBuilder.normalize``)."""
-    from .expr import Call, Expr, Op, Tuple
-
     operands, attrs, sinfo_args = bind_call_args(name, args, kwargs)
     canonicalize = get_op_def(name).extra.get("canonicalize")
     if canonicalize is not None:

@@ -31,6 +31,7 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
+from ..ir.op import get_op_def
 from ..ir.struct_info import FuncStructInfo
 
 LEAF_TYPES = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, Op,
@@ -156,8 +157,6 @@ def is_pure_value(e: Expr, mod: IRModule | None = None) -> bool:
             return False
         op = e.op
         if isinstance(op, Op):
-            from ..ir.op import get_op_def
-
             return get_op_def(op.name).pure
         if isinstance(op, GlobalVar):
             callee = mod.get(op.name_hint) if mod is not None else None

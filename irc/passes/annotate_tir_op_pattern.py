@@ -33,7 +33,7 @@ from ..core.module import IRModule
 from ..core.transform import Pass, PassContext
 from ..ir.op import BROADCAST, COMM_REDUCE, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE
 from ..tir import expr as E
-from ..tir.stmt import Block, BufferStore, PrimFunc
+from ..tir.stmt import Block, BlockRealize, BufferStore, PrimFunc
 
 
 class _BodyAccesses(Visitor):
@@ -193,8 +193,6 @@ def analyze_op_pattern(func: PrimFunc) -> int:
 
 
 def _root_block(func: PrimFunc) -> Block | None:
-    from ..tir.stmt import BlockRealize
-
     body = func.body
     return body.block if isinstance(body, BlockRealize) else None
 

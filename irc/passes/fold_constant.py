@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen import build
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError
 from ..core.functor import Mutator, Visitor
@@ -50,9 +51,13 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
+from ..ir.op import get_op_def
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..tir import expr as E
+from ..tir.interpreter import run
 from ..tir.stmt import For, PrimFunc
+from .legalize import LegalizeContext
+from .legalize.rules import register_all
 
 # Below this many loop iterations the interpreter is faster than compiling with LLVM.
 _INTERPRETER_WORK = 20000
@@ -90,12 +95,8 @@ def run_prim_func(func: PrimFunc, inputs: list[np.ndarray],
     # (np.ascontiguousarray would turn 0-d arrays into 1-d ones.)
     args = [a if a.flags.c_contiguous else a.copy(order="C") for a in inputs] + outs
     if _work(func) <= _INTERPRETER_WORK:
-        from ..tir.interpreter import run
-
         run(func, *args)
         return outs
-    from ..codegen import build
-
     module = build(func.with_attr("global_symbol", "fold_constant_kernel"), target="llvm")
     module["fold_constant_kernel"](*args)
     return outs
@@ -105,8 +106,6 @@ class _Folder:
     """Evaluates call_tir expressions over constants."""
 
     def __init__(self, mod: IRModule, size_limit: int | None):
-        from .legalize.rules import register_all
-
         register_all()  # operators are folded through their legalization
         self.mod = mod
         self.size_limit = size_limit
@@ -169,9 +168,6 @@ class _Folder:
         return consts[0]
 
     def operator(self, call: Call) -> Expr | None:
-        from ..ir.op import get_op_def
-        from .legalize import LegalizeContext
-
         opdef = get_op_def(call.op.name)
         if call.op.name in _VM_NATIVE or not opdef.pure:
             return None

@@ -40,6 +40,7 @@ from ..ir.expr import (
     Binding,
     Call,
     Constant,
+    DataflowBlock,
     Expr,
     Function,
     GlobalVar,
@@ -346,8 +347,6 @@ class _CallRewriter(Mutator):
         self.dataflow = False
 
     def visit_SeqExpr(self, e: SeqExpr) -> Expr:
-        from ..ir.expr import DataflowBlock
-
         blocks = []
         changed = False
         for block in e.blocks:

@@ -18,26 +18,23 @@ from __future__ import annotations
 
 from ..core.diagnostics import IRCError
 from ..core.transform import Pass, Sequential
+from ..dlight.apply import DefaultScheduleForTarget
+from .annotate_tir_op_pattern import AnnotateTIROpPattern
+from .canonicalize_bindings import CanonicalizeBindings
+from .dead_code_elimination import DeadCodeElimination
+from .decompose_ops import DecomposeOpsForInference
+from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR
+from .legalize import LegalizeOps
+from .normalize import Normalize
 
 
 def _zero() -> Pass:
-    from .legalize import LegalizeOps
-
     return Sequential([LegalizeOps()], name="zero")
 
 
 def _default() -> Pass:
-    from ..dlight.apply import DefaultScheduleForTarget
-    from .annotate_tir_op_pattern import AnnotateTIROpPattern
-    from .canonicalize_bindings import CanonicalizeBindings
-    from .dead_code_elimination import DeadCodeElimination
-    from .decompose_ops import DecomposeOpsForInference
-    from .fold_constant import FoldConstant
-    from .fuse_ops import FuseOps
-    from .fuse_tir import FuseTIR
-    from .legalize import LegalizeOps
-    from .normalize import Normalize
-
     return Sequential([
         DecomposeOpsForInference(),
         Normalize(),

@@ -8,6 +8,7 @@ error that says so.
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 from ..core.diagnostics import IRCError, MissingDependencyError
@@ -32,8 +33,6 @@ def driver():
         mod = None
         for name in ("cuda.bindings.driver", "cuda.cuda"):
             try:
-                import importlib
-
                 mod = importlib.import_module(name)
                 break
             except ImportError:

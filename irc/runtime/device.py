@@ -8,6 +8,7 @@ first used on the device (creating the device object itself always works).
 from __future__ import annotations
 
 from ..core.diagnostics import IRCError
+from . import cuda_backend
 
 # DLPack device type codes.
 DL_CPU = 1
@@ -50,8 +51,6 @@ class Device:
         """True when the device can be used from this process."""
         if self.device_type == "cpu":
             return self.index == 0
-        from . import cuda_backend
-
         return cuda_backend.device_count() > self.index
 
     @property
@@ -59,16 +58,12 @@ class Device:
         """The CUDA compute capability (``"9.0"``); an error for CPUs or without a GPU."""
         if self.device_type != "cuda":
             raise DeviceError("compute_version is only defined for CUDA devices")
-        from . import cuda_backend
-
         major, minor = cuda_backend.compute_capability(self.index)
         return f"{major}.{minor}"
 
     def sync(self) -> None:
         """Wait until work queued on the device has finished (no-op on the CPU)."""
         if self.device_type == "cuda":
-            from . import cuda_backend
-
             cuda_backend.synchronize(self.index)
 
     def __eq__(self, other: object) -> bool:

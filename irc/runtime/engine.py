@@ -13,6 +13,7 @@ import os
 import threading
 
 from ..core.diagnostics import BuildError
+from ..core.target import Target, llvm_binding
 
 llvm_lock = threading.RLock()
 _initialized = False
@@ -53,8 +54,7 @@ def ensure_llvm() -> None:
     with llvm_lock:
         if _initialized:
             return
-        import llvmlite.binding as llvm
-
+        llvm = llvm_binding()
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
@@ -107,15 +107,12 @@ _machines: dict[str, object] = {}
 
 def target_machine(target):
     """The (cached) llvmlite TargetMachine of an llvm ``target`` (a Target or string)."""
-    from ..core.target import Target
-
+    llvm = llvm_binding()
     t = Target.canon(target)
     key = str(t)
     tm = _machines.get(key)
     if tm is None:
         ensure_llvm()
-        import llvmlite.binding as llvm
-
         triple = t.attrs.get("mtriple") or llvm.get_process_triple()
         try:
             llvm_target = llvm.Target.from_triple(triple)
@@ -131,9 +128,8 @@ def target_machine(target):
 
 def emit_assembly(llvm_ir: str, target) -> str:
     """Assembly text of LLVM IR ``llvm_ir`` for ``target``."""
+    llvm = llvm_binding()
     ensure_llvm()
-    import llvmlite.binding as llvm
-
     with llvm_lock:
         tm = target_machine(target)
         return tm.emit_assembly(llvm.parse_assembly(llvm_ir))
@@ -142,9 +138,8 @@ def emit_assembly(llvm_ir: str, target) -> str:
 def check_externals(names: list[str]) -> None:
     """Raise BuildError when the process cannot resolve one of ``names`` (linking an
     object with an unresolved symbol would abort the process)."""
+    llvm = llvm_binding()
     ensure_llvm()
-    import llvmlite.binding as llvm
-
     missing = [n for n in names if not llvm.address_of_symbol(n)]
     if missing:
         hint = None
@@ -156,24 +151,21 @@ def check_externals(names: list[str]) -> None:
 
 def has_symbol(name: str) -> bool:
     """True when the process can resolve function ``name``."""
+    llvm = llvm_binding()
     ensure_llvm()
-    import llvmlite.binding as llvm
-
     return bool(llvm.address_of_symbol(name))
 
 
 def _host_machine():
-    import llvmlite.binding as llvm
-
+    llvm = llvm_binding()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(reloc="pic", codemodel="default")
 
 
 def load_object(data: bytes, symbols: tuple[str, ...] = ()) -> LoadedObject:
     """Link the object file ``data`` into the process."""
+    llvm = llvm_binding()
     ensure_llvm()
-    import llvmlite.binding as llvm
-
     with llvm_lock:
         try:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_machine())

@@ -19,15 +19,19 @@ import json
 import os
 import struct
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
-from .engine import LoadedObject, check_externals, load_object, mark_openmp_used
-from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer
+from ..core.target import Target
+from .engine import LoadedObject, check_externals, emit_assembly, load_object, mark_openmp_used
+from .fastcall import make_fast_call
+from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer, from_dlpack
 from .signature import KernelSignature, eval_dim, format_dim
+from .timer import time_evaluator
 
 FORMAT = "irc-llvm-module/1"
 _MAGIC = b"IRCMOD01"
@@ -94,8 +98,6 @@ class Function:
         dim_names = {d for p in self._plans for d in _dim_names(p.spec)}
         self._dim_scalars = {i for i, sc in enumerate(signature.scalars)
                              if sc.name in dim_names}
-        from .fastcall import make_fast_call
-
         self._fast = make_fast_call(self)
         self._fast_arrays: Any = None
 
@@ -157,8 +159,6 @@ class Function:
             ptr = None
             tensor_dtype = None
         elif hasattr(a, "__dlpack__"):
-            from .ndarray import from_dlpack
-
             t = from_dlpack(a)
             arr, ptr, tensor_dtype = t._array, t.data_ptr, t.dtype
         else:
@@ -271,8 +271,6 @@ class Function:
         """The call the VM makes: numpy arguments it guarantees 64-byte aligned and
         C-contiguous; a dtype or shape mismatch still takes the checked path and raises."""
         if self._fast_arrays is None:
-            from .fastcall import make_fast_call
-
             self._fast_arrays = make_fast_call(self, arrays=True)
         return self._fast_arrays
 
@@ -409,8 +407,6 @@ class Module:
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
                        repeats_to_cooldown: int = 1):
         """A callable timing function ``name``; see :func:`irc.runtime.timer.time_evaluator`."""
-        from .timer import time_evaluator
-
         return time_evaluator(self.get_function(name), dev, number=number, repeat=repeat,
                               min_repeat_ms=min_repeat_ms,
                               cooldown_interval_ms=cooldown_interval_ms,
@@ -425,8 +421,6 @@ class Module:
                 raise IRCError("this module was loaded without its LLVM IR")
             return self.llvm_ir
         if fmt in ("asm", "s"):
-            from .engine import emit_assembly
-
             return emit_assembly(self.get_source("ll"), self.target)
         if fmt == "json":
             return json.dumps(self._metadata(), indent=1)
@@ -491,14 +485,10 @@ def load_module(path: str) -> Module:
     with open(side) as f:
         meta = json.load(f)
     mod = _from_metadata(meta, obj)
-    from ..core.target import Target
-
     host = Target.canon("llvm")
     t = Target.canon(mod.target)
     if t.kind.name == "llvm" and t.mcpu != host.mcpu:
         # Code for another CPU may use instructions this one lacks; say so, then try.
-        import warnings
-
         warnings.warn(f"module {path} was compiled for -mcpu={t.mcpu}, this machine is "
                       f"{host.mcpu}", stacklevel=2)
     return mod

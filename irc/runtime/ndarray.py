@@ -9,12 +9,15 @@ extra). Tensors speak DLPack both ways: ``np.from_dlpack(t)`` and
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, RuntimeShapeError
+from . import cuda_backend
 from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu
 from .device import device as as_device
 
@@ -43,9 +46,6 @@ def _probe_data_offset() -> int | None:
     """Offset of the data pointer inside a numpy array object (CPython + numpy ABI:
     ``PyObject_HEAD`` then ``char *data``), verified on sample arrays; None if it does
     not hold, then the slower ``arr.ctypes.data`` is used."""
-    import ctypes
-    import sys
-
     if sys.implementation.name != "cpython":
         return None
     off = 2 * ctypes.sizeof(ctypes.c_void_p)
@@ -62,8 +62,6 @@ _DATA_OFFSET = _probe_data_offset()
 def data_pointer(arr: np.ndarray) -> int:
     """The address of ``arr``'s first element (fast path of ``arr.ctypes.data``)."""
     if _DATA_OFFSET is not None:
-        import ctypes
-
         return ctypes.c_void_p.from_address(id(arr) + _DATA_OFFSET).value or 0
     return arr.ctypes.data
 
@@ -147,8 +145,6 @@ class Tensor:
         """A numpy copy of the data (bfloat16 as its uint16 bits)."""
         if self._array is not None:
             return self._array.copy()
-        from . import cuda_backend
-
         out = aligned_empty(self.shape, dt.to_numpy(self.dtype))
         if self.nbytes:
             cuda_backend.copy_device_to_host(out.ctypes.data, self._mem, self.nbytes)
@@ -165,8 +161,6 @@ class Tensor:
                     f"copyfrom: tensor of shape {source.shape} {source.dtype} into "
                     f"{self.shape} {self.dtype}")
             if not self.is_cpu and not source.is_cpu:
-                from . import cuda_backend
-
                 cuda_backend.copy_device_to_device(self._mem, source._mem, self.nbytes)
                 return self
             source = source._array if source.is_cpu else source.numpy()
@@ -178,8 +172,6 @@ class Tensor:
         if self._array is not None:
             np.copyto(self._array, arr, casting="unsafe")
         else:
-            from . import cuda_backend
-
             host = np.ascontiguousarray(arr, dtype=dt.to_numpy(self.dtype))
             if self.nbytes:
                 cuda_backend.copy_host_to_device(self._mem, host.ctypes.data, self.nbytes)
@@ -237,8 +229,6 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32",
     device = cpu() if device is None else as_device(device)
     if device.device_type == "cpu":
         return Tensor(array=aligned_empty(shape, dt.to_numpy(dtype)), dtype=dtype, device=device)
-    from . import cuda_backend
-
     size = 1
     for s in shape:
         size *= s

@@ -12,6 +12,7 @@ builtins register themselves here.
 from __future__ import annotations
 
 import difflib
+import importlib
 from typing import Any, Callable
 
 from ..core.diagnostics import IRCError
@@ -59,7 +60,5 @@ def _load_providers() -> None:
     if _loaded:
         return
     _loaded = True
-    import importlib
-
     for mod in _PROVIDERS:
         importlib.import_module(mod)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from ..core.diagnostics import CodegenError
+from ..tir import expr as E
 
 Dim = Union[int, str, list]
 
@@ -24,8 +25,6 @@ _OPS = {
 
 def encode_dim(e: Any, var_name: Callable[[Any], str]) -> Dim:
     """Encode an integer loop-IR expression (a shape dimension) as a :data:`Dim`."""
-    from ..tir import expr as E
-
     if isinstance(e, int):
         return e
     if isinstance(e, E.IntImm):

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..core.diagnostics import IRCError
 
 _GOLDEN = 1.618
@@ -122,8 +124,6 @@ class TimeEvaluator:
                 time.sleep(self.cooldown_interval_ms / 1e3)
         for orig, copy in staged:
             if orig is not None:
-                import numpy as np
-
                 np.copyto(orig, copy)
         self.calls = calls
         return BenchmarkResult(tuple(results), number)

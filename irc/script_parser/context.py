@@ -11,6 +11,9 @@ from typing import Any, Iterator
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, IRParseError, IRTypeError, Span
+from ..core.node import Node
+from ..ir.printer import MetadataRef
+from ..tir.expr import IntImm
 from . import syntax as syn
 
 
@@ -27,6 +30,15 @@ class Namespace:
 
 
 NAMESPACES = {"T": Namespace("T"), "R": Namespace("R"), "I": Namespace("I")}
+
+
+class DTypeMarker:
+    """The value of ``T.float32`` (a dtype used as an annotation or a constructor)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
 
 
 def span_of(node: Any) -> Span | None:
@@ -59,8 +71,6 @@ def located(node: Any) -> Iterator[None]:
 
 def describe(value: Any) -> str:
     """A short description of an evaluated value for messages."""
-    from ..core.node import Node
-
     if isinstance(value, bool):
         return f"the bool {value}"
     if isinstance(value, (int, float)):
@@ -186,8 +196,6 @@ def expect_str(value: Any, what: str, node: Any) -> str:
 
 def expect_dtype(value: Any, what: str, node: Any) -> str:
     """A valid dtype string (``T.float32`` written as a dtype object is accepted too)."""
-    from .tir_expr import DTypeMarker
-
     if isinstance(value, DTypeMarker):
         value = value.dtype
     if not isinstance(value, str):
@@ -202,8 +210,6 @@ def expect_dtype(value: Any, what: str, node: Any) -> str:
 
 def expect_int(value: Any, what: str, node: Any) -> int:
     """``value`` as a Python int (an integer immediate is accepted)."""
-    from ..tir.expr import IntImm
-
     if isinstance(value, IntImm) and value.dtype != "bool":
         return value.value
     if isinstance(value, bool) or not isinstance(value, int):
@@ -240,16 +246,12 @@ def target_names(node: Any, what: str) -> list[tuple[str, Any]]:
 def attr_value(value: Any, node: Any, what: str = "attribute value") -> Any:
     """Check a Python-level attribute value (func_attr, block_attr, annotations): only
     None, bools, numbers, strings, IR nodes and lists/dicts of them are kept."""
-    from ..core.node import Node
-
     if value is None or isinstance(value, (bool, int, float, str, Node)):
         return value
     if isinstance(value, (list, tuple)):
         return [attr_value(v, node, what) for v in value]
     if isinstance(value, dict):
         return {attr_key(k, node): attr_value(v, node, what) for k, v in value.items()}
-    from ..ir.printer import MetadataRef
-
     if isinstance(value, MetadataRef):
         return value
     raise parse_error(f"{what} cannot be {describe(value)}", node)

@@ -10,6 +10,7 @@ import inspect
 from typing import Any, Callable
 
 from ..core.diagnostics import IRParseError
+from . import parse
 
 
 def _source_of(obj: Any, decorator: str) -> tuple[str, str]:
@@ -68,8 +69,6 @@ def _in_class_body(depth: int) -> bool:
 def _decorator(name: str, allowed: tuple[str, ...]) -> Callable[..., Any]:
     def deco(obj: Any = None, **kwargs: Any) -> Any:
         def apply(target: Any, depth: int) -> Any:
-            from . import parse
-
             options = _options(kwargs, allowed, name)
             if name != "I.ir_module" and _in_class_body(depth + 1):
                 return target

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.module import IRModule
 from ..core.structural import structural_equal
 from ..ir.block_builder import BlockBuilder
 from ..ir.expr import (
@@ -27,8 +28,9 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.struct_info import FuncStructInfo, StructInfo
+from ..ir.struct_info import FuncStructInfo, ObjectStructInfo, StructInfo
 from ..ir.struct_info_analysis import format_sinfo, is_base_of, may_match
+from ..tir.expr import Var as TVar
 from . import syntax as syn
 from .context import (
     Scopes,
@@ -117,8 +119,6 @@ class FunctionBuilder:
     def signature(self, fdef: syn.FuncDef, pure: bool) -> FuncStructInfo:
         """The function's struct info from its annotations alone (to type calls of it
         before it is built)."""
-        from ..ir.struct_info import ObjectStructInfo
-
         with self.scopes.function():
             params, ret = self._signature(fdef)
         return FuncStructInfo(params=tuple(p.struct_info for p in params),
@@ -207,8 +207,6 @@ class FunctionBuilder:
         name = _call_name(s.value)
         if name is not None and name.startswith("T.") and is_dtype_name(name[2:]) and \
                 not s.value.args and not s.value.kwargs:
-            from ..tir.expr import Var as TVar
-
             dtype = name[2:]
             if dtype in ("void", "handle"):
                 raise parse_error(f"T.{dtype}() is not a symbolic variable type", s)
@@ -386,8 +384,6 @@ class FunctionBuilder:
 def relax_module_builder(prim_funcs: dict) -> BlockBuilder:
     """A BlockBuilder over a module holding the already-built loop functions (so
     ``R.call_tir`` can check its callee)."""
-    from ..core.module import IRModule
-
     return BlockBuilder(IRModule(functions=dict(prim_funcs)))
 
 

@@ -29,6 +29,8 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
+from ..ir.op import get_op_def, make_call
+from ..ir.printer import MetadataRef
 from ..ir.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -41,6 +43,7 @@ from ..ir.struct_info import (
 from ..tir import expr as te
 from . import syntax as syn
 from .context import (
+    DTypeMarker,
     bind_args,
     describe,
     expect_bool,
@@ -51,8 +54,8 @@ from .context import (
     parse_error,
     type_error,
 )
-from .module_builder import ModuleEvaluator, TypeVarDecl
-from .tir_expr import DTypeMarker
+from .module_expr import ModuleEvaluator, TypeVarDecl
+from .syntax import parse_syntax
 
 
 class ModuleRef:
@@ -144,8 +147,6 @@ class RelaxEvaluator(ModuleEvaluator):
             fields = tuple(self.to_expr(v, node) for v in value)
             with located(node):
                 return self.normalize(Tuple(fields=fields, span=getattr(node, "span", None)))
-        from ..ir.printer import MetadataRef
-
         if isinstance(value, MetadataRef):
             raise parse_error(f"{value.metadata_text()} is not in this text: it was printed "
                               "without show_meta=True; print it with show_meta=True or pass "
@@ -185,8 +186,6 @@ class RelaxEvaluator(ModuleEvaluator):
         return e
 
     def dim_string(self, text: str, node: Any) -> Any:
-        from .syntax import parse_syntax
-
         try:
             stmts = parse_syntax(SourceFile(f"<dimension {text!r}>", text))
         except IRParseError as e:
@@ -238,8 +237,6 @@ class RelaxEvaluator(ModuleEvaluator):
         return self.op_call(name, node)
 
     def op_call(self, name: str, node: syn.Call) -> Expr:
-        from ..ir.op import get_op_def, make_call
-
         with located(node):
             opdef = get_op_def(name)
         values, kw = self.args(node)

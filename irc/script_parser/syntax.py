@@ -19,6 +19,7 @@ from lark.exceptions import LarkError
 from lark.lark import PostLex
 
 from ..core.diagnostics import IRParseError, SourceFile, Span
+from .syntax_errors import convert_lark_error
 
 # ---------------------------------------------------------------------------------
 # Syntax classes
@@ -634,8 +635,6 @@ def _parser() -> tuple[Lark, _ToSyntax, _Indenter]:
 def parse_syntax(source: SourceFile) -> list[Syntax]:
     """Parse ``source`` into a list of top-level syntax statements; raises IRParseError
     naming file:line:col for text that is not valid syntax."""
-    from .syntax_errors import convert_lark_error
-
     text = source.text
     if not text.endswith("\n"):
         text += "\n"

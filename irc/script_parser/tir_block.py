@@ -15,6 +15,7 @@ from typing import Any
 from ..core import dtype as dt
 from ..tir import expr as te
 from ..tir import stmt as ts
+from ..tir.analysis import detect_block_access_regions
 from ..tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from . import syntax as syn
 from .context import (
@@ -101,12 +102,6 @@ class BlockBuilderMixin:
                                    block=block, span=s.span)
 
     def detect_regions(self, block: ts.Block, frame: _BlockFrame, node: Any) -> ts.Block:
-        try:
-            from ..tir.analysis import detect_block_access_regions
-        except ImportError:
-            raise parse_error(f"block '{block.name}' has no T.reads/T.writes; write them "
-                              "explicitly (automatic detection needs "
-                              "irc.tir.analysis.detect_block_access_regions)", node) from None
         reads, writes = detect_block_access_regions(block)
         return block.replace(reads=tuple(reads) if frame.reads is None else block.reads,
                              writes=tuple(writes) if frame.writes is None else block.writes)

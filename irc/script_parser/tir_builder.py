@@ -17,6 +17,7 @@ from ..tir import stmt as ts
 from ..tir.buffer import Buffer
 from . import syntax as syn
 from .context import (
+    DTypeMarker,
     attr_key,
     attr_value,
     bind_args,
@@ -30,7 +31,7 @@ from .context import (
     type_error,
 )
 from .tir_block import ALLOC_NAMES, HEADER_ONLY, BlockBuilderMixin
-from .tir_expr import BufferMethod, DTypeMarker, ExprEvaluator, extent_of, is_dtype_name
+from .tir_expr import BufferMethod, ExprEvaluator, extent_of, is_dtype_name
 
 _LOOP_KINDS = {"range": "serial", "T.serial": "serial", "T.parallel": "parallel",
                "T.vectorized": "vectorized", "T.unroll": "unrolled",

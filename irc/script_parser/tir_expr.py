@@ -21,6 +21,7 @@ from ..tir.intrin import INTRINSICS, infer_dtype
 from . import syntax as syn
 from .context import (
     NAMESPACES,
+    DTypeMarker,
     Namespace,
     Scopes,
     bind_args,
@@ -31,15 +32,6 @@ from .context import (
     parse_error,
     type_error,
 )
-
-
-class DTypeMarker:
-    """The value of ``T.float32`` (a dtype used as an annotation or a constructor)."""
-
-    __slots__ = ("dtype",)
-
-    def __init__(self, dtype: str):
-        self.dtype = dtype
 
 
 class BufferMethod:

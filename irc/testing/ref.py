@@ -5,6 +5,7 @@ Straightforward and readable rather than fast; float64 accumulation where cheap.
 
 from __future__ import annotations
 
+from math import erf, sqrt
 from typing import Sequence
 
 import numpy as np
@@ -132,8 +133,6 @@ def batch_norm(x: np.ndarray, gamma, beta, mean, var, axis: int = 1,
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """Exact GELU, ``x * Phi(x)``, with ``math.erf`` element by element."""
-    from math import erf, sqrt
-
     verf = np.vectorize(erf)
     return (0.5 * x * (1.0 + verf(x / sqrt(2.0)))).astype(x.dtype)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Union
 
+import numpy as np
+
 from ..core import dtype as dt
 from ..core.diagnostics import IRTypeError
 from ..core.node import Node, node
@@ -480,8 +482,6 @@ def convert(value: ExprLike, dtype: str | None = None) -> PrimExpr:
         return const(value, dtype)
     # numpy scalars
     try:
-        import numpy as np
-
         if isinstance(value, np.generic):
             return const(value.item(), dt.from_numpy(value.dtype))
     except ImportError:  # pragma: no cover

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from ..core.diagnostics import IRTypeError
 from ..core.node import Node, node
 from .buffer import Buffer, BufferRegion, MatchBufferRegion
-from .expr import IterVar, PrimExpr, Var
+from .expr import IntImm, IterVar, PrimExpr, Var
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
 THREAD_TAGS = (
@@ -258,13 +258,9 @@ def seq(*stmts: Stmt | None) -> Stmt:
 
 def no_op() -> Stmt:
     """The empty statement (``T.evaluate(0)``)."""
-    from .expr import IntImm
-
     return Evaluate(value=IntImm(dtype="int32", value=0))
 
 
 def is_no_op(s: Stmt) -> bool:
     """True for the empty statement (``Evaluate`` of a constant)."""
-    from .expr import IntImm
-
     return isinstance(s, Evaluate) and isinstance(s.value, IntImm)

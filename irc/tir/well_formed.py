@@ -42,6 +42,7 @@ from .expr import (
     Select,
     Var,
 )
+from .intrin import check_call
 from .stmt import (
     Allocate,
     AssertStmt,
@@ -189,8 +190,6 @@ class WellFormedChecker:
             for a in e.args:
                 self.expr(a)
             try:
-                from .intrin import check_call
-
                 check_call(e)
             except IRTypeError as err:
                 self.fail(f"call of {e.op}: {err.message}", e)

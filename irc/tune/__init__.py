@@ -89,7 +89,6 @@ from .measure import (
     RecordToDatabase,
     Runner,
     RunResult,
-    TraceReplayUnavailable,
     apply_trace,
 )
 from .record import MeasureErrorKind, TuningRecord, Workload, trace_key, workload_key

@@ -16,11 +16,17 @@ OpenMP runtime, so its children can. Every process dies with its parent
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
+import signal
 import sys
 import traceback
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
 from typing import Any
+
+from irc.core.diagnostics import IRCError
 
 _out: Any = None
 
@@ -47,9 +53,6 @@ def in_worker() -> bool:
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
-        import signal
-
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
@@ -82,8 +85,6 @@ def serve(conn: Any) -> None:
         except TaskFailure as err:
             reply = ("fail", err.kind, err.message)
         except Exception as err:  # noqa: BLE001 - every failure becomes an answer
-            from irc.core.diagnostics import IRCError
-
             if isinstance(err, IRCError):
                 reply = ("fail", "", str(err))
             else:
@@ -105,8 +106,6 @@ def _redirect_output(log_path: str | None) -> None:
 
 
 def _forked_worker(control: Any, fd: int, log_path: str | None) -> None:
-    from multiprocessing.connection import Connection
-
     try:
         control.close()
         _die_with_parent()
@@ -122,8 +121,6 @@ def _forked_worker(control: Any, fd: int, log_path: str | None) -> None:
 
 def zygote(conn: Any) -> None:
     """Fork workers on request until ``conn`` closes (the zygote loop)."""
-    from multiprocessing import reduction
-
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -156,12 +153,8 @@ def zygote(conn: Any) -> None:
 
 def main(argv: list[str]) -> int:
     """Run as a worker (``argv[2] == "worker"``) or a zygote on socket fd ``argv[1]``."""
-    from multiprocessing.connection import Connection
-
     _die_with_parent()
     conn = Connection(int(argv[1]))
-    import irc  # noqa: F401 - the import this process exists to pay once
-
     if len(argv) > 2 and argv[2] == "zygote":
         zygote(conn)
     else:

@@ -26,8 +26,10 @@ from ..core.diagnostics import TuningError
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import Var
+from ..tir.schedule import Schedule, Trace, layout_rewrite_preproc, layout_rewrites
+from ..tir.schedule.rewrite import replace_buffers
 from ..tir.stmt import PrimFunc
-from .record import TuningRecord
+from .record import TuningRecord, canonical_trace
 
 
 class LayoutRewriteOption:
@@ -51,8 +53,6 @@ def _check_option(option: int) -> int:
 def trace_without_layout_rewrite(trace: Any) -> Any:
     """A trace (JSON) without its LayoutRewrite instructions (nothing uses their
     outputs, so the rest replays unchanged)."""
-    from .record import canonical_trace
-
     trace = canonical_trace(trace)
     if trace is None:
         return None
@@ -69,8 +69,6 @@ def schedule_from_record(func: PrimFunc, record: TuningRecord | Any,
     """An ``irc.tir.Schedule`` of ``func`` with the record's trace replayed (the
     unscheduled function for the default record), its layout rewrites handled by
     ``option``."""
-    from ..tir.schedule import Schedule, Trace
-
     _check_option(option)
     trace = record.trace if isinstance(record, TuningRecord) else record
     if option == LayoutRewriteOption.NO_REWRITE:
@@ -91,9 +89,6 @@ def schedule_from_record(func: PrimFunc, record: TuningRecord | Any,
 def with_transform_stage(func: PrimFunc) -> PrimFunc:
     """``func`` taking its layout-rewritten weights in their original layout: each is
     packed into a buffer of the rewritten layout by a first, parallel stage."""
-    from ..tir.schedule import layout_rewrite_preproc, layout_rewrites
-    from ..tir.schedule.rewrite import replace_buffers
-
     rewrites = layout_rewrites(func)
     if not rewrites:
         return func

@@ -35,17 +35,23 @@ import sys
 import tempfile
 from typing import Any, Callable, Sequence
 
+from ..codegen import build
 from ..core.diagnostics import TuningError
 from ..core.target import Target
+from ..tir.schedule import Trace, pack_params
 from ..tir.stmt import PrimFunc
+from ..tir.te import ComputeDAG
+from ..vm import link
 from .apply import LayoutRewriteOption, schedule_from_record
 from .builder import LocalBuilder
 from .cost_model import RandomModel, XGBModel
 from .database import Database, open_database
+from .graph import apply_database, default_schedules, graph_tasks, prepare_graph
 from .measure import RecordToDatabase
 from .runner import LocalRunner
 from .search import banner
 from .task import BlockDAG, TuneTask
+from .tuner import tune_tasks
 
 # ---------------------------------------------------------------------------------------
 # Workloads
@@ -214,8 +220,6 @@ class SearchTask:
                  target: Any = None, target_host: Any = None, hardware_params: Any = None,
                  layout_rewrite_option: int | None = None, task_inputs: Any = None,
                  desc: str = "", prim_func: PrimFunc | None = None, weight: int = 1):
-        from ..tir.te import ComputeDAG
-
         del target_host, hardware_params, task_inputs  # host CPU only; kept for compatibility
         self.target = Target.canon(target if target is not None else
                                    (Target.current() or "llvm"))
@@ -326,8 +330,6 @@ class SearchTask:
     def pack_weights(self, sch: Any, *arrays: Any) -> list:
         """The call arguments of ``sch``'s function from arrays in their original layouts
         (layout-rewritten weights packed; see ``REWRITE_FOR_PRE_TRANSFORMED``)."""
-        from ..tir.schedule import pack_params
-
         return pack_params(sch.mod["main"], *arrays)
 
     def print_best(self, log_file: str, print_mode: str = "schedule") -> str:
@@ -343,14 +345,10 @@ class SearchTask:
                               "or 'cuda'")
         rec = self._best(os.fspath(log_file))
         if print_mode == "llvm":
-            from ..codegen import build
-
             sch = schedule_from_record(self.func, rec, self.layout_rewrite_option)
             return build(sch.mod, target=self.target).llvm_ir
         if rec.is_default:
             return "# the unscheduled function is the fastest measured: no schedule\n"
-        from ..tir.schedule import Trace
-
         return Trace.from_json(rec.trace).as_python() + "\n"
 
 
@@ -392,8 +390,6 @@ def _preload(engine: Any, sources: Sequence[str], tasks: Sequence[SearchTask],
 def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
           options: TuningOptions, policy: SketchPolicy | None,
           load_log_file: str | None = None, strategy: str = "gradient") -> Any:
-    from .tuner import tune_tasks
-
     if not isinstance(options, TuningOptions):
         raise TuningError(f"tune() takes auto_scheduler.TuningOptions, got "
                           f"{type(options).__name__}")
@@ -494,8 +490,6 @@ def extract_tasks(mod: Any, params: Any = None, target: Any = None,
     """The search tasks of a graph module (``mod`` or ``mod["main"]``) with ``params``
     bound, and their weights (calls per run): one task per distinct fused loop function
     of the module ``irc.compile`` would build."""
-    from .graph import graph_tasks, prepare_graph
-
     del kwargs
     t = Target.canon(target if target is not None else (Target.current() or "llvm"))
     prepared = prepare_graph(mod, params, t)
@@ -527,8 +521,6 @@ class ApplyHistoryBest:
     def apply(self, mod: Any, params: Any = None, target: Any = None) -> Any:
         """``mod`` prepared for ``target`` (weights bound, default pipeline) with the best
         schedules in place."""
-        from .graph import apply_database, prepare_graph
-
         t = Target.canon(target if target is not None else (Target.current() or "llvm"))
         db = self._db(t)
         try:
@@ -541,9 +533,6 @@ class ApplyHistoryBest:
 
     def compile(self, mod: Any, target: Any = "llvm", params: Any = None) -> Any:
         """Build ``mod`` with the best schedules: an ``irc.vm.Executable``."""
-        from ..vm import link
-        from .graph import default_schedules
-
         t = Target.canon(target)
         return link(default_schedules(self.apply(mod, params, t), t), t)
 

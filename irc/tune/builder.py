@@ -18,8 +18,10 @@ import time
 from collections import OrderedDict, deque
 from typing import Any, Sequence
 
+from ..codegen import build
 from ..core.diagnostics import IRCError, TuningError
-from ..core.target import host_num_cores
+from ..core.target import Target, host_num_cores
+from ..runtime.module import Module
 from ..tir.stmt import PrimFunc
 from .measure import BUILD_ERROR, BUILD_TIMEOUT, Builder, BuildResult, MeasureInput, apply_trace
 from .worker_pool import START_TIMEOUT, WorkerDied, WorkerProcess, wait_any
@@ -42,8 +44,6 @@ def _resolve_postproc(path: str):
 def serialize_for_runner(module: Any) -> bytes:
     """A compiled module as bytes for a runner process (object code and signatures; the
     LLVM IR text is left out to keep messages small)."""
-    from ..runtime.module import Module
-
     if not isinstance(module, Module):
         serialize = getattr(module, "serialize", None)
         if serialize is None:
@@ -60,8 +60,6 @@ def build_candidate(key: str, workload_blob: bytes | None, trace: Any,
                     ) -> tuple[bytes, float]:
     """Worker side of :class:`LocalBuilder`: compile one candidate and return
     ``(serialized module, seconds)``. Raises on failure (the worker reports it)."""
-    from ..codegen import build
-
     t0 = time.perf_counter()
     if func_blob is not None:
         func = pickle.loads(func_blob)
@@ -78,8 +76,6 @@ def build_candidate(key: str, workload_blob: bytes | None, trace: Any,
             _worker_workloads.move_to_end(key)
         func = apply_trace(base, trace)
     if postproc:
-        from ..core.target import Target
-
         func = _resolve_postproc(postproc)(func, Target.canon(target))
     module = build(func, target=target, name="main")
     return serialize_for_runner(module), time.perf_counter() - t0

@@ -39,10 +39,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtype as dt
-from ..core.diagnostics import TuningError
+from ..core.diagnostics import IRCError, TuningError
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt import PrimFunc
+from ..tir.transform import LOWERING_PASSES
 
 # ---------------------------------------------------------------------------------------
 # Layout of a feature vector
@@ -111,8 +112,6 @@ _MATH_FUNCS = frozenset({
 # ---------------------------------------------------------------------------------------
 
 def _feature_passes() -> tuple:
-    from ..tir.transform import LOWERING_PASSES
-
     passes = []
     for p in LOWERING_PASSES:
         if type(p).__name__ in ("VectorizeLoop", "UnrollLoop"):
@@ -636,8 +635,6 @@ def features_of_inputs(inputs: Sequence[Any]) -> list[np.ndarray]:
     """Features of measure inputs: each input's cached ``features`` when the search set
     them, else extracted from its scheduled function (and cached on the input). A
     candidate whose schedule cannot be replayed gets an empty feature set."""
-    from ..core.diagnostics import IRCError
-
     out = []
     for inp in inputs:
         feats = getattr(inp, "features", None)

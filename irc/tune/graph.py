@@ -20,10 +20,32 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import passes
 from ..core.diagnostics import TuningError
-from ..core.module import IRModule
-from ..ir.expr import Call, Constant, DataflowBlock, Function, GlobalVar, Op, SeqExpr, Tuple
+from ..core.functor import Visitor
+from ..core.module import IRModule, unique_name
+from ..core.target import Target
+from ..dlight.apply import DefaultScheduleForTarget
+from ..ir.expr import (
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    Op,
+    SeqExpr,
+    Tuple,
+    Var,
+    VarBinding,
+)
+from ..ir.ops import call_tir
+from ..ir.struct_info import TensorStructInfo, shape_of
+from ..tir.schedule import layout_rewrite_preproc, layout_rewrites, pack_weight
 from ..tir.stmt import PrimFunc
+from ..vm import link
+from .apply import LayoutRewriteOption, schedule_from_record
+from .database import Database, open_database
 from .record import workload_key
 from .task import TuneTask, flop_count
 
@@ -61,8 +83,6 @@ def _entry(mod: IRModule) -> str:
 def _unscheduled_pipeline() -> Any:
     """The default pipeline without its last step, the default schedule rules (tuning
     starts from unscheduled loop functions)."""
-    from .. import passes
-
     pipe = passes.get_pipeline("default")
     steps = [p for p in getattr(pipe, "passes", [pipe])
              if p.info.name != "DefaultScheduleForTarget"]
@@ -72,12 +92,6 @@ def _unscheduled_pipeline() -> Any:
 def default_schedules(mod: IRModule, target: Any) -> IRModule:
     """``mod`` with the default schedule rules applied to every loop function that is
     not scheduled yet (what an untuned ``irc.compile`` does)."""
-    from ..core.target import Target
-
-    try:
-        from ..dlight.apply import DefaultScheduleForTarget
-    except ImportError:  # pragma: no cover - the default rules ship with irc
-        return mod
     with Target.canon(target):
         return DefaultScheduleForTarget()(mod)
 
@@ -85,9 +99,6 @@ def default_schedules(mod: IRModule, target: Any) -> IRModule:
 def prepare_graph(mod: Any, params: Any = None, target: Any = None) -> IRModule:
     """``mod`` with ``params`` bound as constants and the default pipeline applied (what
     ``irc.compile`` builds), loop functions left unscheduled for tuning."""
-    from .. import passes
-    from ..core.target import Target
-
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
     if not isinstance(mod, IRModule):
@@ -102,8 +113,6 @@ def prepare_graph(mod: Any, params: Any = None, target: Any = None) -> IRModule:
 
 
 def _call_tir_sites(mod: IRModule) -> list[tuple[Call, PrimFunc]]:
-    from ..core.functor import Visitor
-
     found: list[tuple[Call, PrimFunc]] = []
 
     class _Find(Visitor):
@@ -203,16 +212,12 @@ class _Applier:
                 workload_key(site_function(call, callee)))
 
     def _name(self, base: str) -> str:
-        from ..core.module import unique_name
-
         name = unique_name(base, self.taken, "_")
         self.taken.add(name)
         return name
 
     def scheduled_for(self, func: PrimFunc, callee: GlobalVar
                       ) -> tuple[GlobalVar, PrimFunc] | None:
-        from .apply import schedule_from_record
-
         key = workload_key(func)
         if key in self.scheduled:
             return self.scheduled[key]
@@ -235,8 +240,6 @@ class _Applier:
         return result
 
     def preproc_for(self, func: PrimFunc, param: int, key: str) -> GlobalVar:
-        from ..tir.schedule import layout_rewrite_preproc
-
         gv = self.preprocs.get((key, param))
         if gv is None:
             pre = layout_rewrite_preproc(func, param)
@@ -256,8 +259,6 @@ class _Applier:
         return func.replace(body=body.replace(blocks=tuple(blocks)))
 
     def _block(self, block: Any) -> Any:
-        from ..ir.expr import VarBinding
-
         out = []
         changed = False
         for binding in block.bindings:
@@ -273,11 +274,6 @@ class _Applier:
         return block.replace(bindings=tuple(out)) if changed else block
 
     def _call(self, call: Call, binding: Any, dataflow: bool) -> list[Any] | None:
-        from ..ir.expr import DataflowVar, Var, VarBinding
-        from ..ir.ops import call_tir
-        from ..ir.struct_info import TensorStructInfo, shape_of
-        from ..tir.schedule import layout_rewrites, pack_weight
-
         callee = self.mod.functions.get(call.args[0])
         if not isinstance(callee, PrimFunc) or callee.attrs.get("tir.is_scheduled"):
             return None
@@ -338,9 +334,6 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
     module docstring). For a module of loop functions only (no graph function), each
     PrimFunc is replaced directly (layout rewrites then use ``option``, by default
     ``INSERT_TRANSFORM_STAGE`` so callers keep their layouts)."""
-    from .apply import LayoutRewriteOption, schedule_from_record
-    from .database import Database, open_database
-
     db = database if isinstance(database, Database) else open_database(database, target)
     try:
         if any(isinstance(f, Function) for f in mod.functions.values()):
@@ -370,8 +363,6 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
 def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = None) -> Any:
     """Prepare ``mod`` (bind ``params``, default pipeline), put the database's best
     schedules in place and build it: an ``irc.vm.Executable``."""
-    from ..vm import link
-
     prepared = prepare_graph(mod, params, target)
     tuned = apply_database(prepared, database, target)
     return link(default_schedules(tuned, target), target)

@@ -20,7 +20,10 @@ from typing import Any, Callable, Sequence
 
 from ..core.diagnostics import TuningError
 from ..core.module import IRModule
+from ..core.target import Target
+from ..tir.schedule import Schedule, Trace
 from ..tir.stmt import PrimFunc
+from .database import open_database
 from .record import (
     MeasureErrorKind,
     TuningRecord,
@@ -40,11 +43,6 @@ WRONG_RESULT = MeasureErrorKind.WRONG_RESULT
 # ---------------------------------------------------------------------------------------
 # Traces
 # ---------------------------------------------------------------------------------------
-
-
-class TraceReplayUnavailable(TuningError):
-    """Replaying a trace needs the schedule language (``irc.tir.schedule``), which is
-    missing from this installation."""
 
 
 def func_of_schedule(sch: Any) -> PrimFunc:
@@ -68,12 +66,6 @@ def apply_trace(func: PrimFunc, trace: Any) -> PrimFunc:
     trace = canonical_trace(trace)
     if trace is None:
         return func
-    try:
-        from ..tir.schedule import Schedule, Trace
-    except ImportError:
-        raise TraceReplayUnavailable("replaying a schedule trace needs irc.tir.schedule (the "
-                                     "schedule language), which this installation lacks"
-                                     ) from None
     sch = Schedule(func)
     tr = Trace.from_json(trace)
     params = inspect.signature(tr.apply_to_schedule).parameters
@@ -107,8 +99,6 @@ class MeasureInput:
                               f"{type(workload).__name__}")
         if func is not None and not isinstance(func, PrimFunc):
             raise TuningError(f"MeasureInput.func must be a PrimFunc, got {type(func).__name__}")
-        from ..core.target import Target
-
         self.workload = workload
         self.trace = canonical_trace(trace)
         self.target = Target.canon(target)
@@ -265,8 +255,6 @@ class RecordToDatabase:
     one durable write per batch."""
 
     def __init__(self, database: Any, seed: int | None = None, task_name: str = ""):
-        from .database import open_database
-
         self.database = open_database(database)
         self.seed = seed
         self.task_name = task_name
@@ -322,6 +310,6 @@ __all__ = [
     "BUILD_ERROR", "BUILD_TIMEOUT", "Builder", "BuildResult", "MeasureCallback",
     "MeasureErrorKind", "MeasureInput", "MeasureResult", "ProgramMeasurer",
     "RecordToDatabase", "RUN_ERROR", "RUN_TIMEOUT", "RunResult", "Runner",
-    "TraceReplayUnavailable", "WRONG_RESULT",
+    "WRONG_RESULT",
     "apply_trace", "combine_results", "func_of_schedule",
 ]

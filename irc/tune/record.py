@@ -27,6 +27,9 @@ from typing import Any
 
 from ..core.diagnostics import TuningError
 from ..core.structural import structural_hash_hex
+from ..core.target import Target
+from ..core.version import __version__
+from ..script_parser import parse
 from ..tir.stmt import PrimFunc
 
 RECORD_FORMAT = 1
@@ -122,8 +125,6 @@ class Workload:
     def func(self) -> PrimFunc:
         """The function (parsed from :attr:`text` the first time when loaded from a file)."""
         if self._func is None:
-            from ..script_parser import parse
-
             func = parse(self._text, source_name=f"<workload {self.key}>")
             if not isinstance(func, PrimFunc):
                 # A module text with one loop function.
@@ -189,8 +190,6 @@ class TuningRecord:
                 self.error_msg = self.error_msg or f"measured times {self.run_secs} are not finite"
                 self.run_secs = None
         if not self.version:
-            from .. import __version__
-
             self.version = __version__
 
     @property
@@ -276,7 +275,5 @@ class TuningRecord:
 
 def target_identity(target: Any) -> tuple[str, str]:
     """``(str(target), target.fingerprint())`` of a Target or target string."""
-    from ..core.target import Target
-
     t = Target.canon(target)
     return str(t), t.fingerprint()

@@ -31,8 +31,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..codegen import build
+from ..core import dtype as dt
 from ..core.diagnostics import IRCError, TuningError
 from ..core.functor import Visitor
+from ..runtime.module import Module
+from ..runtime.ndarray import aligned_empty
+from ..runtime.timer import time_evaluator
+from ..tir import expr as E
+from ..tir.schedule.index_map import IndexMap
 from ..tir.stmt import PrimFunc
 from ._worker import TaskFailure, notify
 from .builder import serialize_for_runner
@@ -102,9 +109,6 @@ _flush_buffer: np.ndarray | None = None
 
 def _random_arrays(function: Any, seed: int, shapes: dict[int, tuple] | None = None
                    ) -> list[np.ndarray]:
-    from ..core import dtype as dt
-    from ..runtime.ndarray import aligned_empty
-
     sig = function.signature
     if sig.scalars or sig.shape_vars:
         raise TaskFailure(RUN_ERROR, f"{sig.name} has scalar parameters or symbolic shapes; "
@@ -128,8 +132,6 @@ def _random_arrays(function: Any, seed: int, shapes: dict[int, tuple] | None = N
 
 
 def _load_function(artifact: bytes) -> Any:
-    from ..runtime.module import Module
-
     try:
         module = Module.deserialize(artifact)
         return module.get_function(module.entry_name)
@@ -198,8 +200,6 @@ def _compare(function: Any, got: list[np.ndarray], expected: dict[int, np.ndarra
 
 def _index_value(e: Any, env: dict[int, np.ndarray]) -> Any:
     """An index-map expression evaluated elementwise on integer grids."""
-    from ..tir import expr as E
-
     t = type(e)
     if t is E.Var:
         return env[id(e)]
@@ -215,9 +215,6 @@ def _index_value(e: Any, env: dict[int, np.ndarray]) -> Any:
 def _pack_arrays(function: Any, arrays: list[np.ndarray], rewrites: list) -> list[np.ndarray]:
     """``arrays`` (original layouts) with each layout-rewritten parameter packed into the
     layout the candidate expects."""
-    from ..runtime.ndarray import aligned_empty
-    from ..tir.schedule.index_map import IndexMap
-
     sig = function.signature
     out = [a.copy() for a in arrays]
     for rw in rewrites:
@@ -268,8 +265,6 @@ def _time_flushing(function: Any, arrays: list[np.ndarray], number: int, repeat:
 def run_candidate(spec: dict) -> list[float]:
     """Worker side of :class:`LocalRunner`: load, check and time one candidate; returns
     seconds per run of each repeat (raises TaskFailure with an error kind on failure)."""
-    from ..runtime.timer import time_evaluator
-
     function = _load_function(spec["artifact"])
     check = spec["check"]
     rewrites = spec.get("layout_rewrites")
@@ -367,8 +362,6 @@ class LocalRunner(Runner):
         key = inp.workload.key
         blob = self._references.get(key)
         if blob is None:
-            from ..codegen import build
-
             blob = serialize_for_runner(build(inp.workload.func, target=inp.target,
                                               name="main"))
             self._references[key] = blob

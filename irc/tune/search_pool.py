@@ -19,6 +19,9 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from ..core.diagnostics import IRCError
+from ..tir.schedule import Trace
+from .features import extract_features
+from .space.sketch import Candidate, Sketch
 from .worker_pool import WorkerDied, WorkerProcess
 
 Job = tuple  # (kind, sketch index, seed, parent trace JSON or None)
@@ -40,9 +43,6 @@ def _load(key: str, setup: bytes | None) -> tuple:
         return entry
     if setup is None:
         raise IRCError(f"the search worker has no search space for workload {key}")
-    from ..tir.schedule import Trace
-    from .space.sketch import Sketch
-
     func, space, traces = pickle.loads(setup)
     sketches = [Sketch(i, Trace.from_json(t), None) for i, t in enumerate(traces)]
     entry = (func, space, sketches)
@@ -54,9 +54,6 @@ def _load(key: str, setup: bytes | None) -> tuple:
 
 def run_job(func: Any, space: Any, sketches: Sequence[Any], job: Job) -> tuple | None:
     """One job in this process: ``(trace JSON, features)`` or None."""
-    from .features import extract_features
-    from .space.sketch import Candidate
-
     kind, sketch, seed, parent = job
     rng = random.Random(seed)
     if kind == "sample":

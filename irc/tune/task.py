@@ -16,14 +16,18 @@ import logging
 import math
 from typing import Any
 
+from .. import passes
 from ..core import dtype as dt
 from ..core.diagnostics import TuningError
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule
+from ..core.target import Target
+from ..ir.expr import Call, Function, GlobalVar, Op
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt import PrimFunc
-from .record import Workload
+from ..tir.te.compute_dag import MAX_LINE_WIDTH, expr_repr
+from .record import Workload, workload_key
 
 logger = logging.getLogger("irc.tune")
 
@@ -166,14 +170,10 @@ class BlockDAG:
 
     def workload_key(self) -> str:
         """``["<workload key>", [shape of each parameter], ...]`` as JSON."""
-        from .record import workload_key
-
         shapes = [_dims(b.shape) for b in self.func.buffers]
         return json.dumps([workload_key(self.func), *shapes])
 
     def _lines(self) -> list[str]:
-        from ..tir.te.compute_dag import expr_repr
-
         func = self.func
         params = {id(b.data): b for b in func.buffers}
         declared: set[int] = set()
@@ -210,8 +210,6 @@ class BlockDAG:
         return f"{name}({axes}) = {expr_repr(display.visit(value))}"
 
     def __str__(self) -> str:
-        from ..tir.te.compute_dag import MAX_LINE_WIDTH
-
         half = MAX_LINE_WIDTH // 2
         out = []
         for line in self._lines():
@@ -238,8 +236,6 @@ class TuneTask:
     """
 
     def __init__(self, func: PrimFunc, target: Any = "llvm", name: str = "", weight: int = 1):
-        from ..core.target import Target
-
         if not isinstance(func, PrimFunc):
             raise TuningError(f"a tuning task needs a PrimFunc, got {type(func).__name__}")
         if weight < 0:
@@ -282,8 +278,6 @@ class TuneTask:
 def _call_tir_callees(func: Any) -> list[Any]:
     """GlobalVars called through ``R.call_tir`` in a graph function, in program order,
     once per call site."""
-    from ..ir.expr import Call, GlobalVar, Op
-
     found: list[Any] = []
 
     class _Finder(Visitor):
@@ -298,8 +292,6 @@ def _call_tir_callees(func: Any) -> list[Any]:
 
 
 def _prepare(mod: IRModule, params: dict | None, fuse: bool | None) -> IRModule:
-    from .. import passes
-
     if params:
         names = [gv.name_hint for gv, f in mod.functions.items()
                  if not isinstance(f, PrimFunc)]
@@ -333,9 +325,6 @@ def extract_tasks(mod: Any, target: Any = "llvm", params: dict | None = None, *,
     ``include_simple_tasks``; functions with symbolic shapes cannot be tuned and are left
     out with a note on the ``irc.tune`` logger.
     """
-    from ..ir.expr import Function
-    from .record import workload_key
-
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
     if not isinstance(mod, IRModule):

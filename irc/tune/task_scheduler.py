@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence, TextIO
 import numpy as np
 
 from ..core.diagnostics import TuningError
+from .database import open_database
 from .task import TuneTask
 
 # A task whose candidates all fail this many rounds in a row is given up.
@@ -138,8 +139,6 @@ class TaskScheduler:
 
     # -- resuming -----------------------------------------------------------------------
     def _load(self, source: Any) -> None:
-        from .database import open_database
-
         db = open_database(source, self.tasks[0].target)
         try:
             for i, task in enumerate(self.tasks):

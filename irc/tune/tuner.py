@@ -22,10 +22,14 @@ import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
 
+from ..codegen import build as build_mod
 from ..core.diagnostics import IRCError, TuningError
-from ..core.target import Target
+from ..core.target import Target, host_num_cores
+from ..dlight.cpu import default_rules
 from .builder import LocalBuilder
+from .cost_model import CostModel, create_cost_model
 from .database import Database, open_database
+from .features import extract_features
 from .measure import (
     Builder,
     MeasureInput,
@@ -37,6 +41,7 @@ from .measure import (
 from .record import MeasureErrorKind, TuningRecord, trace_key
 from .runner import LocalRunner
 from .search import EvolutionarySearch, banner
+from .search_pool import EvaluatorPool
 from .space import SpaceGenerator
 from .task import TuneTask
 from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary
@@ -75,8 +80,6 @@ def check_target_buildable(target: Target) -> None:
     measures compiled kernels)."""
     if target.kind.name == "llvm":
         return
-    from ..codegen import build as build_mod
-
     if target.kind.name not in getattr(build_mod, "_BUILDERS", {}):
         raise TuningError(f"cannot tune for {target}: irc's code generation for "
                           f"{target.kind.name} is not available yet, so candidates cannot be "
@@ -118,8 +121,6 @@ class TuningEngine(TaskTuner):
                  callbacks: Sequence[Callable] = (), seed: int = 0, verbose: int = 1,
                  out: TextIO | None = None, log_dir: str | None = None,
                  early_stopping: int | None = None, search_workers: int | None = None):
-        from .cost_model import CostModel, create_cost_model
-
         self.tasks = list(tasks)
         if not self.tasks:
             raise TuningError("nothing to tune: the task list is empty")
@@ -144,9 +145,6 @@ class TuningEngine(TaskTuner):
         else:
             self.cost_model = create_cost_model(cost_model or "auto")
         self.space = space if space is not None else SpaceGenerator(self.target)
-        from ..core.target import host_num_cores
-        from .search_pool import EvaluatorPool
-
         n_workers = host_num_cores() if search_workers is None else int(search_workers)
         self.pool = EvaluatorPool(n_workers if n_workers > 1 else 0, log_dir)
         self.search_options = {**DEFAULT_SEARCH, **search_options_of(search_options)}
@@ -196,8 +194,6 @@ class TuningEngine(TaskTuner):
                     ) -> int:
         """Teach the search and the cost model what a database already measured (the
         engine's own by default); returns how many records were used."""
-        from .features import extract_features
-
         own = records is None
         if records is None:
             records = self.database.records_of(st.task.workload)
@@ -291,11 +287,7 @@ class TuningEngine(TaskTuner):
         trace = None
         task = self.tasks[task_id]
         if task.target.kind.name == "llvm":
-            try:
-                from ..dlight.cpu import default_rules
-            except ImportError:  # pragma: no cover - the default rules ship with irc
-                default_rules = None
-            for rule in default_rules() if default_rules else []:
+            for rule in default_rules():
                 try:
                     sch = rule.apply(task.func, task.target, False)
                 except IRCError:

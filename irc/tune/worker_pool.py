@@ -63,11 +63,10 @@ def describe_exit(returncode: int | None) -> str:
 
 def _spawn(mode: str, log) -> tuple[subprocess.Popen, Connection]:
     """Start ``python -c _LAUNCH <fd> <mode>`` connected by a socket pair."""
-    import irc
-
     parent, child = socket.socketpair()
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(irc.__file__)))
+    # The directory holding the irc package (irc/tune/worker_pool.py is three levels down).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         proc = subprocess.Popen([sys.executable, "-c", _LAUNCH, str(child.fileno()), mode],

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import passes
+from ..codegen import build as build_kernels
 from ..core.diagnostics import BuildError
 from ..core.module import IRModule
 from ..core.target import Target
 from ..ir.expr import Function
+from ..runtime import Module
 from ..tir.stmt import PrimFunc
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable
@@ -28,8 +31,6 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",  # noqa: 
     what the VM executes: call_tir of PrimFuncs, packed calls, tuples, constants).
     ``params`` binds weights by parameter name first (``passes.BindParams``).
     """
-    from .. import passes
-
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
     if not isinstance(mod, IRModule):
@@ -56,8 +57,6 @@ def _entry_name(mod: IRModule) -> str:
 
 def link(mod: IRModule, target: Any = "llvm") -> Executable:
     """Build the kernels and bytecode of an already-optimized module."""
-    from ..codegen import build as build_kernels
-
     t = Target.canon(target)
     kernels = {}
     for gv, f in mod.functions.items():
@@ -71,7 +70,5 @@ def link(mod: IRModule, target: Any = "llvm") -> Executable:
     if kernels:
         lib = build_kernels(IRModule(functions=kernels), target=t)
     else:
-        from ..runtime import Module
-
         lib = Module(b"", {}, [], str(t))
     return Executable(functions, consts.values, lib, str(t))

@@ -22,7 +22,15 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import RuntimeShapeError, VMError
-from ..runtime import Device, Tensor, aligned_empty, cpu
+from ..runtime import (
+    Device,
+    Tensor,
+    aligned_empty,
+    cpu,
+    from_dlpack,
+    get_global_func,
+    time_evaluator,
+)
 from ..runtime import device as as_device
 from ..runtime.ndarray import ALIGNMENT, data_pointer
 from .bytecode import ValueCheck, VMFunction, expr_to_python
@@ -51,8 +59,6 @@ def _to_value(arg: Any, device: Device) -> Any:
     if isinstance(arg, (bool, int, float, np.generic, str)):
         return arg
     if hasattr(arg, "__dlpack__"):
-        from ..runtime import from_dlpack
-
         return from_dlpack(arg)._array
     raise RuntimeShapeError(f"cannot pass a {type(arg).__name__} to a VM function; use "
                             "irc.tensor(...) or a numpy array")
@@ -198,8 +204,6 @@ class _PreparedFunction:
         return run
 
     def _op_packed(self, name: str, args: list[int], dst: int) -> _Closure:
-        from ..runtime import get_global_func
-
         func = get_global_func(name)
         fname = self.fn.name
 
@@ -359,8 +363,6 @@ class VirtualMachine:
     def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
                        repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., Any]:
         """Time function ``name`` as ``Module.time_evaluator`` does (seconds per call)."""
-        from ..runtime import time_evaluator
-
         return time_evaluator(self[name], dev or self.device, number=number, repeat=repeat,
                               min_repeat_ms=min_repeat_ms)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
+from ...tir.schedule.state import var_ids
 from ...tir.stmt import PrimFunc
 from ..analysis import (
     BlockInfo,
@@ -166,8 +167,6 @@ def pack_strided_weights(sch: Schedule, anchor_name: str) -> Schedule:
 
 
 def _uses_var(e, v) -> bool:
-    from ...tir.schedule.state import var_ids
-
     return id(v) in var_ids(e)
 
 

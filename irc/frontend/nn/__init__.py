@@ -19,7 +19,6 @@ operators, ``nn.spec`` the input specifications.
 
 from . import op, spec
 from .core import NNError, Parameter, Tensor
-from .export import export_module, export_params
 from .layers import (
     GELU,
     AdaptiveAvgPool2D,
@@ -40,7 +39,7 @@ from .layers import (
     Softmax,
     Tanh,
 )
-from .module import Module, ModuleList, Sequential
+from .module import Module, ModuleList, Sequential, export_module, export_params
 
 __all__ = [
     "op", "spec", "NNError", "Parameter", "Tensor", "Module", "ModuleList", "Sequential",

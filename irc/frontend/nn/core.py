@@ -23,7 +23,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.diagnostics import IRCError, SourceFile, Span
 from ...ir.block_builder import BlockBuilder
-from ...ir.expr import Constant, Expr, Var
+from ...ir.expr import Constant, Expr, Tuple, Var
 from ...ir.struct_info import TensorStructInfo
 from ...ir.struct_info_analysis import format_sinfo
 from ...tir.expr import IntImm, PrimExpr
@@ -233,78 +233,70 @@ class Tensor:
         shown = format_sinfo(s) if s is not None else "?"
         return f"nn.Tensor({getattr(self._expr, 'name_hint', 'const')}: {shown})"
 
-    # -- operators (thin wrappers over nn.op) ----------------------------------------
+    # -- operators: the functions of nn.op, which builds on this module and registers them
+    # here (register_tensor_operator) -------------------------------------------------
     def __add__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.add(self, other)
+        return _operator("add")(self, other)
 
     def __radd__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.add(other, self)
+        return _operator("add")(other, self)
 
     def __sub__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.subtract(self, other)
+        return _operator("subtract")(self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.subtract(other, self)
+        return _operator("subtract")(other, self)
 
     def __mul__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.multiply(self, other)
+        return _operator("multiply")(self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.multiply(other, self)
+        return _operator("multiply")(other, self)
 
     def __truediv__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.divide(self, other)
+        return _operator("divide")(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.divide(other, self)
+        return _operator("divide")(other, self)
 
     def __matmul__(self, other: Any) -> Tensor:
-        from . import op
-
-        return op.matmul(self, other)
+        return _operator("matmul")(self, other)
 
     def __neg__(self) -> Tensor:
-        from . import op
-
-        return op.negative(self)
+        return _operator("negative")(self)
 
     def reshape(self, *shape: Any) -> Tensor:
         """``x.reshape(2, -1)`` or ``x.reshape((2, -1))``: a tensor of the new shape."""
-        from . import op
-
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return op.reshape(self, shape)
+        return _operator("reshape")(self, shape)
 
     def permute_dims(self, *axes: int) -> Tensor:
         """``x.permute_dims(1, 0)``; no axes reverses the dimensions."""
-        from . import op
-
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return op.permute_dims(self, list(axes) if axes else None)
+        return _operator("permute_dims")(self, list(axes) if axes else None)
 
     def astype(self, dtype: str) -> Tensor:
         """The tensor converted to ``dtype``."""
-        from . import op
+        return _operator("astype")(self, dtype)
 
-        return op.astype(self, dtype)
+
+_TENSOR_OPERATORS: dict[str, Any] = {}
+
+
+def register_tensor_operator(name: str, fn: Any) -> None:
+    """Make ``fn`` (a function of :mod:`irc.frontend.nn.op`) what Tensor's operator or
+    method ``name`` calls."""
+    _TENSOR_OPERATORS[name] = fn
+
+
+def _operator(name: str) -> Any:
+    fn = _TENSOR_OPERATORS.get(name)
+    if fn is None:
+        raise NNError(f"Tensor operator {name!r} is not available: import irc.frontend.nn.op, "
+                      "which defines it")
+    return fn
 
 
 # ---------------------------------------------------------------------------------
@@ -432,8 +424,6 @@ def output_expr(value: Any, frame: ExportFrame, method: str) -> Expr:
     if isinstance(value, Tensor):
         return value.expr_in(frame)
     if isinstance(value, (tuple, list)) and value:
-        from ...ir.expr import Tuple
-
         return Tuple(fields=tuple(output_expr(v, frame, method) for v in value))
     raise NNError(f"method '{method}' must return an nn.Tensor or a non-empty tuple of them, "
                   f"got {type(value).__name__}")

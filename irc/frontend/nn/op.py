@@ -18,7 +18,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr, TupleGetItem
-from .core import ExportFrame, NNError, Tensor, current_frame
+from .core import ExportFrame, NNError, Tensor, current_frame, register_tensor_operator
 
 # ---------------------------------------------------------------------------------
 # Operand conversion
@@ -378,6 +378,10 @@ def pad(x: Tensor, pad_width: Sequence[int], mode: str = "constant", value: floa
     frame = _frame("pad")
     return frame.emit(ops.nn.pad(_tensor(frame, x, "pad"), pad_width, mode, value), name)
 
+
+for _name in ("add", "subtract", "multiply", "divide", "matmul", "negative", "reshape",
+              "permute_dims", "astype"):
+    register_tensor_operator(_name, globals()[_name])  # Tensor's operators and methods
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal", "less",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from ...tir import expr as te
@@ -225,8 +227,6 @@ def to_prim_value(value: Any, what: str, dtype: str | None = None) -> Any:
             dtype = None
         return PrimValue(value=te.const(value, dtype or "float32"))
     try:
-        import numpy as np
-
         if isinstance(value, np.generic):
             return to_prim_value(value.item(), what, dtype)
     except ImportError:  # pragma: no cover

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...tir.stmt import PrimFunc
 from ..expr import Call, Expr, ExternFunc, GlobalVar
 from ..op import OPAQUE, AttrSpec, conv_sinfo, make_call, register_op
 from ..struct_info import (
@@ -82,8 +83,6 @@ def _infer_call_tir(call: Call, ctx: Any) -> StructInfo:
         n_extra = max(s.ndim, 0)
     func = ctx.lookup(gvar) if ctx is not None else None
     if func is not None:
-        from ...tir.stmt import PrimFunc
-
         if not isinstance(func, PrimFunc):
             raise fail(call, f"@{gvar.name_hint} is a graph function, not a loop function; "
                              "call it directly instead of through R.call_tir")

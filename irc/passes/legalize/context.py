@@ -15,8 +15,12 @@ from typing import Any, Callable
 from ...core.diagnostics import LegalizeError
 from ...core.module import IRModule
 from ...core.structural import structural_hash_hex
+from ...ir.block_builder import normalize
 from ...ir.expr import Expr, GlobalVar
+from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
+from ...tir import te
+from ...tir.expr import IntImm, cast
 from ...tir.stmt import PrimFunc
 
 
@@ -63,9 +67,6 @@ class LegalizeContext:
     def call_te(self, fcompute: Callable[..., Any], *args: Any, name: str,
                 **kwargs: Any) -> Expr:
         """``R.call_tir`` of the PrimFunc computing ``fcompute(*args, **kwargs)``."""
-        from ...ir.ops import call_tir
-        from ...tir import te
-
         inputs: list[Expr] = []
         placeholders: list[Any] = []
 
@@ -96,14 +97,10 @@ class LegalizeContext:
         sinfos = [TensorStructInfo(shape=tuple(_as_int64(s) for s in o.shape), dtype=o.dtype)
                   for o in outs]
         out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
-        from ...ir.block_builder import normalize
-
         return normalize(call_tir(gv, inputs, out_sinfo))
 
 
 def _as_int64(e: Any) -> Any:
-    from ...tir.expr import IntImm, cast
-
     if isinstance(e, IntImm):
         return IntImm(dtype="int64", value=e.value)
     return cast(e, "int64")

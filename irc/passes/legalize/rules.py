@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...core.diagnostics import LegalizeError
-from ...ir.expr import Call, Expr, PrimValue
+from ...ir.expr import Call, Expr, PrimValue, Tuple
 from ...ir.op import get_op_def
 from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
@@ -96,8 +96,6 @@ def _clip(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("nn.dropout")
 def _dropout(ctx: LegalizeContext, call: Call) -> Expr:
-    from ...ir.expr import Tuple
-
     # Inference: the output is the input, the mask all ones.
     out = ctx.call_te(topi.identity, call.args[0], name="dropout")
     mask = ctx.call_te(topi.full_like, call.args[0], 1, name="dropout_mask")
@@ -236,8 +234,6 @@ def _group_norm(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("nn.batch_norm")
 def _batch_norm(ctx: LegalizeContext, call: Call) -> Expr:
-    from ...ir.expr import Tuple
-
     a = call.attrs
     out = ctx.call_te(topi.nn.batch_norm, *call.args[:5], axis=a["axis"],
                       epsilon=a["epsilon"], center=a["center"], scale=a["scale"],
@@ -288,8 +284,6 @@ def _flatten(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("concat")
 def _concat(ctx: LegalizeContext, call: Call) -> Expr:
-    from ...ir.expr import Tuple
-
     tensors = call.args[0]
     if not isinstance(tensors, Tuple):
         raise LegalizeError("R.concat needs a tuple of tensors written in place", node=call,

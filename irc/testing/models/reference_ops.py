@@ -10,6 +10,8 @@ float64 arrays for an oracle, float32 for a timing peer).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # relu and softmax are already vectorized in the single-operator references.
@@ -125,12 +127,11 @@ def gelu(x: np.ndarray) -> np.ndarray:
     installed (vectorized), else from ``math.erf`` element by element (slower, equally
     exact): numpy has no erf of its own."""
     try:
-        from scipy.special import erf as verf
+        from scipy.special import erf as verf  # optional: imported only where used
     except ImportError:
-        from math import erf
 
         def verf(a: np.ndarray) -> np.ndarray:
-            return np.frompyfunc(erf, 1, 1)(a).astype(a.dtype)
+            return np.frompyfunc(math.erf, 1, 1)(a).astype(a.dtype)
 
     return 0.5 * x * (1.0 + verf(x / x.dtype.type(np.sqrt(2.0))))
 

@@ -24,6 +24,7 @@ from ...core.node import Node, node_fields
 from ..arith import Analyzer, IntervalSet, union_intervals
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from ..functor.substitute import substitute
 from ..stmt import (
     Allocate,
     Block,
@@ -32,6 +33,7 @@ from ..stmt import (
     DeclBuffer,
     For,
     LetStmt,
+    Stmt,
 )
 
 
@@ -66,8 +68,6 @@ class _Collector:
         self.note(table, buf, [self.relax(i) for i in indices])
 
     def region(self, table: dict, r: BufferRegion, subst: dict | None) -> None:
-        from ..transform.substitute import substitute
-
         sets = []
         for rg in r.region:
             lo = rg.min if subst is None else substitute(rg.min, subst)
@@ -144,8 +144,6 @@ class _Collector:
                     self._any(v)
 
     def _any(self, v) -> None:
-        from ..stmt import Stmt
-
         if isinstance(v, Stmt):
             self.stmt(v)
         elif isinstance(v, (PrimExpr, tuple, list)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from ...core.node import Node, node_fields
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, Let, Var
 from ..stmt import (
@@ -50,8 +51,6 @@ class _UndefinedVars:
             self.visit(e)
 
     def visit(self, n) -> None:
-        from ...core.node import Node, node_fields
-
         if isinstance(n, (tuple, list)):
             for x in n:
                 self.visit(x)
@@ -158,8 +157,6 @@ def undefined_vars(node, defined: Iterable[Var] = ()) -> list[Var]:
 def uses_var(e, predicate: Callable[[Var], bool] | set | frozenset) -> bool:
     """Whether expression (or statement) ``e`` mentions a variable satisfying
     ``predicate`` (a function, or a set of variables)."""
-    from ...core.node import Node, node_fields
-
     if isinstance(predicate, (set, frozenset)):
         ids = {id(v) for v in predicate}
         test = lambda v: id(v) in ids  # noqa: E731 - tiny adapter
@@ -192,8 +189,6 @@ def uses_var(e, predicate: Callable[[Var], bool] | set | frozenset) -> bool:
 def collect_vars(e) -> list[Var]:
     """The distinct variables an expression (or statement) mentions, in order of first
     appearance; buffers' data pointers are not included."""
-    from ...core.node import Node, node_fields
-
     out: list[Var] = []
     seen: set[int] = set()
 

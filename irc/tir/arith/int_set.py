@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from ...core import dtype as dt
 from ..expr import (
     Add,
     Broadcast,
+    BufferLoad,
     Call,
     Cast,
     Div,
@@ -28,6 +30,7 @@ from ..expr import (
     PrimExpr,
     Ramp,
     Range,
+    Reduce,
     Select,
     Sub,
     Var,
@@ -240,8 +243,6 @@ class IntSetEvaluator:
         return IntervalSet.everything()
 
     def _cast(self, e: Cast) -> IntervalSet:
-        from ...core import dtype as dt
-
         src, dst = e.value.dtype, e.dtype
         if dt.is_integer(src) and dt.is_integer(dst) and dt.bits(dst) >= dt.bits(src):
             a = self._eval(e.value)
@@ -297,8 +298,6 @@ def _bin(cls, a: PrimExpr | None, b: PrimExpr | None) -> PrimExpr | None:
 
 def _children(e: PrimExpr):
     """The expression children of ``e`` (enough for variable-use checks)."""
-    from ..expr import BufferLoad, Reduce
-
     cls = type(e)
     a = getattr(e, "a", None)
     if a is not None:

@@ -50,6 +50,7 @@ from ..expr import (
 from .bound import NEG_INF, POS_INF
 from .canonical import Lin, add, scale
 from .fold import fold_binary, fold_cast, fold_compare, make_const
+from .int_set import _children
 from .rules import (
     FLOAT_RULES,
     IF_THEN_ELSE_RULES,
@@ -381,8 +382,6 @@ def _fold_minmax(e: PrimExpr) -> PrimExpr | None:
 
 
 def _mentions(e: PrimExpr, v: Var) -> bool:
-    from .int_set import _children
-
     stack = [e]
     seen: set[int] = set()
     while stack:

@@ -23,7 +23,7 @@ import numpy as np
 from ...core import dtype as dt
 from ..stmt import PrimFunc
 from .codegen import PythonGenerator
-from .runtime import HELPERS, InterpreterError, storage_dtype
+from .runtime import HELPERS, InterpreterError, bf16_round, storage_dtype
 
 __all__ = ["run", "compile_func", "CompiledFunc", "InterpreterError"]
 
@@ -123,8 +123,6 @@ def _scalar(name: str, dtype: str, value: Any) -> Any:
             raise InterpreterError(f"parameter {name}: {v} does not fit in {dtype}")
         return v
     if dtype == "bfloat16":
-        from .runtime import bf16_round
-
         return bf16_round(value)
     return np.dtype(dtype).type(value)
 

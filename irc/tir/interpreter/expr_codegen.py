@@ -17,7 +17,7 @@ from ...core import dtype as dt
 from ..buffer import Buffer
 from ..expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from ..stmt import PrimFunc
-from .runtime import InterpreterError, storage_dtype
+from .runtime import InterpreterError, bf16_round, storage_dtype
 
 # Python allows 20 nested loops per function; deeper nests continue in a nested function.
 MAX_LOOP_NESTING = 15
@@ -178,8 +178,6 @@ class ExprCompiler:
 
     def e_FloatImm(self, n: Any) -> CE:
         if n.dtype == "bfloat16":
-            from .runtime import bf16_round
-
             value = bf16_round(n.value)
         else:
             value = np.dtype(n.dtype).type(n.value)

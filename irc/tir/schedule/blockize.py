@@ -20,7 +20,7 @@ from ...core.diagnostics import ScheduleError
 from ...core.functor import Mutator
 from ...core.structural import structural_equal
 from ..arith import Analyzer
-from ..buffer import Buffer, BufferRegion, MatchBufferRegion
+from ..buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, max_, min_
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt
 from .analysis import fail, is_trivial_predicate, loop_domains, loop_name
@@ -375,8 +375,6 @@ def _register_builtins() -> None:
 
 
 def _fma(lanes: int, kind: str) -> PrimFunc:
-    from ..buffer import decl_buffer
-
     bufs = [decl_buffer((lanes,), "float32", n) for n in ("A", "B", "C")]
     a, b, c = bufs
     i = Var(name="i", dtype="int32")

@@ -16,6 +16,7 @@ from ..buffer import STORAGE_SCOPES, Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, IterVar, Range, Var, const
 from ..stmt import Block, BlockRealize, BufferStore, PrimFunc, SeqStmt, Stmt
 from .analysis import check_order, fail, writers
+from .compute_location import rebind_block, relaxed_region
 from .rewrite import replace_buffers
 from .state import FuncIndex, buffer_names, child_blocks, fresh_name
 
@@ -38,8 +39,6 @@ def copy_stage(name: str, src: Buffer, dst: Buffer, index: FuncIndex | None = No
     """A loop nest with a block ``dst[v] = src[v]``: over the whole buffer, or (with
     ``at``) over the part of ``region`` that ``writer`` writes in the statement ``at``
     (loops inside ``at`` relaxed, loops outside kept symbolic)."""
-    from .compute_location import rebind_block, relaxed_region
-
     shape = src.shape
     ivs = tuple(IterVar(var=Var(name=f"v{d}", dtype=n.dtype),
                         dom=Range(min=const(0, n.dtype), extent=n), iter_type="spatial")

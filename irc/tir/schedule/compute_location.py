@@ -12,9 +12,10 @@ the loop write, which must be exact (each point written once per iteration).
 
 from __future__ import annotations
 
+from ...core.diagnostics import ScheduleError
 from ..arith import Analyzer
 from ..buffer import Buffer, BufferRegion
-from ..expr import BufferLoad, IntImm, PrimExpr, Var, const, max_, min_
+from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var, const, max_, min_
 from ..stmt import Block, BlockRealize, For, PrimFunc, SeqStmt, Stmt
 from .analysis import (
     check_order,
@@ -66,8 +67,6 @@ def _analyzer_at(index: FuncIndex, loop: For) -> Analyzer:
 
 
 def _range(lp: For):
-    from ..expr import Range
-
     return Range(min=lp.min, extent=lp.extent)
 
 
@@ -438,8 +437,6 @@ def _inline_checks(index: FuncIndex, r: BlockRealize, P: str):
 
 def can_inline(index: FuncIndex, r: BlockRealize) -> bool:
     """True when compute_inline would accept the block."""
-    from ...core.diagnostics import ScheduleError
-
     try:
         _inline_checks(index, r, "compute_inline")
     except ScheduleError:

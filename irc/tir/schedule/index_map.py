@@ -27,6 +27,7 @@ from ..expr import (
     floordiv,
     floormod,
 )
+from ..functor.substitute import substitute
 
 
 class IndexMap:
@@ -103,8 +104,6 @@ class IndexMap:
 
     def apply(self, indices, simplify=None) -> list[PrimExpr]:
         """The new indices for ``indices`` (simplified when ``simplify`` is given)."""
-        from ..transform.substitute import substitute
-
         vmap = {id(p): i for p, i in zip(self.params, indices)}
         out = [substitute(e, lambda v: vmap.get(id(v))) for e in self.outputs]
         return [simplify(e) for e in out] if simplify else out

@@ -24,6 +24,8 @@ from ..expr import (
     Sub,
     Var,
     const,
+    floordiv,
+    floormod,
 )
 
 
@@ -256,8 +258,6 @@ def is_bijective(forms: list[AffineForm], doms: Domains, extents: list[int]) -> 
 def to_expr(f: AffineForm, dtype: str, doms: Domains,
             subst: dict[int, PrimExpr] | None = None) -> PrimExpr:
     """The form as an expression over its variables (replaced through ``subst``)."""
-    from ..expr import floordiv, floormod
-
     terms: list[PrimExpr] = []
     for d in sorted(f.digits, key=lambda x: -x.scale):
         _, mn, ext = doms[id(d.var)]

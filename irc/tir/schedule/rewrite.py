@@ -9,8 +9,8 @@ from ...core.functor import Mutator
 from ..analysis import detect_block_access_regions
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Var, logical_and
+from ..functor.substitute import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
-from ..transform.substitute import substitute
 from .state import _CHILDREN, var_ids
 
 Simplify = Callable[[PrimExpr], PrimExpr]

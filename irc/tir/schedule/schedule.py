@@ -26,8 +26,9 @@ from typing import Any, Callable, Sequence
 from ...core.diagnostics import IRCError, ScheduleError
 from ...core.module import IRModule
 from ..arith import Analyzer
-from ..expr import PrimExpr
+from ..expr import IntImm, PrimExpr
 from ..stmt import BlockRealize, For, PrimFunc
+from ..well_formed import check_prim_func
 from . import blockize as _blockize
 from . import cache as _cache
 from . import compute_location as _cl
@@ -143,8 +144,6 @@ class Schedule:
         if func is self._funcs[name]:
             return
         if self._debug:
-            from ..well_formed import check_prim_func
-
             try:
                 check_prim_func(func)
             except IRCError as err:
@@ -237,8 +236,6 @@ class Schedule:
                 raise ScheduleError(f"expected an ExprRV of this schedule, got {x!r}")
             return value
         if isinstance(x, PrimExpr):
-            from ..expr import IntImm
-
             if isinstance(x, IntImm):
                 return x.value
             raise ScheduleError(f"expected an integer, got the expression {x}")

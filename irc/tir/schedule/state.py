@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...core.diagnostics import ScheduleError
+from ...core.node import node_fields
 from ..expr import PrimExpr, Var
+from ..functor.stmt_util import flat_seq
 from ..stmt import (
     Allocate,
     AssertStmt,
@@ -30,7 +32,6 @@ from ..stmt import (
     While,
     no_op,
 )
-from ..transform.stmt_util import flat_seq
 
 # Statement fields holding child statements, per statement class.
 _CHILDREN: dict[type, tuple[str, ...]] = {
@@ -262,8 +263,6 @@ _EXPR_FIELDS: dict[type, tuple[str, ...]] = {}
 def _expr_fields(t: type) -> tuple[str, ...]:
     fields = _EXPR_FIELDS.get(t)
     if fields is None:
-        from ...core.node import node_fields
-
         fields = tuple(f for f in node_fields(t) if f not in ("span", "dtype", "buffer"))
         _EXPR_FIELDS[t] = fields
     return fields

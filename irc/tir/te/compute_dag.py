@@ -51,6 +51,7 @@ from ..expr import (
     Sub,
     Var,
 )
+from .create_prim_func import create_prim_func
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
 # Lines longer than this are shortened in the middle when a DAG is printed.
@@ -228,8 +229,6 @@ class ComputeDAG:
     def create_prim_func(self):
         """The block-form PrimFunc of these tensors (cached)."""
         if self._func is None:
-            from .create_prim_func import create_prim_func
-
             self._func = create_prim_func(self.tensors)
         return self._func
 

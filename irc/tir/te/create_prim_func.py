@@ -37,6 +37,7 @@ from ..expr import (
     min_,
 )
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt, seq
+from .index_dtype import normalize_index_dtype
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
 LAYOUT_FREE_KEYS = ("layout_free_placeholders", "layout_free_placeholers")
@@ -442,7 +443,5 @@ def create_prim_func(tensors: Sequence[Any], index_dtype_override: str | None = 
     """
     func = _Builder(tensors).build()
     if index_dtype_override is not None:
-        from .index_dtype import normalize_index_dtype
-
         func = normalize_index_dtype(func, index_dtype_override)
     return func

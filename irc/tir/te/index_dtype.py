@@ -8,6 +8,7 @@ dtypes, and values stored into integer buffers are cast back to the buffer's dty
 
 from __future__ import annotations
 
+from ...core.diagnostics import IRTypeError
 from ...core.functor import Mutator
 from ..buffer import Buffer
 from ..expr import (
@@ -155,8 +156,6 @@ class _Normalizer(Mutator):
 def normalize_index_dtype(func: PrimFunc, dtype: str = "int64") -> PrimFunc:
     """``func`` with every index expression in ``dtype`` (int32 or int64)."""
     if dtype not in _INDEX_DTYPES:
-        from ...core.diagnostics import IRTypeError
-
         raise IRTypeError(f"index dtype must be int32 or int64, got {dtype!r}")
     m = _Normalizer(dtype)
     params = tuple(m.visit(p) for p in func.params)

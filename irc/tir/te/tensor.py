@@ -96,11 +96,11 @@ class Tensor:
             indices = tuple(indices[0])
         return self[tuple(indices)]
 
-    # Arithmetic on whole tensors broadcasts, like topi's binary operators.
+    # Arithmetic on whole tensors broadcasts, like topi's binary operators. topi builds
+    # on te, so it registers those operators here (register_tensor_operator) instead of
+    # te importing topi.
     def _topi(self, name: str, a: Any, b: Any) -> Tensor:
-        from ..topi import broadcast
-
-        return getattr(broadcast, name)(a, b)
+        return _tensor_operator(name)(a, b)
 
     def __add__(self, other: Any) -> Tensor:
         return self._topi("add", self, other)
@@ -127,9 +127,7 @@ class Tensor:
         return self._topi("divide", other, self)
 
     def __neg__(self) -> Tensor:
-        from ..topi import elemwise
-
-        return elemwise.negative(self)
+        return _tensor_operator("negative")(self)
 
     __hash__ = object.__hash__
 
@@ -464,3 +462,20 @@ sum = _make_reducer("sum", lambda a, b: convert(a) + b)  # noqa: A001 - the doma
 prod = _make_reducer("prod", lambda a, b: convert(a) * b)
 max = _make_reducer("max", lambda a, b: _max(a, b))  # noqa: A001 - the domain's name
 min = _make_reducer("min", lambda a, b: _min(a, b))  # noqa: A001 - the domain's name
+
+
+_TENSOR_OPERATORS: dict[str, Callable[..., Tensor]] = {}
+
+
+def register_tensor_operator(name: str, fn: Callable[..., Tensor]) -> None:
+    """Make ``fn`` the implementation of a Tensor operator (``"add"``, ``"subtract"``,
+    ``"multiply"``, ``"divide"``, ``"negative"``); ``irc.tir.topi`` registers them."""
+    _TENSOR_OPERATORS[name] = fn
+
+
+def _tensor_operator(name: str) -> Callable[..., Tensor]:
+    fn = _TENSOR_OPERATORS.get(name)
+    if fn is None:
+        raise IRTypeError(f"tensor operator {name!r} is not available: import irc.tir.topi, "
+                          "which defines it")
+    return fn

@@ -15,8 +15,8 @@ from .. import intrin
 from ..expr import PrimExpr, floordiv, floormod, select, truncdiv, truncmod
 from ..expr import max_ as _max
 from ..expr import min_ as _min
-from ..te.tensor import Tensor, compute
-from .utils import BROADCAST, axis_names, broadcast_shape, read, scalar_like
+from ..te.tensor import Tensor, compute, register_tensor_operator
+from .utils import BROADCAST, as_index, axis_names, broadcast_shape, index_dtype, read, scalar_like
 
 
 def _dtype_of(x: Any) -> str | None:
@@ -223,8 +223,6 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
 def broadcast_to(data: Any, shape: Any) -> Tensor:
     """``data`` repeated along size-1 (or missing leading) dimensions to ``shape``."""
-    from .utils import as_index, index_dtype
-
     if not isinstance(data, Tensor):
         raise IRTypeError("topi.broadcast_to takes a tensor")
     idt = index_dtype(data)
@@ -237,3 +235,8 @@ def broadcast_to(data: Any, shape: Any) -> Tensor:
     return compute(target, lambda *idx: read(data, target, idx), name="T_broadcast_to",
                    tag=BROADCAST, axis_names=axis_names(len(target)))
 
+
+
+for _name, _fn in (("add", add), ("subtract", subtract), ("multiply", multiply),
+                   ("divide", divide)):
+    register_tensor_operator(_name, _fn)  # A + B on te tensors

@@ -16,7 +16,7 @@ from ..expr import PrimExpr, const, convert, select
 from ..expr import cast as _cast
 from ..expr import max_ as _max
 from ..expr import min_ as _min
-from ..te.tensor import Tensor, compute
+from ..te.tensor import Tensor, compute, register_tensor_operator
 from .utils import ELEMWISE, axis_names, scalar_like
 
 
@@ -191,3 +191,6 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
         return unary("gelu_tanh", tanh_form, x)
     return unary("gelu", exact, x)
+
+
+register_tensor_operator("negative", negative)  # -A on a te tensor

@@ -14,6 +14,7 @@ from ...core.diagnostics import IRTypeError
 from ..expr import PrimExpr, cast, const, select
 from ..te import tensor as te
 from ..te.tensor import Tensor, compute
+from .transform import reshape
 from .utils import COMM_REDUCE, COMM_REDUCE_IDX, axis_names, normalize_axes
 from .utils import prod as shape_prod
 
@@ -181,8 +182,6 @@ def _arg_reduce_axis(data: Tensor, ax: int, keepdims: bool, kind: str, out_dtype
 def _arg_reduce(data: Tensor, axis: Any, keepdims: bool, kind: str, out_dtype: str,
                 select_last_index: bool) -> Tensor:
     if axis is None:
-        from .transform import reshape
-
         flat = data if data.ndim == 1 else reshape(data, (_count(data, list(range(data.ndim))),))
         out = _arg_reduce_axis(flat, 0, False, kind, out_dtype, select_last_index)
         return reshape(out, (1,) * data.ndim) if keepdims else out

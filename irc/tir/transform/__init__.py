@@ -2,6 +2,8 @@
 ``lower_module``, ``irc.lower``). Each pass is a frozen dataclass callable on a PrimFunc
 or an IRModule, with a functional form of the same name in snake case."""
 
+from ..functor.stmt_util import map_stmt_children
+from ..functor.substitute import substitute
 from .base import PrimFuncPass, prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
@@ -16,8 +18,6 @@ from .plan_buffer_allocation import (
 )
 from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, StmtSimplifier, simplify
-from .stmt_util import map_stmt_children
-from .substitute import substitute
 from .unroll_loop import UnrollLoop, unroll_loop
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 

@@ -26,10 +26,10 @@ from ...core.node import Node, node_fields
 from ..arith import Analyzer, IntervalSet, union_intervals
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from ..functor.rewriter import IRRewriter
+from ..functor.stmt_util import map_stmt_children
 from ..stmt import Block, BlockRealize, BufferStore, For, LetStmt, PrimFunc, Stmt
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
-from .stmt_util import map_stmt_children
 
 
 class _AccessRegions:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..functor.rewriter import IRRewriter
+from ..functor.substitute import substitute
 from ..stmt import BlockRealize, PrimFunc
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
-from .substitute import substitute
 
 
 class _Convert(IRRewriter):

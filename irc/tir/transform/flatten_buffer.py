@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from ...core.diagnostics import LoweringError
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, PrimExpr
+from ..functor.rewriter import IRRewriter
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, PrimFunc, Stmt
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
 
 
 def _is_flat(b: Buffer) -> bool:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import expr as E
+from ..functor.rewriter import IRRewriter
 from ..stmt import Block, IfThenElse, PrimFunc, seq
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
 
 
 class _Lower(IRRewriter):

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from ...core.diagnostics import LoweringError
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, Var
+from ..functor.rewriter import IRRewriter
+from ..functor.substitute import substitute
 from ..stmt import Block, BufferStore, PrimFunc
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
-from .substitute import substitute
 
 
 class _Lower(IRRewriter):

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from ...core.diagnostics import LoweringError
 from ..expr import IntImm, Var
+from ..functor.stmt_util import map_stmt_children
+from ..functor.substitute import substitute
 from ..stmt import Allocate, BlockRealize, DeclBuffer, For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
-from .stmt_util import map_stmt_children
-from .substitute import substitute
 
 
 class _Lower:

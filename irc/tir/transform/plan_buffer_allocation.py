@@ -23,9 +23,9 @@ from ...core.node import Node, node_fields
 from ..analysis.block_access import detect_block_access_regions
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Var
+from ..functor.rewriter import IRRewriter
 from ..stmt import Block, BlockRealize, BufferStore, For, PrimFunc, Stmt
 from .base import PrimFuncPass
-from .rewriter import IRRewriter
 
 
 class _LCADetector:

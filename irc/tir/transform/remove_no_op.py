@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.structural import structural_equal
 from ..expr import BufferLoad, Call, IntImm, PrimExpr, logical_not
+from ..functor.stmt_util import flat_seq, map_stmt_children
 from ..stmt import (
     Allocate,
     AttrStmt,
@@ -31,7 +33,6 @@ from ..stmt import (
     no_op,
 )
 from .base import PrimFuncPass
-from .stmt_util import flat_seq, map_stmt_children
 
 
 def _has_side_effect(e: PrimExpr) -> bool:
@@ -69,8 +70,6 @@ def _same_location(s: BufferStore) -> bool:
 
 
 def _same_expr(a: PrimExpr, b: PrimExpr) -> bool:
-    from ...core.structural import structural_equal
-
     return a is b or structural_equal(a, b)
 
 

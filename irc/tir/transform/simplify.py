@@ -22,6 +22,8 @@ from ..arith import Analyzer, IntervalSet
 from ..arith.simplify import SIGNED_INT
 from ..buffer import Buffer, BufferRegion
 from ..expr import IntImm, IterVar, Not, PrimExpr, Range, Var
+from ..functor.stmt_util import flat_seq
+from ..functor.substitute import substitute
 from ..stmt import (
     Allocate,
     AssertStmt,
@@ -41,8 +43,6 @@ from ..stmt import (
     no_op,
 )
 from .base import PrimFuncPass
-from .stmt_util import flat_seq
-from .substitute import substitute
 
 
 class StmtSimplifier:

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..expr import IntImm, Var
+from ...core.node import Node, node_fields
+from ..arith.int_set import _children
+from ..expr import BufferLoad, IntImm, PrimExpr, Var
+from ..functor.stmt_util import flat_seq, map_stmt_children
+from ..functor.substitute import Substituter
 from ..stmt import (
     Allocate,
     For,
@@ -29,8 +33,6 @@ from ..stmt import (
     Stmt,
 )
 from .base import PrimFuncPass
-from .stmt_util import flat_seq, map_stmt_children
-from .substitute import Substituter
 
 MAX_STEP_KEY = "pragma_auto_unroll_max_step"
 EXPLICIT_KEY = "pragma_unroll_explicit"
@@ -76,10 +78,6 @@ class _Copier(Substituter):
 def _dirty_exprs(body: Stmt, targets: set[int]) -> set[int]:
     """Ids of the expressions under ``body`` that mention a variable in ``targets`` (or
     load a buffer whose data pointer is one)."""
-    from ...core.node import Node, node_fields
-    from ..arith.int_set import _children
-    from ..expr import BufferLoad, PrimExpr
-
     dirty: set[int] = set()
     seen: set[int] = set()
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ...core import dtype as dt
 from .. import expr as E
+from ..analysis.var_use import uses_var
 from ..arith import Analyzer
 from ..buffer import load
 from ..expr import (
@@ -45,6 +46,7 @@ from ..expr import (
     StringImm,
     Var,
 )
+from ..functor.stmt_util import flat_seq, map_stmt_children
 from ..stmt import (
     BufferStore,
     Evaluate,
@@ -57,7 +59,6 @@ from ..stmt import (
 )
 from .base import PrimFuncPass
 from .remove_no_op import _PURE_CALLS
-from .stmt_util import flat_seq, map_stmt_children
 
 
 class _Fallback(Exception):
@@ -207,8 +208,6 @@ def _is_zero(e: PrimExpr) -> bool:
 
 
 def _depends(vec: _Vectorizer, e: PrimExpr) -> bool:
-    from ..analysis.var_use import uses_var
-
     return uses_var(e, lambda v: id(v) in vec.vmap)
 
 

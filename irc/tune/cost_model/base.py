@@ -17,7 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core.diagnostics import IRCError, TuningError
+from ..database import open_database
 from ..features import NUM_FEATURES, extract_features, features_of_inputs
+from ..measure import apply_trace
 
 
 def normalized_throughput(costs: Sequence[float], groups: Sequence[str]) -> np.ndarray:
@@ -127,9 +129,6 @@ class CostModel(ABC):
         """Learn from the records in a database file (or Database): each record's trace is
         replayed onto its workload to extract features. ``target`` limits the records to
         one hardware. Returns the number of records learned from."""
-        from ..database import open_database
-        from ..measure import TraceReplayUnavailable, apply_trace
-
         if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
             raise TuningError(f"no tuning records at {os.fspath(path)}")
         db = open_database(path, target)
@@ -143,8 +142,6 @@ class CostModel(ABC):
                 for rec in db.records_of(key):
                     try:
                         f = extract_features(apply_trace(func, rec.trace))
-                    except TraceReplayUnavailable:
-                        raise
                     except IRCError:
                         continue
                     feats.append(f)

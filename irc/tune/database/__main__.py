@@ -7,7 +7,7 @@ import os
 import sys
 
 from ...core.diagnostics import IRCError
-from .distill import distill
+from .distill import distill, open_database
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,8 +26,6 @@ def main(argv: list[str] | None = None) -> int:
                 out = f"{root}.best{ext or '.json'}"
             print(f"{distill(args.input, out)} -> {out}")
         else:
-            from .distill import open_database
-
             with open_database(args.input) as db:
                 print(db.load_report)
                 for key in db.workload_keys():

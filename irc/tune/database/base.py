@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ...core.diagnostics import TuningError
+from ...core.target import Target
 from ...tir.stmt import PrimFunc
 from ..record import TuningRecord, Workload, trace_key, workload_key
 
@@ -76,8 +77,6 @@ def fingerprint_of(target: Any) -> str | None:
         return None
     if isinstance(target, str) and target.startswith(("cpu|", "gpu|")):
         return target
-    from ...core.target import Target
-
     return Target.canon(target).fingerprint()
 
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.diagnostics import TuningError
+from ...core.target import Target
 from ...tir import expr as E
 from ...tir.schedule import Schedule
 from ...tir.schedule.analysis import is_complete, is_output_block, is_reduction, loop_iter_types
+from ...tir.schedule.rewrite import substitute_vars
 from ...tir.schedule.state import FuncIndex, child_blocks, var_ids
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, PrimFunc, SeqStmt
 
@@ -51,8 +53,6 @@ class TargetInfo:
     @staticmethod
     def of(target: Any) -> TargetInfo:
         """The facts of a Target or target string."""
-        from ...core.target import Target
-
         t = Target.canon(target)
         if t.kind.name == "cuda":
             return TargetInfo(is_gpu=True, num_cores=1, vector_bytes=16,
@@ -318,8 +318,6 @@ def store_strides(r: BlockRealize, loops: list[For]) -> list[int | None] | None:
     store's buffer in its declared shape); None for the whole list when the block has
     no single store or its shape is not constant, None for a loop whose stride is not a
     constant."""
-    from ...tir.schedule.rewrite import substitute_vars
-
     store = store_of(r.block)
     if store is None:
         return None

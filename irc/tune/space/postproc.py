@@ -24,10 +24,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ...core import dtype as dt
 from ...core.diagnostics import ScheduleError
 from ...tir import stmt as S
 from ...tir.schedule import LoopRV, Schedule
 from ...tir.schedule.state import child_blocks
+from ..features import lower_for_features
 from .analysis import (
     ANN_COOPERATIVE_FETCH,
     ANN_PARALLEL,
@@ -460,9 +462,6 @@ class VerifyGPUCode(Postproc):
 
     @staticmethod
     def _shared_bytes(func: S.PrimFunc) -> int:
-        from ...core import dtype as dt
-        from ..features import lower_for_features
-
         lowered = lower_for_features(func)
         total = 0
         stack: list[Any] = [lowered.body]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ...core.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, Schedule
 from .analysis import (
     ANN_PARALLEL,
@@ -91,8 +92,6 @@ class AutoInline(ScheduleRule):
         self.disallow_if_then_else = disallow_if_then_else
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...core.diagnostics import ScheduleError
-
         if not _in_root_scope(sch, block):
             return [sch]
         b = realize_of(sch, block).block
@@ -221,8 +220,6 @@ class AddRFactor(ScheduleRule):
         self.min_reduction_extent = min_reduction_extent
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...core.diagnostics import ScheduleError
-
         if not _in_root_scope(sch, block) or _is_tiled(sch, block):
             return [sch]
         found = _reduction_extents(sch, block)
@@ -265,8 +262,6 @@ class CrossThreadReduction(ScheduleRule):
         self.thread_extents = thread_extents
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        from ...core.diagnostics import ScheduleError
-
         if not _in_root_scope(sch, block):
             return [sch]
         found = _reduction_extents(sch, block)

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from ...core.diagnostics import IRCError, ScheduleError, TuningError
 from ...tir.schedule import Schedule, Trace
 from ...tir.stmt import PrimFunc
+from ..record import trace_key
 from .analysis import TargetInfo, all_block_names, has_block
 from .mutators import Mutator, default_mutators
 from .postproc import Postproc, default_postprocs
@@ -116,8 +117,6 @@ class Candidate:
     def trace_key(self) -> str:
         """See :func:`irc.tune.record.trace_key`."""
         if self._key is None:
-            from ..record import trace_key
-
             self._key = trace_key(self.trace_json)
         return self._key
 

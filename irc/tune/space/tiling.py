@@ -23,8 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...core import dtype as dt
 from ...core.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, LoopRV, Schedule
+from ...tir.schedule.analysis import consumers
+from ...tir.schedule.state import var_ids
 from .analysis import (
     ANN_COOPERATIVE_FETCH,
     ANN_TILED,
@@ -43,8 +46,6 @@ from .rules import ScheduleRule, _in_root_scope, _is_tiled
 
 def dtype_bytes(dtype: str) -> int:
     """Bytes of one element of ``dtype``."""
-    from ...core import dtype as dt
-
     return max(1, dt.bits(dtype) // 8)
 
 
@@ -176,8 +177,6 @@ class MultiLevelTiling(ScheduleRule):
         vectorizes that loop: its tile goes innermost, the ``local`` accumulator and the
         inputs it strides through (the weight, copied per reduction tile into a ``global``
         buffer) get layouts with that dimension last (``transform_layout``)."""
-        from ...tir.schedule.state import var_ids
-
         block_ = r.block
         dtype = block_.writes[0].buffer.dtype
         lanes = max(1, self.info.vector_bytes // max(1, dtype_bytes(dtype)))
@@ -234,8 +233,6 @@ class MultiLevelTiling(ScheduleRule):
         at the root (bias, relu, ``+ C``)."""
         index = index_of(sch)
         r = realize_of(sch, block)
-        from ...tir.schedule.analysis import consumers
-
         cons = consumers(index, r)
         if len(cons) != 1:
             return None

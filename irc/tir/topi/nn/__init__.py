@@ -3,6 +3,7 @@ normalization, activations and padding."""
 
 from ...te.tensor import Tensor
 from ..elemwise import gelu, leaky_relu, relu, sigmoid, silu
+from ..transform import flatten as _flatten
 from .conv2d import (
     conv2d,
     conv2d_nchw,
@@ -22,8 +23,6 @@ from .softmax import log_softmax, softmax
 
 def flatten(data: Tensor) -> Tensor:
     """``data`` as a 2-d tensor [batch, everything else]."""
-    from ..transform import flatten as _flatten
-
     return _flatten(data, 1, -1) if data.ndim > 1 else _flatten(data)
 
 

@@ -11,6 +11,7 @@ from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
+from ..broadcast import add
 from ..utils import as_index, broadcast_indices, broadcast_shape, const_int, index_dtype
 
 
@@ -81,8 +82,6 @@ def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = 
     out = compute(tuple(out_shape), fn, name=name or f"{prefix}_{tag}", tag="matmul",
                   axis_names=names)
     if bias is not None:
-        from ..broadcast import add
-
         out = add(out, bias)
     return out
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ...core.node import node_fields
-from ..stmt import SeqStmt, Stmt
+from ..expr import IntImm
+from ..stmt import Evaluate, SeqStmt, Stmt, no_op
 
 
 def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
@@ -31,9 +32,6 @@ def map_stmt_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
 def flat_seq(stmts) -> Stmt:
     """Like :func:`irc.tir.seq` for a list of statements (nested sequences flattened,
     no-ops dropped), without the per-element overhead."""
-    from ..expr import IntImm
-    from ..stmt import Evaluate, no_op
-
     flat: list[Stmt] = []
     for s in stmts:
         t = type(s)
