@@ -40,6 +40,14 @@ def register_target_builder(kind: str, builder: Callable[[dict, Target], Any]) -
     _BUILDERS[kind] = builder
 
 
+def can_build(target: Any) -> bool:
+    """True when ``irc.build`` can compile for ``target`` (a Target or a target string
+    such as ``"cuda"``): llvm always, other kinds once their code generator is registered
+    (:func:`register_target_builder`)."""
+    kind = Target.canon(target).kind.name
+    return kind == "llvm" or kind in _BUILDERS
+
+
 def lower_for_codegen(func: S.PrimFunc) -> S.PrimFunc:
     """``func`` in lowered form (lowered now if it still has blocks)."""
     if not is_block_form(func):

@@ -10,12 +10,21 @@ first rule that applies under the current target::
 
 Rules: ``dl.gpu.*`` for CUDA targets and ``dl.cpu.*`` for llvm targets (the default
 pipeline ends with the CPU rules). A rule is a :class:`ScheduleRule`; ``analysis`` holds
-the block analysis the rules share.
+the block analysis the rules share. A rule that fails half way is logged at WARNING on the
+``irc.dlight`` logger and the next rule is tried.
 """
 
 from . import analysis, cpu, gpu
-from .apply import ApplyDefaultSchedule, DefaultScheduleForTarget, schedule_func
+from .apply import (
+    ApplyDefaultSchedule,
+    DefaultScheduleForTarget,
+    RuleFailure,
+    RuleOutcome,
+    apply_rules,
+    schedule_func,
+)
 from .base import ScheduleRule, is_scheduled
 
-__all__ = ["ApplyDefaultSchedule", "DefaultScheduleForTarget", "ScheduleRule", "analysis", "cpu",
-           "gpu", "is_scheduled", "schedule_func"]
+__all__ = ["ApplyDefaultSchedule", "DefaultScheduleForTarget", "RuleFailure", "RuleOutcome",
+           "ScheduleRule", "analysis", "apply_rules", "cpu", "gpu", "is_scheduled",
+           "schedule_func"]

@@ -5,7 +5,9 @@ Algorithm: for each PrimFunc of the module not marked ``tir.is_scheduled``, unde
 current target (``irc.target.Target.current()``, set with ``with Target("cuda"):``), try
 the rules in order; a rule written for other targets is skipped, a rule returning None
 declines, and a rule whose schedule fails half way with an irc error (a primitive's
-``ScheduleError``) is treated as declining, so the next rule gets the original function.
+``ScheduleError``) is treated as declining, so the next rule gets the original function;
+such a failure is logged at WARNING on the ``irc.dlight`` logger with the rule, the
+function and the error (a broken rule would otherwise show only as a slowdown).
 The first schedule produced replaces the function, marked ``tir.is_scheduled: True``.
 Functions no rule accepts stay as they are (they still compile, unscheduled).
 
@@ -16,15 +18,20 @@ untouched.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 from ..core.diagnostics import IRCError
 from ..core.module import IRModule
 from ..core.target import Target
 from ..core.transform import Pass, PassContext
+from ..tir.schedule import Schedule
 from ..tir.stmt import PrimFunc
 from .base import ScheduleRule, is_scheduled
 from .cpu import default_rules
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, init=False)
@@ -62,7 +69,7 @@ class ApplyDefaultSchedule(Pass):
         for gv, func in mod.functions.items():
             if not isinstance(func, PrimFunc) or is_scheduled(func):
                 continue
-            new = schedule_func(func, target, rules)
+            new = schedule_func(func, target, rules, name=gv.name_hint)
             if new is not None:
                 updates[gv] = new
         return mod.with_functions(updates) if updates else mod
@@ -71,23 +78,56 @@ class ApplyDefaultSchedule(Pass):
         return f"ApplyDefaultSchedule({', '.join(map(repr, self.rules))})"
 
 
-def schedule_func(func: PrimFunc, target: Target, rules: list[ScheduleRule]
-                  ) -> PrimFunc | None:
-    """``func`` scheduled by the first rule of ``rules`` that applies (marked
-    ``tir.is_scheduled``), or None when none does."""
+@dataclass(frozen=True)
+class RuleFailure:
+    """A default rule that failed half way on a function: the rule's name, the
+    function's name and the error."""
+
+    rule: str
+    func: str
+    error: IRCError
+
+
+class RuleOutcome(NamedTuple):
+    """What :func:`apply_rules` found: the ``schedule`` of the first rule that applies
+    and that ``rule`` (both None when none does), and the ``failures`` of the rules
+    tried before it."""
+
+    schedule: Schedule | None
+    rule: ScheduleRule | None
+    failures: tuple[RuleFailure, ...]
+
+
+def apply_rules(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
+                name: str = "") -> RuleOutcome:
+    """Try ``rules`` in order on ``func`` (called ``name`` in messages; default its
+    ``global_symbol``) and return the first schedule made. A rule failing half way with
+    an irc error is logged at WARNING on ``irc.dlight`` and the next rule is tried."""
+    failures: list[RuleFailure] = []
     for rule in rules:
         try:
             sch = rule.apply(func, target, False)
-        except IRCError:
+        except IRCError as err:
             # A primitive refused half way: this rule does not fit the function.
-            sch = None
-        if sch is None:
+            where = name or str(func.attrs.get("global_symbol", "main"))
+            failures.append(RuleFailure(rule.name, where, err))
+            logger.warning("default schedule rule %s failed on function %s (trying the "
+                           "next rule): %s", rule.name, where, err)
             continue
-        out = sch.mod["main"] if "main" in sch.mod else None
-        if out is None:
+        if sch is None or "main" not in sch.mod:
             continue
-        return out.with_attr("tir.is_scheduled", True)
-    return None
+        return RuleOutcome(sch, rule, tuple(failures))
+    return RuleOutcome(None, None, tuple(failures))
+
+
+def schedule_func(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
+                  name: str = "") -> PrimFunc | None:
+    """``func`` scheduled by the first rule of ``rules`` that applies (marked
+    ``tir.is_scheduled``), or None when none does (see :func:`apply_rules`)."""
+    sch = apply_rules(func, target, rules, name).schedule
+    if sch is None:
+        return None
+    return sch.mod["main"].with_attr("tir.is_scheduled", True)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 A rule looks at one loop function and either schedules it (returning the
 :class:`~irc.tir.Schedule`) or declines (returning None). Rules are tried in order by
 :class:`~irc.dlight.ApplyDefaultSchedule`; a rule that declines, or whose schedule fails
-half way with a :class:`~irc.ScheduleError`, hands the function to the next rule.
+half way with a :class:`~irc.ScheduleError` (logged on the ``irc.dlight`` logger), hands
+the function to the next rule.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Auto-tuning: find fast schedules for loop functions by search and measurement.
 
-This package holds the tuning infrastructure; the search (schedule rules, sketches,
+This package holds the tuning infrastructure; the search (sketch rules, sketches,
 mutators, postprocessors, evolutionary search) and the front doors (``irc.tune.ms``,
 ``irc.tune.auto_scheduler``) are built on it. The pieces and how they connect:
 
@@ -49,14 +49,25 @@ extra); :class:`NumpyModel` is the pure-numpy fallback; :class:`RandomModel` the
 ``desc``, ``workload``, ``workload_key``, ``flop_count``, ``compute_dag``).
 :class:`TaskScheduler` allocates trial rounds among tasks (gradient-based or round-robin)
 by driving a :class:`TaskTuner` — the search implements ``tune_round(task_id, n)`` and
-``measure_default(task_id)`` — and prints the progress table.
+``measure_default(task_id)`` — and prints the progress table; its :class:`TuneSummary`
+carries :class:`TuningCounts` (what failed during the run).
 
-**Search and front doors.** :class:`SpaceGenerator` (:mod:`irc.tune.space`: schedule
-rules, sketches, postprocessors, mutators), :class:`EvolutionarySearch`
-(:mod:`irc.tune.search`), :class:`TuningEngine` / :func:`tune_tasks` (:mod:`irc.tune.tuner`,
-the engine both front doors use), :mod:`irc.tune.apply` and :mod:`irc.tune.graph`
-(tuned schedules back into functions and graph modules); the front doors
-:mod:`irc.tune.ms` and :mod:`irc.tune.auto_scheduler` are imported as submodules.
+**Search and front doors.** :class:`SpaceGenerator` (:mod:`irc.tune.space`: sketch
+rules, sketches, postprocessors, trace mutators); the search-strategy seam
+(:mod:`irc.tune.strategy`: a :class:`SearchStrategy` makes a :class:`TaskSearch` per task
+from a :class:`SearchContext`) and its default implementation,
+:class:`EvolutionaryStrategy` / :class:`EvolutionarySearch` (:mod:`irc.tune.search`, sized
+by :class:`SearchOptions`); :class:`TuningEngine` / :func:`tune_tasks`
+(:mod:`irc.tune.tuner`, the engine both front doors use, configured by
+:class:`TuneConfig` and :class:`TuneComponents` from :mod:`irc.tune.options`);
+:mod:`irc.tune.apply` and :mod:`irc.tune.graph` (tuned schedules back into functions and
+graph modules); the front doors :mod:`irc.tune.ms` and :mod:`irc.tune.auto_scheduler`
+are imported as submodules.
+
+**Logging.** What the tuner decides on its own — a failed candidate, a record that cannot
+be replayed, a default rule that fails, a search worker that fails, a task left with its
+default schedule — is logged on the ``irc.tune`` logger (and ``irc.dlight`` for default
+rules); ``logging.basicConfig(level=logging.INFO)`` shows it.
 
 Importing irc (or this package) never imports xgboost.
 """
@@ -91,10 +102,12 @@ from .measure import (
     RunResult,
     apply_trace,
 )
+from .options import SearchOptions, TuneComponents, TuneConfig
 from .record import MeasureErrorKind, TuningRecord, Workload, trace_key, workload_key
 from .runner import LocalRunner
-from .search import EvolutionarySearch
+from .search import EvolutionarySearch, EvolutionaryStrategy
 from .space import SpaceGenerator
+from .strategy import SearchContext, SearchStrategy, TaskSearch
 from .task import BlockDAG, TuneTask, extract_tasks, flop_count
-from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary
+from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary, TuningCounts
 from .tuner import TuningEngine, tune_tasks

@@ -44,12 +44,13 @@ from ..tir.te import ComputeDAG
 from ..vm import link
 from .apply import LayoutRewriteOption, schedule_from_record
 from .builder import LocalBuilder
-from .cost_model import RandomModel, XGBModel
+from .cost_model import CostModel, RandomModel, XGBModel
 from .database import Database, open_database
 from .graph import apply_database, default_schedules, graph_tasks, prepare_graph
 from .measure import RecordToDatabase
+from .options import SearchOptions, TuneComponents, TuneConfig
 from .runner import LocalRunner
-from .search import banner
+from .search import EvolutionaryStrategy, banner
 from .task import BlockDAG, TuneTask
 from .tuner import tune_tasks
 
@@ -187,8 +188,8 @@ class SketchPolicy:
     """The search policy of a task: sketch generation and evolutionary search with
     ``program_cost_model`` (default: XGBoost when installed);
     ``init_search_callbacks`` run before searching (:class:`PreloadMeasuredStates`).
-    ``params`` may set ``population_size``, ``num_iters``, ``eps_greedy``, ...
-    (see :class:`irc.tune.search.EvolutionarySearch`)."""
+    ``params`` may set ``population_size``, ``num_iters``, ``eps_greedy``, ... (the
+    fields of :class:`irc.tune.options.SearchOptions`, or Ansor's names for them)."""
 
     def __init__(self, task: SearchTask, program_cost_model: Any = None,
                  params: dict | None = None, seed: int | None = None, verbose: int = 1,
@@ -380,8 +381,8 @@ def _preload(engine: Any, sources: Sequence[str], tasks: Sequence[SearchTask],
                 if verbose:
                     print(f"SearchPolicy: Loaded {len(records)} measurement records from "
                           f"{path} for {t.workload_key}", file=out, flush=True)
-                if records and os.path.abspath(path) != os.path.abspath(
-                        getattr(engine.database, "path_tuning_record", "")):
+                own = engine.database.location
+                if records and (not own or os.path.abspath(path) != os.path.abspath(own)):
                     engine.preload(i, db)
         finally:
             db.close()
@@ -408,7 +409,7 @@ def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
             raise TuningError(f"measure callback {cb!r} is not callable; use RecordToFile or "
                               "a function (inputs, results)")
     db = open_database(db_path, tasks[0].target)
-    cost_model = "auto"
+    cost_model: CostModel | str = "auto"
     search_options: dict = {}
     seed = options.seed
     preload = [load_log_file] if load_log_file else []
@@ -425,14 +426,19 @@ def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
                 raise TuningError(f"unsupported init-search callback {cb!r}; use "
                                   "PreloadMeasuredStates")
     runner = options.runner if not isinstance(options.runner, str) else None
+    config = TuneConfig(options.num_measure_trials,
+                        num_trials_per_iter=options.num_measures_per_round,
+                        time_budget=options.time_budget,
+                        early_stopping=options.early_stopping,
+                        task_weights=None if weights is None else tuple(weights),
+                        task_scheduling=strategy, seed=seed, verbose=options.verbose, out=out)
+    components = TuneComponents(
+        builder=_make_builder(options.builder), runner=runner, cost_model=cost_model,
+        search_strategy=EvolutionaryStrategy(SearchOptions.from_dict(search_options)),
+        callbacks=(*extra, *others))
     try:
         summary, engine = tune_tasks(
-            [t.tune_task for t in tasks], db, options.num_measure_trials,
-            num_trials_per_iter=options.num_measures_per_round, task_weights=weights,
-            time_budget=options.time_budget, strategy=strategy,
-            builder=_make_builder(options.builder), runner=runner, cost_model=cost_model,
-            search_options=search_options, callbacks=[*extra, *others], seed=seed,
-            verbose=options.verbose, out=out, early_stopping=options.early_stopping,
+            [t.tune_task for t in tasks], db, config, components,
             before=lambda eng: _preload(eng, preload, tasks, options.verbose, out))
     finally:
         for cb in extra:

@@ -45,11 +45,8 @@ def serialize_for_runner(module: Any) -> bytes:
     """A compiled module as bytes for a runner process (object code and signatures; the
     LLVM IR text is left out to keep messages small)."""
     if not isinstance(module, Module):
-        serialize = getattr(module, "serialize", None)
-        if serialize is None:
-            raise TuningError(f"a {type(module).__name__} cannot be sent to a runner process",
-                              hint="LocalRunner measures CPU (llvm) kernels")
-        return serialize()
+        raise TuningError(f"a {type(module).__name__} cannot be sent to a runner process",
+                          hint="LocalRunner measures CPU (llvm) kernels")
     compact = Module(module.object_code, module.signatures, module.messages, module.target,
                      entry_name=module.entry_name, externals=module.externals, llvm_ir="")
     return compact.serialize()

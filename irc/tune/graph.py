@@ -25,6 +25,7 @@ from ..core.diagnostics import TuningError
 from ..core.functor import Visitor
 from ..core.module import IRModule, unique_name
 from ..core.target import Target
+from ..core.transform import Sequential
 from ..dlight.apply import DefaultScheduleForTarget
 from ..ir.expr import (
     Call,
@@ -54,19 +55,18 @@ OPAQUE_PATTERN = 8
 
 def normalize_params(params: Any) -> dict[str, np.ndarray] | None:
     """Weights as ``{name: array}`` from a dict, or from a list of ``(name, value)``
-    pairs (``export_ir``'s form); values may be numpy arrays or irc tensors."""
+    pairs (``export_ir``'s form); values may be numpy arrays, irc tensors or anything
+    else numpy converts (``nn.Parameter`` s with data)."""
     if params is None:
         return None
     items = params.items() if isinstance(params, dict) else params
     out: dict[str, np.ndarray] = {}
     try:
         for name, value in items:
-            if hasattr(value, "numpy"):
-                value = value.numpy()
-            data = getattr(value, "data", None)
-            if not isinstance(value, np.ndarray) and isinstance(data, np.ndarray):
-                value = data
-            out[str(name)] = np.asarray(value)
+            arr = value if isinstance(value, np.ndarray) else np.array(value)
+            if arr.dtype == object:
+                raise TypeError(name)
+            out[str(name)] = arr
     except (TypeError, ValueError):
         raise TuningError("params must be a dict {name: array} or a list of (name, array) "
                           "pairs") from None
@@ -84,7 +84,7 @@ def _unscheduled_pipeline() -> Any:
     """The default pipeline without its last step, the default schedule rules (tuning
     starts from unscheduled loop functions)."""
     pipe = passes.get_pipeline("default")
-    steps = [p for p in getattr(pipe, "passes", [pipe])
+    steps = [p for p in (pipe.passes if isinstance(pipe, Sequential) else [pipe])
              if p.info.name != "DefaultScheduleForTarget"]
     return passes.Sequential(steps, name="default_unscheduled")
 

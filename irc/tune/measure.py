@@ -45,10 +45,10 @@ WRONG_RESULT = MeasureErrorKind.WRONG_RESULT
 # ---------------------------------------------------------------------------------------
 
 
-def func_of_schedule(sch: Any) -> PrimFunc:
+def func_of_schedule(sch: Schedule | IRModule | PrimFunc) -> PrimFunc:
     """The scheduled PrimFunc of a Schedule (``sch.mod``: a module with one loop function,
     ``main`` when there are several)."""
-    mod = getattr(sch, "mod", sch)
+    mod = sch.mod if isinstance(sch, Schedule) else sch
     if isinstance(mod, PrimFunc):
         return mod
     if isinstance(mod, IRModule):

@@ -31,7 +31,7 @@ from ..tir.stmt import PrimFunc
 from .database import Database, JSONDatabase, open_database
 from .graph import apply_database, compile_tuned, graph_tasks, prepare_graph, prim_func_tasks
 from .task import TuneTask
-from .tuner import tune_tasks
+from .tuner import options_from_keywords, tune_tasks
 
 
 def _work_dir_database(work_dir: str, target: Any = None) -> JSONDatabase:
@@ -42,12 +42,16 @@ def _work_dir_database(work_dir: str, target: Any = None) -> JSONDatabase:
 
 
 def _run(tasks: Sequence[TuneTask], work_dir: str, target: Target, max_trials_global: int,
-         database: Database | None, **kwargs: Any) -> Database:
+         database: Database | None, **options: Any) -> Database:
+    """Tune ``tasks`` into ``database`` (default: the work directory's); ``options`` are
+    those of :func:`~irc.tune.tuner.options_from_keywords`."""
+    if work_dir:
+        options.setdefault("log_dir", os.path.join(os.fspath(work_dir), "logs"))
+    config, components = options_from_keywords(max_trials_global, **options)
     db = database if database is not None else _work_dir_database(work_dir, target)
     if not tasks:
         return db
-    log_dir = os.path.join(os.fspath(work_dir), "logs") if work_dir else None
-    tune_tasks(tasks, db, max_trials_global, log_dir=log_dir, **kwargs)
+    tune_tasks(tasks, db, config, components)
     return db
 
 
@@ -103,7 +107,10 @@ def compile_relax(database: Any, mod: Any, target: Any, params: Any = None) -> A
 class MetaScheduleTuneTIR(Pass):
     """Tune the loop functions of the module for the current target (``with target:``)
     within ``max_trials_global`` trials, recording into ``work_dir``; the module is
-    returned unchanged (apply the results with :class:`MetaScheduleApplyDatabase`)."""
+    returned unchanged (apply the results with :class:`MetaScheduleApplyDatabase`).
+    ``options`` are the keyword options of :func:`~irc.tune.tuner.options_from_keywords`
+    (``num_trials_per_iter``, ``time_budget``, ``runner``, ``cost_model``,
+    ``search_options``, ``verbose``, ...); an unknown one is a TuningError."""
 
     work_dir: str
     max_trials_global: int
@@ -113,6 +120,7 @@ class MetaScheduleTuneTIR(Pass):
                  max_trials_per_task: int | None = None, **options: Any):
         if max_trials_per_task is not None:
             options.setdefault("num_trials_per_iter", max_trials_per_task)
+        options_from_keywords(max_trials_global, **options)  # a TuningError names bad ones
         object.__setattr__(self, "work_dir", work_dir)
         object.__setattr__(self, "max_trials_global", max_trials_global)
         object.__setattr__(self, "options", options)

@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.diagnostics import TuningError
+from ..core.module import IRModule
 from ..core.structural import structural_hash_hex
 from ..core.target import Target
 from ..core.version import __version__
 from ..script_parser import parse
+from ..tir.schedule import Trace
 from ..tir.stmt import PrimFunc
 
 RECORD_FORMAT = 1
@@ -73,9 +75,8 @@ def canonical_trace(trace: Any) -> Any:
     None (the unscheduled function)."""
     if trace is None:
         return None
-    to_json = getattr(trace, "to_json", None)
-    if callable(to_json):
-        trace = to_json()
+    if isinstance(trace, Trace):
+        trace = trace.to_json()
     if isinstance(trace, str):
         try:
             return json.loads(trace)
@@ -128,8 +129,8 @@ class Workload:
             func = parse(self._text, source_name=f"<workload {self.key}>")
             if not isinstance(func, PrimFunc):
                 # A module text with one loop function.
-                funcs = [f for f in getattr(func, "functions", {}).values()
-                         if isinstance(f, PrimFunc)]
+                funcs = [f for f in func.functions.values() if isinstance(f, PrimFunc)] \
+                    if isinstance(func, IRModule) else []
                 if len(funcs) != 1:
                     raise TuningError(f"the stored text of workload {self.key} is not one "
                                       "loop function")

@@ -21,6 +21,11 @@ remembers every trace it handed out or found in the database (by trace key) and 
 program (by the digest of its features, so two traces making the same program count
 once). :attr:`scored` and :attr:`score_seconds` give how many candidates per second the
 search makes and scores.
+
+:class:`EvolutionarySearch` is the search of one task (a
+:class:`~irc.tune.strategy.TaskSearch`); :class:`EvolutionaryStrategy`, sized by
+:class:`~irc.tune.options.SearchOptions`, is the :class:`~irc.tune.strategy.SearchStrategy`
+that makes one per task, the tuning engine's default.
 """
 
 from __future__ import annotations
@@ -31,16 +36,19 @@ import math
 import random
 import sys
 import time
-from typing import Any, Sequence, TextIO
+from dataclasses import dataclass, field
+from typing import NamedTuple, Sequence, TextIO
 
 import numpy as np
 
-from ..core.diagnostics import IRCError
 from ..tir.stmt import PrimFunc
-from .features import extract_features
+from .cost_model import CostModel
+from .options import SearchOptions
 from .record import workload_key
-from .search_pool import EvaluatorPool, Job, run_job, space_setup
-from .space import Candidate, SpaceGenerator
+from .search_pool import EvaluatorPool, Job, JobKind, JobResult, run_job, space_setup
+from .space import Candidate, Sketch, SpaceGenerator
+from .strategy import SearchContext
+from .task import TuneTask
 
 _RULE = "-" * 70
 
@@ -54,46 +62,57 @@ def _digest(features: np.ndarray) -> str:
     return hashlib.blake2b(np.ascontiguousarray(features).tobytes(), digest_size=12).hexdigest()
 
 
+class MeasuredCandidate(NamedTuple):
+    """A measured candidate with its cost in seconds (``inf``: it failed)."""
+
+    cost: float
+    candidate: Candidate
+
+
+class _Ranked(NamedTuple):
+    """A heap entry of a GA round: score, insertion order (ties), candidate."""
+
+    score: float
+    order: int
+    candidate: Candidate
+
+
 class EvolutionarySearch:
     """The search of one task (see the module docstring).
 
     ``func`` is the unscheduled function, ``space`` its :class:`SpaceGenerator`,
-    ``cost_model`` scores feature sets, ``pool`` (optional) makes candidates in worker
-    processes. Sizes: ``population_size`` candidates per generation, ``num_iters`` GA
-    iterations, ``init_measured_ratio`` of the population seeded from measured records,
-    ``init_min_unmeasured`` fresh samples at least, ``genetic_mutate_prob``,
-    ``max_fail_count`` failed samples before the search stops growing the population,
-    ``eps_greedy``. ``verbose`` >= 1 prints the seed-002 log lines to ``out``.
+    ``cost_model`` scores feature sets, ``options`` the sizes (:class:`SearchOptions`),
+    ``pool`` (optional) makes candidates in worker processes. ``verbose`` >= 1 prints
+    the seed-002 log lines to ``out``.
     """
 
-    def __init__(self, func: PrimFunc, space: SpaceGenerator, cost_model: Any, *,
-                 population_size: int = 256, num_iters: int = 3,
-                 init_measured_ratio: float = 0.2, init_min_unmeasured: int = 64,
-                 genetic_mutate_prob: float = 0.85, max_fail_count: int = 256,
-                 eps_greedy: float = 0.05, seed: int = 0, verbose: int = 1,
-                 out: TextIO | None = None, pool: EvaluatorPool | None = None):
+    def __init__(self, func: PrimFunc, space: SpaceGenerator, cost_model: CostModel,
+                 options: SearchOptions = SearchOptions(), *, seed: int = 0,
+                 verbose: int = 1, out: TextIO | None = None,
+                 pool: EvaluatorPool | None = None):
         self.func = func
         self.space = space
         self.cost_model = cost_model
-        self.population_size = max(2, int(population_size))
-        self.num_iters = max(0, int(num_iters))
-        self.init_measured_ratio = float(init_measured_ratio)
-        self.init_min_unmeasured = max(1, int(init_min_unmeasured))
-        self.genetic_mutate_prob = float(genetic_mutate_prob)
-        self.max_fail_count = max(1, int(max_fail_count))
-        self.eps_greedy = float(eps_greedy)
+        self.options = options
+        self.population_size = int(options.population_size)
+        self.num_iters = int(options.num_iters)
+        self.init_measured_ratio = float(options.init_measured_ratio)
+        self.init_min_unmeasured = int(options.init_min_unmeasured)
+        self.genetic_mutate_prob = float(options.genetic_mutate_prob)
+        self.max_fail_count = int(options.max_fail_count)
+        self.eps_greedy = float(options.eps_greedy)
         self.rng = random.Random(seed)
         self.verbose = int(verbose)
         self.out = out
         self.pool = pool
         self.key = workload_key(func)
-        self.sketches = space.generate(func, seed=seed + 1)
+        self.sketches: list[Sketch] = space.generate(func, seed=seed + 1)
         self._setup: bytes | None = None
         # Everything proposed or measured, so nothing is proposed twice.
         self.seen_traces: set[str] = set()
         self.seen_programs: set[str] = set()
         # Measured candidates (for the initial population).
-        self.measured: list[tuple[float, Candidate]] = []
+        self.measured: list[MeasuredCandidate] = []
         self.scored = 0
         self.score_seconds = 0.0
         self.exhausted = False
@@ -108,22 +127,12 @@ class EvolutionarySearch:
         """Candidates made (sampled or mutated, postprocessed) and scored per second."""
         return self.scored / self.score_seconds if self.score_seconds > 0 else 0.0
 
-    def featurize(self, cand: Candidate) -> bool:
-        """Compute ``cand.features`` (False when the program cannot be lowered)."""
-        if cand.features is not None:
-            return True
-        try:
-            cand.features = extract_features(cand.func)
-        except IRCError:
-            return False
-        return True
-
     def add_measured(self, cand: Candidate, cost: float) -> None:
         """Remember a measured candidate (from this run or from the database)."""
         self.seen_traces.add(cand.trace_key)
         if cand.features is not None:
             self.seen_programs.add(_digest(cand.features))
-        self.measured.append((cost, cand))
+        self.measured.append(MeasuredCandidate(cost, cand))
 
     def mark_measured_trace(self, trace_key: str) -> None:
         """Remember a measured trace (even one that cannot be replayed)."""
@@ -133,10 +142,6 @@ class EvolutionarySearch:
         return cand.trace_key not in self.seen_traces and \
             _digest(cand.features) not in self.seen_programs
 
-    def _trained(self) -> bool:
-        return getattr(self.cost_model, "num_samples", 0) >= 2 and \
-            getattr(self.cost_model, "booster", True) is not None
-
     # -- making candidates ----------------------------------------------------------------
     def _run(self, jobs: list[Job]) -> list[Candidate | None]:
         """Evaluate jobs (in the pool when there is one) into candidates."""
@@ -144,7 +149,7 @@ class EvolutionarySearch:
             return []
         t = time.perf_counter()
 
-        def local(js: Sequence[Job]) -> list:
+        def local(js: Sequence[Job]) -> list[JobResult | None]:
             return [run_job(self.func, self.space, self.sketches, j) for j in js]
 
         def setup() -> bytes:
@@ -159,7 +164,8 @@ class EvolutionarySearch:
         out: list[Candidate | None] = []
         for job, r in zip(jobs, raw):
             out.append(None if r is None else
-                       Candidate(None, None, job[1], trace_json=r[0], features=r[1]))
+                       Candidate(None, None, job.sketch, trace_json=r.trace_json,
+                                 features=r.features))
         self.score_seconds += time.perf_counter() - t
         self.scored += len(jobs)
         return out
@@ -175,14 +181,14 @@ class EvolutionarySearch:
         t_start = time.perf_counter()
         self._print(banner("Search"))
         self._print(f"Generate Sketches\t\t#s: {len(self.sketches)}")
-        trained = self._trained()
+        trained = self.cost_model.is_trained
         # The work of a round grows with the candidates it must deliver: a generation of
         # 8 per candidate (up to population_size); while the model is untrained, 4.
         per = 8 if trained else 4
         size = min(self.population_size, max(per * num, self.init_min_unmeasured))
         population = self._initial_population(size)
         init_new = [c for c in population if self._is_new(c)]
-        heap: list[tuple[float, int, Candidate]] = []
+        heap: list[_Ranked] = []
         in_heap: set[str] = set()
         counter = 0
         m_ok = m_fail = 0
@@ -198,10 +204,10 @@ class EvolutionarySearch:
                     continue
                 in_heap.add(key)
                 counter += 1
-                item = (float(s), counter, c)
+                item = _Ranked(float(s), counter, c)
                 if len(heap) < max(num, self.population_size):
                     heapq.heappush(heap, item)
-                elif item[0] > heap[0][0]:
+                elif item.score > heap[0].score:
                     heapq.heapreplace(heap, item)
             if it == 0 or it == iters:
                 hi = float(max(scores)) if len(scores) else 0.0
@@ -228,7 +234,7 @@ class EvolutionarySearch:
         pop: list[Candidate] = []
         keys: set[str] = set()
         n_measured = int(size * self.init_measured_ratio)
-        for cost, c in sorted(self.measured, key=lambda x: x[0])[:n_measured]:
+        for cost, c in sorted(self.measured, key=lambda m: m.cost)[:n_measured]:
             if math.isfinite(cost) and c.features is not None:
                 pop.append(c)
                 keys.add(_digest(c.features))
@@ -238,7 +244,7 @@ class EvolutionarySearch:
         k = self.rng.randrange(len(self.sketches))
         while fresh < want and fails < self.max_fail_count:
             n = want - fresh
-            jobs = [("sample", (k + j) % len(self.sketches), self._seed(), None)
+            jobs = [Job(JobKind.SAMPLE, (k + j) % len(self.sketches), self._seed())
                     for j in range(n)]
             k += n
             made = 0
@@ -281,7 +287,7 @@ class EvolutionarySearch:
         for _ in range(size):
             parent = self.rng.choices(population, weights)[0]
             if self.rng.random() < self.genetic_mutate_prob:
-                jobs.append(("mutate", parent.sketch, self._seed(), parent.trace_json))
+                jobs.append(Job(JobKind.MUTATE, parent.sketch, self._seed(), parent.trace_json))
             else:
                 kept.append(parent)
         children = self._run(jobs)
@@ -297,9 +303,9 @@ class EvolutionarySearch:
             nxt.append(c)
         return nxt, ok, fail
 
-    def _pick(self, num: int, heap: list[tuple[float, int, Candidate]],
-              init_new: list[Candidate], greedy: bool = True) -> list[Candidate]:
-        ranked = [c for _, _, c in sorted(heap, key=lambda x: (-x[0], x[1]))]
+    def _pick(self, num: int, heap: list[_Ranked], init_new: list[Candidate],
+              greedy: bool = True) -> list[Candidate]:
+        ranked = [r.candidate for r in sorted(heap, key=lambda r: (-r.score, r.order))]
         n_rand = int(round(num * self.eps_greedy)) if greedy else num
         out: list[Candidate] = []
         keys: set[str] = set()
@@ -327,4 +333,18 @@ class EvolutionarySearch:
         return out
 
 
-__all__ = ["EvolutionarySearch", "banner"]
+@dataclass(frozen=True)
+class EvolutionaryStrategy:
+    """The evolutionary search as a :class:`~irc.tune.strategy.SearchStrategy`: one
+    :class:`EvolutionarySearch` per task, sized by ``options``."""
+
+    options: SearchOptions = field(default_factory=SearchOptions)
+
+    def new_search(self, task: TuneTask, context: SearchContext) -> EvolutionarySearch:
+        """The evolutionary search of ``task`` (its sketches generated now)."""
+        return EvolutionarySearch(task.func, context.space, context.cost_model, self.options,
+                                  seed=context.seed, verbose=context.verbose,
+                                  out=context.out, pool=context.pool)
+
+
+__all__ = ["EvolutionarySearch", "EvolutionaryStrategy", "MeasuredCandidate", "banner"]

@@ -2,8 +2,8 @@
 
 A :class:`TuneTask` is one loop function to tune for one target, with a ``weight`` (how
 many times the model calls it), a readable description, its workload (database key) and
-its FLOP count. :func:`extract_tasks` legalizes a graph module (and fuses it when the
-fusion passes are available), then makes one task per distinct loop function called
+its FLOP count. :func:`extract_tasks` legalizes and fuses a graph module, then makes
+one task per distinct loop function called
 through ``R.call_tir`` (structurally equal functions are one task; the weight counts the
 call sites). :class:`BlockDAG` prints a function's blocks in the compute-DAG notation of
 the seeds (``conv2d_nhwc(nn, yy, xx, ff) += (pad_temp[...]*p1[...])``).
@@ -301,14 +301,9 @@ def _prepare(mod: IRModule, params: dict | None, fuse: bool | None) -> IRModule:
                               "function to bind them to")
         mod = passes.BindParams(entry, params)(mod)
     mod = passes.LegalizeOps()(mod)
-    fusion = [getattr(passes, n, None) for n in ("AnnotateTIROpPattern", "FuseOps", "FuseTIR")]
-    available = all(p is not None for p in fusion)
-    if fuse and not available:
-        raise TuningError("extract_tasks(fuse=True) needs the fusion passes (FuseOps, "
-                          "FuseTIR), which this installation lacks")
-    if available and fuse is not False:
-        for p in fusion:
-            mod = p()(mod)
+    if fuse is not False:
+        for fusion in (passes.AnnotateTIROpPattern, passes.FuseOps, passes.FuseTIR):
+            mod = fusion()(mod)
     return mod
 
 
@@ -318,8 +313,8 @@ def extract_tasks(mod: Any, target: Any = "llvm", params: dict | None = None, *,
     """One :class:`TuneTask` per distinct loop function a graph module calls.
 
     ``mod`` is an IRModule (or a graph Function, taken as ``main``); ``params`` (name ->
-    array) are bound as constants first. The module is legalized, then fused when the
-    fusion passes exist (``fuse=None``; ``True`` requires them, ``False`` skips them).
+    array) are bound as constants first. The module is legalized, then fused (unless
+    ``fuse=False``).
     Structurally equal functions form one task whose ``weight`` is the number of call
     sites. Tasks without floating-point work (reshapes, copies) are left out unless
     ``include_simple_tasks``; functions with symbolic shapes cannot be tuned and are left

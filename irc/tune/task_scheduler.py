@@ -34,7 +34,7 @@ import re
 import sys
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
@@ -45,6 +45,7 @@ from .task import TuneTask
 
 # A task whose candidates all fail this many rounds in a row is given up.
 MAX_FAILED_ROUNDS = 3
+TASK_SCHEDULING = ("gradient", "round-robin")
 
 
 class TaskTuner(ABC):
@@ -62,9 +63,57 @@ class TaskTuner(ABC):
         return None
 
 
+@dataclass(frozen=True)
+class TuningCounts:
+    """What went wrong during a tuning run, counted (every case is also logged on the
+    ``irc.tune`` or ``irc.dlight`` logger): candidates that failed to build, failed or
+    hung when run, or computed wrong results; measurement records that could not be
+    replayed into the search space (and, for the cost model, onto their workload);
+    default schedule rules that failed half way on a task; search worker processes
+    that failed (their candidates were made in the tuning process instead); tasks that
+    could not be searched and keep their default schedule."""
+
+    build_failures: int = 0
+    run_failures: int = 0
+    wrong_results: int = 0
+    replay_failures: int = 0
+    rule_failures: int = 0
+    pool_failures: int = 0
+    default_fallbacks: int = 0
+
+    def describe(self) -> str:
+        """The non-zero counts as a phrase (``"3 candidates failed to build, 1 rule
+        failed"``); empty when nothing went wrong."""
+        parts = []
+        for n, one, many in (
+                (self.build_failures, "candidate failed to build",
+                 "candidates failed to build"),
+                (self.run_failures, "candidate failed to run", "candidates failed to run"),
+                (self.wrong_results, "candidate computed a wrong result",
+                 "candidates computed wrong results"),
+                (self.replay_failures, "record could not be replayed",
+                 "records could not be replayed"),
+                (self.rule_failures, "default schedule rule failed",
+                 "default schedule rules failed"),
+                (self.pool_failures, "search worker failed", "search workers failed"),
+                (self.default_fallbacks, "task kept its default schedule (not searchable)",
+                 "tasks kept their default schedule (not searchable)")):
+            if n:
+                parts.append(f"{n} {one if n == 1 else many}")
+        return ", ".join(parts)
+
+    @property
+    def total(self) -> int:
+        """The number of counted problems."""
+        return (self.build_failures + self.run_failures + self.wrong_results
+                + self.replay_failures + self.rule_failures + self.pool_failures
+                + self.default_fallbacks)
+
+
 @dataclass
 class TuneSummary:
-    """What :meth:`TaskScheduler.tune` did."""
+    """What a tuning run did: :meth:`TaskScheduler.tune` fills the trials and latencies;
+    the tuning engine adds ``counts`` (:class:`TuningCounts`)."""
 
     best_costs: list[float]
     trials: list[int]
@@ -73,6 +122,7 @@ class TuneSummary:
     rounds: int
     elapsed: float
     stopped_by: str
+    counts: TuningCounts = field(default_factory=TuningCounts)
 
 
 def similarity_key(name: str) -> str:
@@ -100,7 +150,7 @@ class TaskScheduler:
         self.tasks = list(tasks)
         if not self.tasks:
             raise TuningError("the task scheduler needs at least one task")
-        if strategy not in ("gradient", "round-robin"):
+        if strategy not in TASK_SCHEDULING:
             raise TuningError(f"unknown task scheduling strategy {strategy!r}; use "
                               "'gradient' or 'round-robin'")
         weights = [t.weight for t in self.tasks] if task_weights is None else list(task_weights)

@@ -2,8 +2,11 @@
 working together. Both front doors (``irc.tune.ms`` and ``irc.tune.auto_scheduler``)
 run their tuning through :func:`tune_tasks`.
 
-For each round the task scheduler gives a task, the task's
-:class:`~irc.tune.search.EvolutionarySearch` proposes candidates the database has not
+A run is configured by a :class:`~irc.tune.options.TuneConfig` (budget, rounds, seed,
+logging) and :class:`~irc.tune.options.TuneComponents` (builder, runner, cost model, search
+space, search strategy, callbacks). For each round the task scheduler gives a task, the
+task's search (made by the :class:`~irc.tune.strategy.SearchStrategy`; by default
+:class:`~irc.tune.search.EvolutionaryStrategy`) proposes candidates the database has not
 measured, the builder compiles them in parallel worker processes, the runner times them
 one at a time in an isolated process, and every result is committed to the database as
 soon as it is known (a killed run loses at most the candidate being timed). The shared
@@ -12,6 +15,11 @@ function (the default schedule) is measured too, so a tuned kernel slower than t
 default never becomes the task's best; a run pointed at an existing database resumes:
 measured candidates are never measured again, and they seed the cost model and the
 initial populations.
+
+Nothing fails silently: candidates that fail to build or run, records that cannot be
+replayed, default rules that fail, search workers that fail and tasks that cannot be
+searched are logged on the ``irc.tune`` (and ``irc.dlight``) loggers and counted in the
+summary's :class:`~irc.tune.task_scheduler.TuningCounts`.
 """
 
 from __future__ import annotations
@@ -20,67 +28,42 @@ import logging
 import math
 import sys
 import time
-from typing import Any, Callable, Sequence, TextIO
+from dataclasses import fields, replace
+from typing import Any, Callable, NamedTuple, Sequence
 
-from ..codegen import build as build_mod
+from ..codegen import can_build
 from ..core.diagnostics import IRCError, TuningError
 from ..core.target import Target, host_num_cores
+from ..dlight import apply_rules
 from ..dlight.cpu import default_rules
 from .builder import LocalBuilder
 from .cost_model import CostModel, create_cost_model
 from .database import Database, open_database
 from .features import extract_features
 from .measure import (
-    Builder,
     MeasureInput,
     MeasureResult,
     Runner,
     apply_trace,
     combine_results,
 )
+from .options import SearchOptions, TuneComponents, TuneConfig
 from .record import MeasureErrorKind, TuningRecord, trace_key
 from .runner import LocalRunner
-from .search import EvolutionarySearch, banner
+from .search import EvolutionaryStrategy, banner
 from .search_pool import EvaluatorPool
 from .space import SpaceGenerator
+from .strategy import SearchContext, SearchStrategy, TaskSearch, featurize
 from .task import TuneTask
-from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary
+from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary, TuningCounts
 
-logger = logging.getLogger("irc.tune")
-
-# Search sizes for tuning runs; see EvolutionarySearch.
-DEFAULT_SEARCH = {"population_size": 192, "num_iters": 3, "init_measured_ratio": 0.2,
-                  "init_min_unmeasured": 48, "genetic_mutate_prob": 0.85,
-                  "eps_greedy": 0.05}
-
-
-# Search option names of Ansor's SketchPolicy, mapped to irc's.
-_ANSOR_SEARCH_NAMES = {"evolutionary_search_population": "population_size",
-                       "evolutionary_search_num_iters": "num_iters",
-                       "evolutionary_search_mutation_prob": "genetic_mutate_prob",
-                       "sample_init_min_population": "init_min_unmeasured",
-                       "eps_greedy": "eps_greedy"}
-_SEARCH_KEYS = set(DEFAULT_SEARCH) | {"max_fail_count"}
-
-
-def search_options_of(options: dict | None) -> dict:
-    """Search options with Ansor's names translated; a TuningError names unknown ones."""
-    out = {}
-    for key, value in (options or {}).items():
-        key = _ANSOR_SEARCH_NAMES.get(key, key)
-        if key not in _SEARCH_KEYS:
-            raise TuningError(f"unknown search option {key!r}; the evolutionary search takes "
-                              f"{', '.join(sorted(_SEARCH_KEYS))}")
-        out[key] = value
-    return out
+logger = logging.getLogger(__name__)
 
 
 def check_target_buildable(target: Target) -> None:
     """Raise a TuningError when irc cannot compile kernels for ``target`` (tuning
     measures compiled kernels)."""
-    if target.kind.name == "llvm":
-        return
-    if target.kind.name not in getattr(build_mod, "_BUILDERS", {}):
+    if not can_build(target):
         raise TuningError(f"cannot tune for {target}: irc's code generation for "
                           f"{target.kind.name} is not available yet, so candidates cannot be "
                           "built and measured",
@@ -88,10 +71,17 @@ def check_target_buildable(target: Target) -> None:
                                "generated with irc.tune.space.SpaceGenerator('cuda')")
 
 
+class SearchSpeed(NamedTuple):
+    """How many candidates the searches made and scored, and the seconds it took."""
+
+    scored: int
+    seconds: float
+
+
 class _TaskState:
     """A task's search and what the engine knows about it."""
 
-    def __init__(self, task: TuneTask, search: EvolutionarySearch | None, error: str = ""):
+    def __init__(self, task: TuneTask, search: TaskSearch | None, error: str = ""):
         self.task = task
         self.search = search
         self.error = error
@@ -103,24 +93,18 @@ class _TaskState:
 class TuningEngine(TaskTuner):
     """Measures candidates of ``tasks`` for the task scheduler (see the module docstring).
 
-    ``database`` is a Database or a record file path; ``builder``/``runner`` default to
-    :class:`LocalBuilder` and :class:`LocalRunner` (correctness checked against the
-    unscheduled function); ``cost_model`` is a CostModel or a name for
-    :func:`~irc.tune.cost_model.create_cost_model`; ``space`` a SpaceGenerator (the
-    target's defaults when None); ``search_options`` overrides
-    :data:`DEFAULT_SEARCH`; ``callbacks`` are called as ``cb(inputs, results)`` after
-    each measured candidate; ``search_workers`` processes make candidates for the search
-    (default: one per core; 0 or 1: in this process); ``early_stopping`` ends a task
-    after that many trials without improvement.
+    ``database`` is a Database or a record file path; ``config`` the run's options
+    (:class:`~irc.tune.options.TuneConfig`: the engine reads the seed, the log settings,
+    early stopping and the number of search workers); ``components`` the swappable parts
+    (:class:`~irc.tune.options.TuneComponents`; the defaults are a
+    :class:`LocalBuilder`, a :class:`LocalRunner` checking correctness against the
+    unscheduled function, the ``"auto"`` cost model, the target's
+    :class:`SpaceGenerator` and :class:`~irc.tune.search.EvolutionaryStrategy`).
+    What went wrong is counted (:meth:`counts`) and logged on the ``irc.tune`` logger.
     """
 
-    def __init__(self, tasks: Sequence[TuneTask], database: Any, *,
-                 builder: Builder | None = None, runner: Runner | None = None,
-                 cost_model: Any = "auto", space: SpaceGenerator | None = None,
-                 search_options: dict | None = None,
-                 callbacks: Sequence[Callable] = (), seed: int = 0, verbose: int = 1,
-                 out: TextIO | None = None, log_dir: str | None = None,
-                 early_stopping: int | None = None, search_workers: int | None = None):
+    def __init__(self, tasks: Sequence[TuneTask], database: Database | str,
+                 config: TuneConfig, components: TuneComponents = TuneComponents()):
         self.tasks = list(tasks)
         if not self.tasks:
             raise TuningError("nothing to tune: the task list is empty")
@@ -130,34 +114,43 @@ class TuningEngine(TaskTuner):
                 raise TuningError(f"tasks for different targets ({self.target} and "
                                   f"{t.target}) cannot be tuned together")
         check_target_buildable(self.target)
+        self.config = config
+        log_dir = config.log_dir
         self.database: Database = open_database(database, self.target) \
             if not isinstance(database, Database) else database
         self._own_db = not isinstance(database, Database)
-        self._own_builder = builder is None
-        self._own_runner = runner is None
-        self.builder = builder if builder is not None else LocalBuilder(log_dir=log_dir)
-        self.runner = runner if runner is not None else \
+        self._own_builder = components.builder is None
+        self._own_runner = components.runner is None
+        self.builder = components.builder if components.builder is not None else \
+            LocalBuilder(log_dir=log_dir)
+        self.runner = components.runner if components.runner is not None else \
             LocalRunner(check_correctness=True, log_dir=log_dir)
         self._default_runner: Runner | None = None
         self.log_dir = log_dir
-        if isinstance(cost_model, CostModel):
-            self.cost_model = cost_model
+        if isinstance(components.cost_model, CostModel):
+            self.cost_model = components.cost_model
         else:
-            self.cost_model = create_cost_model(cost_model or "auto")
-        self.space = space if space is not None else SpaceGenerator(self.target)
-        n_workers = host_num_cores() if search_workers is None else int(search_workers)
+            self.cost_model = create_cost_model(components.cost_model or "auto")
+        self.space = components.space if components.space is not None else \
+            SpaceGenerator(self.target)
+        self.strategy: SearchStrategy = components.search_strategy \
+            if components.search_strategy is not None else EvolutionaryStrategy()
+        n_workers = host_num_cores() if config.search_workers is None \
+            else int(config.search_workers)
         self.pool = EvaluatorPool(n_workers if n_workers > 1 else 0, log_dir)
-        self.search_options = {**DEFAULT_SEARCH, **search_options_of(search_options)}
-        self.callbacks = list(callbacks)
-        self.seed = int(seed)
-        self.verbose = int(verbose)
-        self.out = out
+        self.callbacks = list(components.callbacks)
+        self.seed = int(config.seed)
+        self.verbose = int(config.verbose)
+        self.out = config.out
         self.states: list[_TaskState | None] = [None] * len(self.tasks)
         self._preexisting = {t.workload.key: len(self.database.records_of(t.workload))
                              for t in self.tasks}
-        self.early_stopping = early_stopping
+        self.early_stopping = config.early_stopping
         self._default_traces: dict[int, Any] = {}
         self.error_counts: dict[str, int] = {}
+        self.replay_failures = 0
+        self.rule_failures = 0
+        self.default_fallbacks = 0
         self.measured = 0
         self.measure_seconds = 0.0
         self._ct = 0
@@ -178,12 +171,14 @@ class TuningEngine(TaskTuner):
         db = self.database
         if db.get_workload(task.workload.key) is None:
             db.commit_workload(task.workload)
+        context = SearchContext(self.space, self.cost_model, seed=self.seed + 7919 * i,
+                                pool=self.pool, verbose=self.verbose, out=self.out)
         try:
-            search = EvolutionarySearch(task.func, self.space, self.cost_model,
-                                        seed=self.seed + 7919 * i, verbose=self.verbose,
-                                        out=self.out, pool=self.pool, **self.search_options)
+            search = self.strategy.new_search(task, context)
         except IRCError as err:
-            logger.warning("task %s cannot be searched: %s", task.name, err)
+            self.default_fallbacks += 1
+            logger.warning("task %s cannot be searched; it keeps its default schedule: %s",
+                           task.name, err)
             st = self.states[i] = _TaskState(task, None, str(err))
             return st
         st = self.states[i] = _TaskState(task, search)
@@ -201,35 +196,46 @@ class TuningEngine(TaskTuner):
             return 0
         search = st.search
         feats, groups, costs = [], [], []
+        failed: list[str] = []
         for rec in records:
             cost = rec.mean_cost
             st.best = min(st.best, cost)
+            search.mark_measured_trace(rec.trace_key)
             if rec.is_default or not _is_search_trace(rec.trace):
                 # The unscheduled function or a default schedule: learn from it, but it
                 # is not a member of the search space to mutate.
-                search.mark_measured_trace(rec.trace_key)
                 try:
                     f = extract_features(apply_trace(st.task.func, rec.trace))
-                except IRCError:
+                except IRCError as err:
+                    failed.append(rec.trace_key)
+                    logger.debug("task %s: record %s cannot be replayed: %s", st.task.name,
+                                 rec.trace_key, err)
                     continue
             else:
                 cand = self.space.replay(st.task.func, rec.trace)
-                if cand is None or not search.featurize(cand):
-                    search.mark_measured_trace(rec.trace_key)
+                if cand is None or not featurize(cand):
+                    failed.append(rec.trace_key)
+                    logger.debug("task %s: record %s cannot be replayed into the search "
+                                 "space", st.task.name, rec.trace_key)
                     continue
                 search.add_measured(cand, cost)
-                search.mark_measured_trace(rec.trace_key)
                 f = cand.features
             feats.append(f)
             groups.append(st.task.workload.key)
             costs.append(cost)
+        if failed:
+            self.replay_failures += len(failed)
+            logger.warning("task %s: %d of %d measurement records cannot be replayed into "
+                           "its search space (they count as measured but do not seed the "
+                           "search or the cost model); first: record %s", st.task.name,
+                           len(failed), len(records), failed[0])
         if own:
             st.measured = len(records)
         if feats:
             self.cost_model.update_features(feats, groups, costs)
         if own and self._preexisting.get(st.task.workload.key):
             self._print(f"{st.task.name}: resuming from {len(records)} measurement records "
-                        f"in {getattr(self.database, 'path_tuning_record', 'the database')}")
+                        f"in {self.database.location or 'the database'}")
         return len(feats)
 
     def preload(self, task_id: int, database: Database) -> int:
@@ -269,6 +275,8 @@ class TuningEngine(TaskTuner):
             self.database.commit_record(record)
             if res.error_kind:
                 self.error_counts[res.error_kind] = self.error_counts.get(res.error_kind, 0) + 1
+                logger.info("task %s: candidate %s: %s: %s", task.name, inp.trace_key,
+                            res.error_kind, _first_line(res.error_msg))
             for cb in self.callbacks:
                 cb([inp], [res])
             results.append(res)
@@ -287,14 +295,13 @@ class TuningEngine(TaskTuner):
         trace = None
         task = self.tasks[task_id]
         if task.target.kind.name == "llvm":
-            for rule in default_rules():
-                try:
-                    sch = rule.apply(task.func, task.target, False)
-                except IRCError:
-                    sch = None
-                if sch is not None:
-                    trace = sch.trace.simplified(remove_postproc=False).to_json()
-                    break
+            outcome = apply_rules(task.func, task.target, default_rules(), name=task.name)
+            self.rule_failures += len(outcome.failures)
+            if outcome.schedule is not None:
+                trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()
+            else:
+                logger.info("task %s: no default schedule rule applies; its default is the "
+                            "unscheduled function", task.name)
         self._default_traces[task_id] = trace
         return trace
 
@@ -378,16 +385,33 @@ class TuningEngine(TaskTuner):
         if st is not None:
             st.best = best
 
-    # -- lifetime -------------------------------------------------------------------------
-    def search_speed(self) -> tuple[int, float]:
-        """(candidates scored, seconds spent scoring them) over all tasks."""
+    # -- what happened --------------------------------------------------------------------
+    def search_speed(self) -> SearchSpeed:
+        """Candidates scored and seconds spent scoring them, over all tasks."""
         n, secs = 0, 0.0
         for st in self.states:
             if st is not None and st.search is not None:
                 n += st.search.scored
                 secs += st.search.score_seconds
-        return n, secs
+        return SearchSpeed(n, secs)
 
+    def counts(self) -> TuningCounts:
+        """What went wrong so far (see :class:`TuningCounts`); ``replay_failures``
+        includes the records the cost model skipped in ``update_from_file`` since it was
+        created."""
+        errors = self.error_counts
+        return TuningCounts(
+            build_failures=errors.get(MeasureErrorKind.BUILD_ERROR, 0)
+            + errors.get(MeasureErrorKind.BUILD_TIMEOUT, 0),
+            run_failures=errors.get(MeasureErrorKind.RUN_ERROR, 0)
+            + errors.get(MeasureErrorKind.RUN_TIMEOUT, 0),
+            wrong_results=errors.get(MeasureErrorKind.WRONG_RESULT, 0),
+            replay_failures=self.replay_failures + self.cost_model.replay_failures,
+            rule_failures=self.rule_failures,
+            pool_failures=self.pool.failures,
+            default_fallbacks=self.default_fallbacks)
+
+    # -- lifetime -------------------------------------------------------------------------
     def close(self) -> None:
         """Stop the worker processes this engine started and close its database."""
         if self._own_builder:
@@ -407,6 +431,11 @@ class TuningEngine(TaskTuner):
         self.close()
 
 
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
 def _is_search_trace(trace: Any) -> bool:
     """True for a trace the search made (it has a postprocessing part)."""
     insts = trace[0] if isinstance(trace, list) and trace else ()
@@ -420,57 +449,92 @@ def default_trials_per_round(max_trials: int, num_tasks: int) -> int:
     return int(min(64, max(8, share // 4)))
 
 
-def tune_tasks(tasks: Sequence[TuneTask], database: Any, max_trials_global: int, *,
-               num_trials_per_iter: int | None = None, task_weights: Sequence[float] | None
-               = None, time_budget: float | None = None, strategy: str = "gradient",
-               builder: Builder | None = None, runner: Runner | None = None,
-               cost_model: Any = "auto", space: SpaceGenerator | None = None,
-               search_options: dict | None = None, callbacks: Sequence[Callable] = (),
-               seed: int = 0, verbose: int = 1, out: TextIO | None = None,
-               log_dir: str | None = None, measure_default: bool = True,
-               early_stopping: int | None = None,
+def tune_tasks(tasks: Sequence[TuneTask], database: Database | str, config: TuneConfig,
+               components: TuneComponents = TuneComponents(), *,
                before: Callable[[TuningEngine], None] | None = None
                ) -> tuple[TuneSummary, TuningEngine]:
-    """Tune ``tasks`` with up to ``max_trials_global`` measurements (and within
-    ``time_budget`` seconds when given), recording into ``database``; returns the task
-    scheduler's summary and the (closed) engine, whose counters say what happened.
-    With a zero budget nothing is measured: every task keeps its default schedule.
-    ``early_stopping`` ends a task after that many trials without improvement;
-    ``before(engine)`` runs once the engine exists (e.g. to preload records)."""
-    if max_trials_global is None or int(max_trials_global) < 0:
-        raise TuningError(f"the trial budget must be a non-negative integer, got "
-                          f"{max_trials_global!r}")
-    if time_budget is not None and time_budget <= 0:
-        raise TuningError(f"time_budget must be positive seconds, got {time_budget!r}")
+    """Tune ``tasks`` as ``config`` says (trial budget, rounds, time budget, ...) with
+    ``components`` (builder, runner, cost model, space, search strategy, callbacks),
+    recording into ``database``; returns the summary (with :class:`TuningCounts` of what
+    went wrong) and the (closed) engine, whose counters say what happened. With a zero
+    budget nothing is measured: every task keeps its default schedule.
+    ``before(engine)`` runs once the engine exists (e.g. to preload records).
+
+    Example::
+
+        summary, _ = tune_tasks([TuneTask(func, "llvm")], "records.json", TuneConfig(64))
+    """
+    if not isinstance(config, TuneConfig):
+        raise TuningError(f"tune_tasks takes a TuneConfig, got {type(config).__name__}",
+                          hint="tune_tasks(tasks, database, TuneConfig(max_trials_global))")
     tasks = list(tasks)
-    per_round = num_trials_per_iter or default_trials_per_round(int(max_trials_global),
-                                                                len(tasks))
-    if per_round < 1:
-        raise TuningError(f"num_trials_per_iter must be at least 1, got {per_round}")
-    engine = TuningEngine(tasks, database, builder=builder, runner=runner,
-                          cost_model=cost_model, space=space, search_options=search_options,
-                          callbacks=callbacks, seed=seed, verbose=verbose, out=out,
-                          log_dir=log_dir, early_stopping=early_stopping)
+    trials = int(config.max_trials_global)
+    per_round = config.num_trials_per_iter or default_trials_per_round(trials, len(tasks))
+    engine = TuningEngine(tasks, database, config, components)
     try:
         if before is not None:
             before(engine)
-        sched = TaskScheduler(tasks, task_weights=task_weights, strategy=strategy,
-                              load_log_file=engine.database, seed=seed,
+        verbose = config.verbose
+        sched = TaskScheduler(tasks, task_weights=config.task_weights,
+                              strategy=config.task_scheduling,
+                              load_log_file=engine.database, seed=config.seed,
                               verbose=1 if verbose and len(tasks) > 1 else 0,
                               num_measures_per_round=per_round,
-                              measure_default=measure_default, out=out)
-        summary = sched.tune(engine, int(max_trials_global), time_budget=time_budget)
+                              measure_default=config.measure_default, out=config.out)
+        summary = sched.tune(engine, trials, time_budget=config.time_budget)
+        summary = replace(summary, counts=engine.counts())
+        n, secs = engine.search_speed()
+        rate = f"{n / secs:.0f}" if secs > 0 else "-"
+        problems = summary.counts.describe()
+        line = (f"Tuning done: {summary.total_trials} trials in {summary.elapsed:.1f} s "
+                f"({engine.measure_seconds:.1f} s measuring); search scored {n} candidates "
+                f"({rate}/s)" + (f"; {problems}" if problems else ""))
+        logger.info("%s", line)
         if verbose:
-            n, secs = engine.search_speed()
-            errors = ", ".join(f"{k}: {v}" for k, v in sorted(engine.error_counts.items()))
-            rate = f"{n / secs:.0f}" if secs > 0 else "-"
-            engine._print(f"Tuning done: {summary.total_trials} trials in "
-                          f"{summary.elapsed:.1f} s ({engine.measure_seconds:.1f} s measuring); "
-                          f"search scored {n} candidates ({rate}/s)"
-                          + (f"; errors: {errors}" if errors else ""))
+            engine._print(line)
     finally:
         engine.close()
     return summary, engine
+
+
+_RENAMED_KEYWORDS = {"strategy": "task_scheduling"}
+_CONFIG_KEYWORDS = frozenset(f.name for f in fields(TuneConfig)
+                             if f.name != "max_trials_global")
+_COMPONENT_KEYWORDS = frozenset(f.name for f in fields(TuneComponents))
+
+
+def options_from_keywords(max_trials_global: int, **keywords: Any
+                          ) -> tuple[TuneConfig, TuneComponents]:
+    """The config and components of the keyword options the MetaSchedule-style front
+    door takes (``ms.tune_tir(..., runner=..., verbose=0)``,
+    ``MetaScheduleTuneTIR(work_dir, max_trials_global, **options)``): the fields of
+    :class:`TuneConfig` and :class:`TuneComponents`, ``strategy`` for the task
+    scheduling strategy, and ``search_options`` (a dict or :class:`SearchOptions`) for
+    the evolutionary search's sizes. A TuningError names an unknown option."""
+    config: dict[str, Any] = {}
+    components: dict[str, Any] = {}
+    search_options = keywords.pop("search_options", None)
+    for key, value in keywords.items():
+        name = _RENAMED_KEYWORDS.get(key, key)
+        if name in _CONFIG_KEYWORDS:
+            config[name] = value
+        elif name in _COMPONENT_KEYWORDS:
+            components[name] = value
+        else:
+            known = sorted((_CONFIG_KEYWORDS | _COMPONENT_KEYWORDS | {"search_options"}
+                            | set(_RENAMED_KEYWORDS)) - set(_RENAMED_KEYWORDS.values()))
+            raise TuningError(f"unknown tuning option {key!r}; the options are "
+                              f"{', '.join(known)}")
+    if search_options is not None:
+        if components.get("search_strategy") is not None:
+            raise TuningError("give search_options or a search_strategy, not both",
+                              hint="size the strategy itself, e.g. "
+                                   "EvolutionaryStrategy(SearchOptions(...))")
+        components["search_strategy"] = EvolutionaryStrategy(
+            SearchOptions.from_dict(search_options))
+    if components.get("cost_model") is None:
+        components.pop("cost_model", None)
+    return TuneConfig(max_trials_global, **config), TuneComponents(**components)
 
 
 def best_records(database: Any, tasks: Sequence[TuneTask]) -> list[TuningRecord | None]:
@@ -483,5 +547,5 @@ def best_records(database: Any, tasks: Sequence[TuneTask]) -> list[TuningRecord 
             db.close()
 
 
-__all__ = ["DEFAULT_SEARCH", "TuningEngine", "best_records", "check_target_buildable",
-           "default_trials_per_round", "tune_tasks"]
+__all__ = ["SearchSpeed", "TuningEngine", "best_records", "check_target_buildable",
+           "default_trials_per_round", "options_from_keywords", "tune_tasks"]

@@ -1,6 +1,8 @@
 """ApplyDefaultSchedule: rule order, fallback on refusal, the target, the
 ``tir.is_scheduled`` mark, and the default pipeline's CPU step."""
 
+import logging
+
 import pytest
 from dlight_helpers import graph, kernels
 
@@ -44,12 +46,38 @@ def test_first_applicable_rule_wins_and_marks_the_function():
     assert out["add"].attrs["tir.is_scheduled"] is True
 
 
-def test_a_rule_failing_half_way_falls_back_to_the_next():
+def test_a_rule_failing_half_way_falls_back_to_the_next(caplog):
     failing, ok = _Recorder("raise"), _Recorder("schedule")
-    with Target("llvm"):
+    with caplog.at_level(logging.WARNING, logger="irc.dlight"), Target("llvm"):
         out = dl.ApplyDefaultSchedule(failing, ok)(_module())
     assert failing.calls == 1 and ok.calls == 1
     assert out["add"].attrs["tir.is_scheduled"]
+    # The failure is visible: the rule, the function and the error, at WARNING.
+    [rec] = caplog.records
+    assert rec.name == "irc.dlight.apply" and rec.levelno == logging.WARNING
+    msg = rec.getMessage()
+    assert msg.startswith("default schedule rule _Recorder failed on function add (trying "
+                          "the next rule): ")
+    assert "no_such_block" in msg
+
+
+def test_apply_rules_reports_every_failure():
+    first, second = _Recorder("raise"), _Recorder("raise")
+    func = _module()["add"]
+    outcome = dl.apply_rules(func, Target("llvm"), [first, second, _Recorder(None)], "add")
+    assert outcome.schedule is None and outcome.rule is None
+    assert [(f.rule, f.func) for f in outcome.failures] == [("_Recorder", "add")] * 2
+    assert all(isinstance(f.error, ScheduleError) for f in outcome.failures)
+    ok = _Recorder("schedule")
+    outcome = dl.apply_rules(func, Target("llvm"), [first, ok])
+    assert outcome.rule is ok and outcome.schedule is not None
+    assert len(outcome.failures) == 1
+
+
+def test_declining_rules_are_not_logged(caplog):
+    with caplog.at_level(logging.DEBUG, logger="irc.dlight"), Target("llvm"):
+        dl.ApplyDefaultSchedule(_Recorder(None), _Recorder("schedule"))(_module())
+    assert not caplog.records
 
 
 def test_no_rule_applies_leaves_the_function_alone():
@@ -94,7 +122,7 @@ def test_from_callable():
 
 
 def test_schedule_error_is_an_irc_error():
-    # ApplyDefaultSchedule swallows irc errors of rules; ScheduleError is one.
+    # ApplyDefaultSchedule logs irc errors of rules and goes on; ScheduleError is one.
     assert issubclass(ScheduleError, IRCError)
 
 

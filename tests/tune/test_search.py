@@ -10,18 +10,18 @@ import math
 import numpy as np
 from tune_workloads import matmul
 
-from irc.tune import NumpyModel, RandomModel
+from irc.tune import NumpyModel, RandomModel, SearchOptions
 from irc.tune.search import EvolutionarySearch
-from irc.tune.search_pool import EvaluatorPool, run_job, space_setup
+from irc.tune.search_pool import EvaluatorPool, Job, JobKind, run_job, space_setup
 from irc.tune.space import SpaceGenerator
 
-SMALL = {"population_size": 24, "num_iters": 2, "init_min_unmeasured": 16}
+SMALL = SearchOptions(population_size=24, num_iters=2, init_min_unmeasured=16)
 
 
-def make_search(model=None, **kw):
+def make_search(model=None):
     out = io.StringIO()
     s = EvolutionarySearch(matmul(64), SpaceGenerator("llvm"), model or RandomModel(seed=0),
-                           out=out, seed=1, **{**SMALL, **kw})
+                           SMALL, out=out, seed=1)
     return s, out
 
 
@@ -72,7 +72,7 @@ def test_pool_and_local_evaluation_agree():
     func = matmul(64)
     space = SpaceGenerator("llvm")
     sketches = space.generate(func)
-    jobs = [("sample", k % len(sketches), 100 + k, None) for k in range(8)]
+    jobs = [Job(JobKind.SAMPLE, k % len(sketches), 100 + k) for k in range(8)]
     local = [run_job(func, space, sketches, j) for j in jobs]
     pool = EvaluatorPool(2)
     try:
@@ -82,8 +82,7 @@ def test_pool_and_local_evaluation_agree():
     finally:
         pool.close()
     for a, b in zip(local, remote):
-        assert a[0] == b[0]
-        np.testing.assert_array_equal(a[1], b[1])
-    mutate = [("mutate", local[0] and 0, 7, local[0][0])]
-    child = run_job(func, space, sketches, mutate[0])
-    assert child is None or child[0] != local[0][0]
+        assert a.trace_json == b.trace_json
+        np.testing.assert_array_equal(a.features, b.features)
+    child = run_job(func, space, sketches, Job(JobKind.MUTATE, 0, 7, local[0].trace_json))
+    assert child is None or child.trace_json != local[0].trace_json

@@ -18,11 +18,15 @@ from tune_workloads import calls_abort, hangs, matmul
 import irc
 from irc.core.diagnostics import TuningError
 from irc.tune import (
+    EvolutionaryStrategy,
     JSONDatabase,
     LocalBuilder,
     LocalRunner,
     MeasureErrorKind,
     MeasureInput,
+    SearchOptions,
+    TuneComponents,
+    TuneConfig,
     TuneTask,
     schedule_from_record,
 )
@@ -34,9 +38,11 @@ from irc.tune.space import (
     RandomComputeLocation,
     SpaceGenerator,
 )
-from irc.tune.tuner import tune_tasks
+from irc.tune.task_scheduler import TuningCounts
+from irc.tune.tuner import options_from_keywords, tune_tasks
 
-SMALL = {"population_size": 24, "num_iters": 2, "init_min_unmeasured": 16}
+SMALL = EvolutionaryStrategy(SearchOptions(population_size=24, num_iters=2,
+                                           init_min_unmeasured=16))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -58,8 +64,9 @@ def serial_space():
 def test_tuned_schedule_is_correct_and_beats_the_default(tmp_path, runner):
     task = TuneTask(matmul(128), "llvm", name="matmul128")
     db_path = str(tmp_path / "mm.json")
-    summary, engine = tune_tasks([task], db_path, 12, num_trials_per_iter=6, runner=runner,
-                                 search_options=SMALL, verbose=0, space=serial_space())
+    summary, engine = tune_tasks([task], db_path, TuneConfig(12, num_trials_per_iter=6, verbose=0),
+                                 TuneComponents(runner=runner, search_strategy=SMALL,
+                                                space=serial_space()))
     assert summary.total_trials == 12
     db = JSONDatabase(db_path, target="llvm")
     records = db.records_of(task.workload)
@@ -126,9 +133,10 @@ def test_crashing_hanging_and_wrong_candidates_become_error_records(tmp_path):
     runner = LocalRunner(timeout=1.0, number=1, repeat=1, min_repeat_ms=1,
                          check_correctness=True)
     try:
-        summary, engine = tune_tasks([task], db_path, 8, num_trials_per_iter=7,
-                                     builder=builder, runner=runner, search_options=SMALL,
-                                     verbose=0)
+        summary, engine = tune_tasks([task], db_path, TuneConfig(8, num_trials_per_iter=7,
+                                                                 verbose=0),
+                                     TuneComponents(builder=builder, runner=runner,
+                                                    search_strategy=SMALL))
     finally:
         builder.close()
         runner.close()
@@ -140,12 +148,15 @@ def test_crashing_hanging_and_wrong_candidates_become_error_records(tmp_path):
     assert len(kinds) == 8
     assert sum(1 for k in kinds if not k) == 5  # tuning went on
     assert engine.error_counts == {"RUN_ERROR": 1, "RUN_TIMEOUT": 1, "WRONG_RESULT": 1}
+    assert summary.counts == TuningCounts(run_failures=2, wrong_results=1)
+    assert summary.counts.describe() == ("2 candidates failed to run, 1 candidate computed "
+                                         "a wrong result")
     db.close()
 
 
 def test_zero_budget_measures_nothing(tmp_path):
     task = TuneTask(matmul(32), "llvm")
-    summary, _ = tune_tasks([task], str(tmp_path / "z.json"), 0, verbose=0)
+    summary, _ = tune_tasks([task], str(tmp_path / "z.json"), TuneConfig(0, verbose=0))
     assert summary.total_trials == 0
     assert not os.path.exists(tmp_path / "z.json") or \
         len(JSONDatabase(str(tmp_path / "z.json"))) == 0
@@ -154,15 +165,27 @@ def test_zero_budget_measures_nothing(tmp_path):
 def test_bad_options_are_irc_errors(tmp_path):
     task = TuneTask(matmul(32), "llvm")
     with pytest.raises(TuningError, match="non-negative"):
-        tune_tasks([task], str(tmp_path / "e.json"), -1)
+        TuneConfig(-1)
     with pytest.raises(TuningError, match="time_budget"):
-        tune_tasks([task], str(tmp_path / "e.json"), 4, time_budget=0)
+        TuneConfig(4, time_budget=0)
+    with pytest.raises(TuningError, match="num_trials_per_iter must be at least 1"):
+        TuneConfig(4, num_trials_per_iter=0)
+    with pytest.raises(TuningError, match="unknown task scheduling strategy"):
+        TuneConfig(4, task_scheduling="fastest")
+    with pytest.raises(TuningError, match="takes a TuneConfig"):
+        tune_tasks([task], str(tmp_path / "e.json"), 4)
     with pytest.raises(TuningError, match="not available yet"):
-        tune_tasks([TuneTask(matmul(32), "cuda")], str(tmp_path / "e.json"), 4)
+        tune_tasks([TuneTask(matmul(32), "cuda")], str(tmp_path / "e.json"), TuneConfig(4))
     with pytest.raises(TuningError, match="empty"):
-        tune_tasks([], str(tmp_path / "e.json"), 4)
+        tune_tasks([], str(tmp_path / "e.json"), TuneConfig(4))
     with pytest.raises(TuningError, match="unknown search option 'populaton'"):
-        tune_tasks([task], str(tmp_path / "e.json"), 4, search_options={"populaton": 3})
+        SearchOptions.from_dict({"populaton": 3})
+    with pytest.raises(TuningError, match="eps_greedy must be a number between 0 and 1"):
+        SearchOptions(eps_greedy=2)
+    with pytest.raises(TuningError, match="unknown tuning option 'trials'"):
+        options_from_keywords(4, trials=3)
+    with pytest.raises(TuningError, match="not both"):
+        options_from_keywords(4, search_options={}, search_strategy=SMALL)
 
 
 _CHILD = textwrap.dedent("""
@@ -170,12 +193,12 @@ _CHILD = textwrap.dedent("""
     sys.path.insert(0, {here!r})
     from tune_workloads import matmul
     from irc.tune import LocalRunner, TuneTask
-    from irc.tune.tuner import tune_tasks
+    from irc.tune.tuner import options_from_keywords, tune_tasks
     runner = LocalRunner(timeout=2.0, number=1, repeat=1, min_repeat_ms=1)
-    tune_tasks([TuneTask(matmul(96), "llvm", name="mm96")], {db!r}, 400,
-               num_trials_per_iter=8, runner=runner, verbose=0,
-               search_options={{"population_size": 16, "num_iters": 1,
-                                "init_min_unmeasured": 12}})
+    tune_tasks([TuneTask(matmul(96), "llvm", name="mm96")], {db!r},
+               *options_from_keywords(400, num_trials_per_iter=8, runner=runner, verbose=0,
+                                      search_options={{"population_size": 16, "num_iters": 1,
+                                                       "init_min_unmeasured": 12}}))
 """)
 
 
@@ -201,9 +224,9 @@ def test_kill_and_resume_loses_nothing_and_measures_nothing_twice(tmp_path):
     task = TuneTask(matmul(96), "llvm", name="mm96")
     runner = LocalRunner(timeout=2.0, number=1, repeat=1, min_repeat_ms=1)
     try:
-        tune_tasks([task], db_path, 8, num_trials_per_iter=8, runner=runner, verbose=0,
-                   search_options={"population_size": 16, "num_iters": 1,
-                                   "init_min_unmeasured": 12})
+        tune_tasks([task], db_path, *options_from_keywords(
+            8, num_trials_per_iter=8, runner=runner, verbose=0,
+            search_options={"population_size": 16, "num_iters": 1, "init_min_unmeasured": 12}))
     finally:
         runner.close()
     with open(db_path) as f:

@@ -397,6 +397,11 @@ class Parameter(Tensor):
                           "model.load_state_dict(state)")
         return self._data
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # The numpy protocol: np.asarray(param) is its value (how irc.tune reads weights).
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
     def expr_in(self, frame: ExportFrame) -> Expr:
         """The graph parameter standing for this weight in ``frame``'s function."""
         var = frame.param_vars.get(id(self))

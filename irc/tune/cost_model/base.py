@@ -9,6 +9,7 @@ workloads of very different sizes and only the ranking within a workload matters
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from abc import ABC, abstractmethod
@@ -19,7 +20,9 @@ import numpy as np
 from ...core.diagnostics import IRCError, TuningError
 from ..database import open_database
 from ..features import NUM_FEATURES, extract_features, features_of_inputs
-from ..measure import apply_trace
+from ..measure import MeasureInput, MeasureResult, apply_trace
+
+logger = logging.getLogger(__name__)
 
 
 def normalized_throughput(costs: Sequence[float], groups: Sequence[str]) -> np.ndarray:
@@ -98,14 +101,24 @@ class CostModel(ABC):
 
     The search calls :meth:`predict_features` with per-store feature arrays it computed
     (or :meth:`predict` with MeasureInputs) and :meth:`update` with measured inputs and
-    results. :meth:`update_from_file` learns from a record file.
+    results. :meth:`update_from_file` learns from a record file; ``replay_failures``
+    counts the records it had to skip (their trace no longer applies to their workload).
+    :attr:`is_trained` says whether the scores carry anything learned.
     """
 
     def __init__(self) -> None:
         self.data = TrainingSet()
+        self.replay_failures = 0
+
+    @property
+    @abstractmethod
+    def is_trained(self) -> bool:
+        """True when the model's scores come from what it learned (False while they are
+        random: nothing learned yet, or a model that never learns)."""
 
     # -- learning -----------------------------------------------------------------------
-    def update(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
+    def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]
+               ) -> None:
         """Learn from measured candidates (MeasureInputs and their MeasureResults)."""
         if len(inputs) != len(results):
             raise TuningError("cost model update: one result per input is needed")
@@ -128,11 +141,15 @@ class CostModel(ABC):
     def update_from_file(self, path: Any, target: Any = None) -> int:
         """Learn from the records in a database file (or Database): each record's trace is
         replayed onto its workload to extract features. ``target`` limits the records to
-        one hardware. Returns the number of records learned from."""
+        one hardware. Returns the number of records learned from; a record that cannot be
+        replayed is skipped, logged on the ``irc.tune`` logger and counted in
+        :attr:`replay_failures`."""
         if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
             raise TuningError(f"no tuning records at {os.fspath(path)}")
         db = open_database(path, target)
         feats, groups, costs = [], [], []
+        skipped = 0
+        first_error = ""
         try:
             for key in db.workload_keys():
                 wl = db.get_workload(key)
@@ -142,7 +159,12 @@ class CostModel(ABC):
                 for rec in db.records_of(key):
                     try:
                         f = extract_features(apply_trace(func, rec.trace))
-                    except IRCError:
+                    except IRCError as err:
+                        skipped += 1
+                        first_error = first_error or f"record {rec.trace_key} of workload " \
+                            f"{wl.name or key}: {str(err).splitlines()[0]}"
+                        logger.debug("cost model: skipping record %s of workload %s (%s): %s",
+                                     rec.trace_key, key, wl.name, err)
                         continue
                     feats.append(f)
                     groups.append(key)
@@ -150,6 +172,11 @@ class CostModel(ABC):
         finally:
             if db is not path:
                 db.close()
+        if skipped:
+            self.replay_failures += skipped
+            logger.warning("cost model: %d of %d records in %s cannot be replayed onto their "
+                           "workload and were skipped (first: %s)", skipped,
+                           skipped + len(feats), _describe_source(path), first_error)
         if feats:
             self.update_features(feats, groups, costs)
         return len(feats)
@@ -176,6 +203,12 @@ class CostModel(ABC):
     def num_samples(self) -> int:
         """How many measured candidates the model has learned from."""
         return len(self.data)
+
+
+def _describe_source(source: Any) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return repr(source)
 
 
 def pairwise_logistic(scores: np.ndarray, targets: np.ndarray, groups: np.ndarray,

@@ -72,6 +72,11 @@ class NumpyModel(CostModel):
             w -= self.lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
         self.weights = w
 
+    @property
+    def is_trained(self) -> bool:
+        """True once the weights are trained."""
+        return self.weights is not None
+
     def predict_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
         if self.weights is None:
             return self._rng.uniform(0.0, 1.0, size=len(features))

@@ -25,6 +25,11 @@ class RandomModel(CostModel):
         # Nothing to learn: random scores ignore the data.
         return
 
+    @property
+    def is_trained(self) -> bool:
+        """Always False: random scores carry nothing learned."""
+        return False
+
     def predict_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
         return self._rng.uniform(0.0, 1.0, size=len(features))
 

@@ -103,6 +103,11 @@ class XGBModel(CostModel):
         if self.model_file:
             self.save(self.model_file)
 
+    @property
+    def is_trained(self) -> bool:
+        """True once the trees are trained (a workload had two candidates to rank)."""
+        return self.booster is not None
+
     # -- scoring ------------------------------------------------------------------------
     def predict_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
         n = len(features)

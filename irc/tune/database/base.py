@@ -64,9 +64,6 @@ def key_of(workload: Any) -> str:
         return workload_key(workload)
     if isinstance(workload, str):
         return workload
-    key = getattr(workload, "workload", None)
-    if isinstance(key, Workload):
-        return key.key
     raise TuningError(f"cannot find the workload of a {type(workload).__name__}; pass a "
                       "Workload, a PrimFunc or a workload key")
 
@@ -90,6 +87,12 @@ class Database(ABC):
     def __init__(self, target: Any = None):
         self.target_fingerprint: str | None = fingerprint_of(target)
         self.load_report = LoadReport()
+
+    @property
+    def location(self) -> str:
+        """Where the records live (the record file's path; empty when they are not in a
+        file)."""
+        return ""
 
     # -- workloads --------------------------------------------------------------------
     @abstractmethod

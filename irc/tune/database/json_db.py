@@ -100,6 +100,11 @@ class JSONDatabase(Database):
         self._workload_file = _AppendFile(self.path_workload)
         self._load()
 
+    @property
+    def location(self) -> str:
+        """The record file's path."""
+        return self.path_tuning_record
+
     @staticmethod
     def from_work_dir(work_dir: str, target: Any = None) -> JSONDatabase:
         """The database in ``work_dir``: ``database_tuning_record.json`` and

@@ -44,6 +44,7 @@ class SQLiteDatabase(Database):
     def __init__(self, path: str, target: Any = None):
         super().__init__(target)
         self.path = os.fspath(path)
+        self._conn: sqlite3.Connection | None = None
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         try:
@@ -164,10 +165,14 @@ class SQLiteDatabase(Database):
                                   "GROUP BY workload ORDER BY first", params).fetchall()
         return [r[0] for r in rows]
 
+    @property
+    def location(self) -> str:
+        """The SQLite file's path."""
+        return self.path
+
     def close(self) -> None:
-        conn = getattr(self, "_conn", None)
-        if conn is not None:
-            conn.close()
+        if self._conn is not None:
+            self._conn.close()
             self._conn = None
 
     def __repr__(self) -> str:

@@ -1,6 +1,7 @@
-"""The template-free search space (seed 001): schedule rules that analyse each block's
-loops and accesses and produce sketches, postprocessors that make sampled candidates
-concrete and valid, and mutators that change their decisions.
+"""The template-free search space (seed 001): sketch rules (:class:`SketchRule`) that
+analyse each block's loops and accesses and produce sketches, postprocessors
+(:class:`Postproc`) that make sampled candidates concrete and valid, and trace mutators
+(:class:`TraceMutator`) that change their decisions.
 
 :class:`SpaceGenerator` ties them together for a target: ``generate(func)`` gives the
 sketches, ``sample(func, sketch, rng)`` a candidate with fresh decisions,
@@ -14,7 +15,8 @@ from .mutators import (
     MutateParallel,
     MutateTileSize,
     MutateUnroll,
-    Mutator,
+    Mutation,
+    TraceMutator,
     default_mutators,
 )
 from .postproc import (
@@ -34,17 +36,17 @@ from .rules import (
     CrossThreadReduction,
     ParallelizeVectorizeUnroll,
     RandomComputeLocation,
-    ScheduleRule,
+    SketchRule,
 )
 from .sketch import Candidate, Sketch, SpaceGenerator, default_rules
 from .tiling import MultiLevelTiling, ReuseConfig
 
 __all__ = [
     "AddRFactor", "AutoInline", "Candidate", "CrossThreadReduction", "MultiLevelTiling",
-    "MutateComputeLocation", "MutateParallel", "MutateTileSize", "MutateUnroll", "Mutator",
+    "MutateComputeLocation", "MutateParallel", "MutateTileSize", "MutateUnroll", "Mutation",
     "ParallelizeVectorizeUnroll", "Postproc", "RandomComputeLocation", "ReuseConfig",
     "RewriteCooperativeFetch", "RewriteLayout", "RewriteParallelVectorizeUnroll",
-    "RewriteReductionBlock", "RewriteUnboundBlock", "ScheduleRule", "Sketch",
-    "SpaceGenerator", "TargetInfo", "VerifyGPUCode", "VerifyLoopBounds", "default_mutators",
-    "default_postprocs", "default_rules",
+    "RewriteReductionBlock", "RewriteUnboundBlock", "Sketch", "SketchRule",
+    "SpaceGenerator", "TargetInfo", "TraceMutator", "VerifyGPUCode", "VerifyLoopBounds",
+    "default_mutators", "default_postprocs", "default_rules",
 ]

@@ -1,10 +1,12 @@
-"""Mutators: small changes to a candidate's decisions, the moves of evolutionary search.
+"""Trace mutators: small changes to a candidate's decisions, the moves of evolutionary
+search.
 
-A mutator looks at a trace (the sketch part, without postprocessing) and proposes a new
-decision for one sampling instruction; the search replays the trace with that decision
-replaced (never re-parsing or re-printing IR) and runs the postprocessors again.
-``apply(trace, rng)`` returns ``(instruction, new decision)`` or None when it finds
-nothing to change.
+A :class:`TraceMutator` (not to be confused with ``irc.core.functor.Mutator``, which
+rewrites IR) looks at a trace (the sketch part, without postprocessing) and proposes a
+new decision for one sampling instruction; the search replays the trace with that
+decision replaced (never re-parsing or re-printing IR) and runs the postprocessors again.
+``apply(trace, rng)`` returns a :class:`Mutation` ``(instruction, new decision)`` or None
+when it finds nothing to change.
 
 - :class:`MutateTileSize` — move a prime factor between two tile sizes of one
   ``sample_perfect_tile`` (respecting ``max_innermost_factor``).
@@ -17,20 +19,27 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...tir.schedule import Trace
 from ...tir.schedule.instruction import Instruction
 from .analysis import ANN_PARALLEL, ANN_UNROLL_EXPLICIT, ANN_UNROLL_IMPLICIT
 
 
-class Mutator(ABC):
-    """A mutator (see the module docstring)."""
+class Mutation(NamedTuple):
+    """A mutator's proposal: a sampling instruction of a trace and its new decision."""
 
-    name = "Mutator"
+    inst: Instruction
+    decision: Any
+
+
+class TraceMutator(ABC):
+    """A mutator of traces (see the module docstring)."""
+
+    name = "TraceMutator"
 
     @abstractmethod
-    def apply(self, trace: Trace, rng: random.Random) -> tuple[Instruction, Any] | None:
+    def apply(self, trace: Trace, rng: random.Random) -> Mutation | None:
         """A sampling instruction of ``trace`` and a new decision for it, or None."""
 
     def __repr__(self) -> str:
@@ -42,13 +51,13 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small] + ([n] if n > 1 else [])))
 
 
-class MutateTileSize(Mutator):
+class MutateTileSize(TraceMutator):
     """Divide one factor of a perfect tile by one of its divisors and multiply another
     by it (the product stays the loop extent)."""
 
     name = "MutateTileSize"
 
-    def apply(self, trace: Trace, rng: random.Random) -> tuple[Instruction, Any] | None:
+    def apply(self, trace: Trace, rng: random.Random) -> Mutation | None:
         cands = [i for i in trace.insts if i.kind.name == "SamplePerfectTile"
                  and isinstance(trace.decisions.get(i), list)
                  and len(trace.decisions[i]) > 1 and any(d > 1 for d in trace.decisions[i])]
@@ -66,7 +75,7 @@ class MutateTileSize(Mutator):
             new[dst] *= d
             if limit and limit > 0 and new[-1] > limit:
                 continue
-            return inst, new
+            return Mutation(inst, new)
         return None
 
 
@@ -88,34 +97,34 @@ def _other_choice(trace: Trace, inst: Instruction, rng: random.Random) -> Any:
     return rng.choice([k for k in range(n) if k != current])
 
 
-class MutateUnroll(Mutator):
+class MutateUnroll(TraceMutator):
     """Pick another value of the auto-unroll depth."""
 
     name = "MutateUnroll"
 
-    def apply(self, trace: Trace, rng: random.Random) -> tuple[Instruction, Any] | None:
+    def apply(self, trace: Trace, rng: random.Random) -> Mutation | None:
         cands = _annotated_categoricals(trace, (ANN_UNROLL_EXPLICIT, ANN_UNROLL_IMPLICIT))
         if not cands:
             return None
         inst = rng.choice(cands)
-        return inst, _other_choice(trace, inst, rng)
+        return Mutation(inst, _other_choice(trace, inst, rng))
 
 
-class MutateParallel(Mutator):
+class MutateParallel(TraceMutator):
     """Pick another parallel extent limit (how many outer loops are fused and run in
     parallel)."""
 
     name = "MutateParallel"
 
-    def apply(self, trace: Trace, rng: random.Random) -> tuple[Instruction, Any] | None:
+    def apply(self, trace: Trace, rng: random.Random) -> Mutation | None:
         cands = _annotated_categoricals(trace, (ANN_PARALLEL,))
         if not cands:
             return None
         inst = rng.choice(cands)
-        return inst, _other_choice(trace, inst, rng)
+        return Mutation(inst, _other_choice(trace, inst, rng))
 
 
-class MutateComputeLocation(Mutator):
+class MutateComputeLocation(TraceMutator):
     """Pick another compute location for a block placed by ``sample_compute_location``
     (-1 root, -2 inlined, k the k-th candidate loop); replay rejects locations that do
     not exist."""
@@ -125,17 +134,17 @@ class MutateComputeLocation(Mutator):
     def __init__(self, max_candidates: int = 12):
         self.max_candidates = max_candidates
 
-    def apply(self, trace: Trace, rng: random.Random) -> tuple[Instruction, Any] | None:
+    def apply(self, trace: Trace, rng: random.Random) -> Mutation | None:
         cands = [i for i in trace.insts if i.kind.name == "SampleComputeLocation"]
         if not cands:
             return None
         inst = rng.choice(cands)
         current = trace.decisions.get(inst)
         options = [k for k in range(-2, self.max_candidates) if k != current]
-        return inst, rng.choice(options)
+        return Mutation(inst, rng.choice(options))
 
 
-def default_mutators(is_gpu: bool) -> dict[Mutator, float]:
+def default_mutators(is_gpu: bool) -> dict[TraceMutator, float]:
     """Mutators of a target with the probability each is picked."""
     if is_gpu:
         return {MutateTileSize(): 0.9, MutateUnroll(): 0.08, MutateComputeLocation(): 0.02}

@@ -56,9 +56,11 @@ UNROLL_EXPLICIT_KEY = "pragma_unroll_explicit"
 
 
 class Postproc(ABC):
-    """A postprocessor (see the module docstring)."""
+    """A postprocessor (see the module docstring); ``info`` is the target it is sized for
+    (None until :meth:`initialize`)."""
 
     name = "Postproc"
+    info: TargetInfo | None = None
 
     def initialize(self, info: TargetInfo) -> None:
         """Size the postprocessor for a target."""
@@ -95,6 +97,26 @@ def loop_rv(sch: Schedule, loop: S.For) -> LoopRV:
     return loop_rvs(sch, [loop])[0]
 
 
+# Statements with one nested ``body``.
+_WITH_BODY = (S.For, S.While, S.LetStmt, S.AssertStmt, S.AttrStmt, S.Allocate, S.DeclBuffer,
+              S.Block)
+
+
+def _nested(s: S.Stmt) -> list[S.Stmt]:
+    """The statements directly inside ``s`` (a block's init included)."""
+    if isinstance(s, S.SeqStmt):
+        return list(s.seq)
+    if isinstance(s, S.BlockRealize):
+        return [s.block]
+    if isinstance(s, S.Block):
+        return [s.body] if s.init is None else [s.body, s.init]
+    if isinstance(s, S.IfThenElse):
+        return [s.then_case] if s.else_case is None else [s.then_case, s.else_case]
+    if isinstance(s, _WITH_BODY):
+        return [s.body]
+    return []
+
+
 def _loops(func: S.PrimFunc) -> list[S.For]:
     out = []
     stack: list[Any] = [func.body]
@@ -113,10 +135,7 @@ def _loops(func: S.PrimFunc) -> list[S.For]:
             if s.init is not None:
                 stack.append(s.init)
         else:
-            for f in ("body", "then_case", "else_case"):
-                c = getattr(s, f, None)
-                if c is not None and isinstance(c, S.Stmt):
-                    stack.append(c)
+            stack.extend(_nested(s))
     return out
 
 
@@ -476,10 +495,7 @@ class VerifyGPUCode(Postproc):
             elif t is S.SeqStmt:
                 stack.extend(s.seq)
             else:
-                for f in ("body", "then_case", "else_case"):
-                    c = getattr(s, f, None)
-                    if c is not None and isinstance(c, S.Stmt):
-                        stack.append(c)
+                stack.extend(_nested(s))
         return total
 
 

@@ -1,10 +1,12 @@
-"""Schedule rules: how the search space grows from a loop function, without templates.
+"""Sketch rules: how the search space grows from a loop function, without templates.
 
-A rule looks at one block of a schedule (by analysing its loops and accesses, seed 001)
-and returns the schedules it turns it into: the same schedule when it does not apply,
-one changed schedule, or several (each a different sketch). Choices that are numbers
-(tile sizes, unroll depth, parallel extent, compute location) are left to sampling
-instructions, so a sketch is a family of programs the search samples from.
+A :class:`SketchRule` (not to be confused with ``irc.dlight.ScheduleRule``, a default
+rule that schedules a whole function with fixed decisions) looks at one block of a
+schedule (by analysing its loops and accesses, seed 001) and returns the schedules it
+turns it into: the same schedule when it does not apply, one changed schedule, or
+several (each a different sketch). Choices that are numbers (tile sizes, unroll depth,
+parallel extent, compute location) are left to sampling instructions, so a sketch is a
+family of programs the search samples from.
 
 Rules here: :class:`AutoInline` (inline elementwise producers into consumers and, on GPU,
 consumers into producers), :class:`RandomComputeLocation` (a sampled ``compute_at`` for
@@ -43,16 +45,19 @@ from .analysis import (
 )
 
 
-class ScheduleRule(ABC):
-    """A rule of the search space (see the module docstring).
+class SketchRule(ABC):
+    """A rule of the search space (see the module docstring): it turns one block of a
+    schedule into the sketches of that block.
 
     ``apply(sch, block)`` may change ``sch`` (the caller passes a copy it owns) and
     returns the resulting schedules; a rule that branches copies ``sch`` per branch. A
     rule with ``on_root = True`` is applied once per schedule, to the root block.
+    ``info`` is the target the rule is sized for (None until :meth:`initialize`).
     """
 
-    name = "ScheduleRule"
+    name = "SketchRule"
     on_root = False
+    info: TargetInfo | None = None
 
     def initialize(self, info: TargetInfo) -> None:
         """Size the rule for a target (called once before generating sketches)."""
@@ -76,7 +81,7 @@ def _is_tiled(sch: Schedule, block: BlockRV) -> bool:
     return ANN_TILED in realize_of(sch, block).block.annotations
 
 
-class AutoInline(ScheduleRule):
+class AutoInline(SketchRule):
     """Inline elementwise blocks: a spatial, non-output producer into its consumers
     (``into_consumer``), and on GPU an elementwise output block into its spatial producer
     (``into_producer``). Blocks computing a select or ``if_then_else`` (padding) are left
@@ -110,7 +115,7 @@ class AutoInline(ScheduleRule):
         return [sch]
 
 
-class RandomComputeLocation(ScheduleRule):
+class RandomComputeLocation(SketchRule):
     """For a block left at the root with its own loop nest (not an output, not tiled),
     sample where it is computed: at the root, inlined, or under one of its consumers'
     loops (``sample_compute_location`` + ``compute_at``)."""
@@ -134,7 +139,7 @@ class RandomComputeLocation(ScheduleRule):
         return [sch]
 
 
-class ParallelizeVectorizeUnroll(ScheduleRule):
+class ParallelizeVectorizeUnroll(SketchRule):
     """Annotate the root block with the parallel extent limit (sampled among
     ``parallel_factors`` times the number of cores, CPU only), the vectorization limit
     ``max_vectorize_extent`` and the auto-unroll depth (sampled from
@@ -205,7 +210,7 @@ def _fused_reduction(sch: Schedule, block: BlockRV) -> tuple[list, Any] | None:
     return spatial, fused
 
 
-class AddRFactor(ScheduleRule):
+class AddRFactor(SketchRule):
     """CPU: for a reduction whose spatial extent is too small to keep the cores busy
     (below ``max_jobs_per_core`` x cores) and whose reduction is long, add sketches
     that fuse the reduction loops, split them by a sampled factor and ``rfactor`` either
@@ -247,7 +252,7 @@ class AddRFactor(ScheduleRule):
         return out
 
 
-class CrossThreadReduction(ScheduleRule):
+class CrossThreadReduction(SketchRule):
     """GPU: a two-stage reduction for reductions without data reuse (softmax, norms,
     sums). The fused reduction loop is split by a sampled factor, the inner part is
     ``rfactor``-ed and bound to ``threadIdx.x`` with the spatial loops on

@@ -1,6 +1,7 @@
 """The search space of one loop function: sketches from rules, candidates from sketches.
 
-:class:`SpaceGenerator` applies its schedule rules to a function (each rule to every
+:class:`SpaceGenerator` applies its sketch rules (:class:`~irc.tune.space.rules.SketchRule`)
+to a function (each rule to every
 block, consumers first, then the next rule; the root-level rule once per schedule), which
 yields the **sketches**: schedules whose sampling instructions leave tile sizes, unroll
 depth, parallel extent and compute locations open. A **candidate** is a sketch's trace
@@ -15,6 +16,7 @@ Default rules, postprocessors and mutators depend on the target (CPU or GPU; see
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any, Sequence
 
@@ -23,7 +25,7 @@ from ...tir.schedule import Schedule, Trace
 from ...tir.stmt import PrimFunc
 from ..record import trace_key
 from .analysis import TargetInfo, all_block_names, has_block
-from .mutators import Mutator, default_mutators
+from .mutators import TraceMutator, default_mutators
 from .postproc import Postproc, default_postprocs
 from .rules import (
     AddRFactor,
@@ -31,15 +33,17 @@ from .rules import (
     CrossThreadReduction,
     ParallelizeVectorizeUnroll,
     RandomComputeLocation,
-    ScheduleRule,
+    SketchRule,
 )
 from .tiling import MultiLevelTiling, ReuseConfig
 
+logger = logging.getLogger(__name__)
 
-def default_rules(info: TargetInfo) -> list[ScheduleRule]:
-    """The schedule rules of a target, in the order they are applied."""
+
+def default_rules(info: TargetInfo) -> list[SketchRule]:
+    """The sketch rules of a target, in the order they are applied."""
     if info.is_gpu:
-        rules: list[ScheduleRule] = [
+        rules: list[SketchRule] = [
             AutoInline(into_producer=True, into_consumer=True, disallow_if_then_else=False),
             CrossThreadReduction(),
             MultiLevelTiling("SSSRRSRS", ("blockIdx.x", "vthread.x", "threadIdx.x"),
@@ -136,18 +140,18 @@ class SpaceGenerator:
     module docstring. ``generate(func)`` makes the sketches; ``sample`` and ``mutate``
     make candidates."""
 
-    def __init__(self, target: Any = "llvm", rules: Sequence[ScheduleRule] | None = None,
+    def __init__(self, target: Any = "llvm", rules: Sequence[SketchRule] | None = None,
                  postprocs: Sequence[Postproc] | None = None,
-                 mutators: dict[Mutator, float] | None = None):
+                 mutators: dict[TraceMutator, float] | None = None):
         self.info = TargetInfo.of(target)
         self.rules = list(rules) if rules is not None else default_rules(self.info)
         for r in self.rules:
-            if not hasattr(r, "info"):
+            if r.info is None:
                 r.initialize(self.info)
         self.postprocs = list(postprocs) if postprocs is not None \
             else default_postprocs(self.info)
         for p in self.postprocs:
-            if not hasattr(p, "info"):
+            if p.info is None:
                 p.initialize(self.info)
         self.mutators = dict(mutators) if mutators is not None \
             else default_mutators(self.info.is_gpu)
@@ -186,12 +190,13 @@ class SpaceGenerator:
         return sketches
 
     @staticmethod
-    def _apply_rule(rule: ScheduleRule, sch: Schedule) -> list[Schedule]:
+    def _apply_rule(rule: SketchRule, sch: Schedule) -> list[Schedule]:
         if rule.on_root:
             work = sch.copy()
             try:
                 return rule.apply(work, work.get_block("root"))
-            except ScheduleError:
+            except ScheduleError as err:
+                logger.debug("sketch rule %s does not apply at the root: %s", rule.name, err)
                 return [sch]
         names = list(reversed(all_block_names(sch.func)))
         results: list[Schedule] = []
@@ -208,7 +213,9 @@ class SpaceGenerator:
             work = s.copy()
             try:
                 outs = rule.apply(work, work.get_block(name))
-            except ScheduleError:
+            except ScheduleError as err:
+                logger.debug("sketch rule %s does not apply to block %s: %s", rule.name,
+                             name, err)
                 outs = [s]
             for o in reversed(outs):
                 stack.append((o, i + 1))
@@ -261,9 +268,8 @@ class SpaceGenerator:
         found = mutator.apply(trace, rng)
         if found is None:
             return None
-        inst, decision = found
         return self._replay(func, trace, rng.randrange(1, 2 ** 31 - 1), cand.sketch,
-                            {inst: decision})
+                            {found.inst: found.decision})
 
 
 __all__ = ["Candidate", "Sketch", "SpaceGenerator", "default_rules"]

@@ -41,7 +41,7 @@ from .analysis import (
     realize_of,
     store_of,
 )
-from .rules import ScheduleRule, _in_root_scope, _is_tiled
+from .rules import SketchRule, _in_root_scope, _is_tiled
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -67,7 +67,7 @@ class ReuseConfig:
     scope: str = "global"
 
 
-class MultiLevelTiling(ScheduleRule):
+class MultiLevelTiling(SketchRule):
     """Tile a block with data reuse by ``structure`` (see the module docstring).
 
     ``tile_binds`` names the thread axis of each leading spatial level (GPU);
