@@ -1,21 +1,28 @@
 """Analyses of struct info: base-of relation, least common ancestor, symbolic variables,
-and the small symbolic arithmetic that shape inference needs.
+and the names shape inference uses for symbolic arithmetic.
 
-Dimensions are int64 loop-IR expressions. Two dimensions are *provably equal* when their
-difference normalizes to zero as a polynomial over the symbolic variables (floor
-division and modulo by constants, ``min``/``max`` and other operators are treated as
-opaque atoms whose operands are normalized too), and *provably different* when that
-difference is a non-zero constant. Everything in between is "unknown": inference
-trusts the program and leaves the check to run time.
+Dimensions are int64 loop-IR expressions compared with the polynomial normal form of
+:mod:`irc.tir.arith.polynomial` (re-exported here: ``simplify`` is its ``normalize``,
+with ``prove_equal``, ``prove_not_equal``, ``const_value``, ``exact_divide`` and
+``shape_product``). Two dimensions are *provably equal* when their difference normalizes
+to zero, *provably different* when it is a non-zero constant; everything in between is
+"unknown": inference trusts the program and leaves the check to run time.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..core import dtype as dt
 from ..core.node import Node, node_fields
 from ..tir import expr as te
+from ..tir.arith.polynomial import (
+    const_value,
+    exact_divide,
+    prove_equal,
+    prove_not_equal,
+    shape_product,
+)
+from ..tir.arith.polynomial import normalize as simplify
 from ..tir.expr import IntImm, PrimExpr
 from .struct_info import (
     FuncStructInfo,
@@ -28,251 +35,8 @@ from .struct_info import (
 )
 
 # ---------------------------------------------------------------------------------
-# Polynomial normal form of integer expressions
+# Substitution of symbolic variables
 # ---------------------------------------------------------------------------------
-
-# A polynomial maps a monomial (a sorted tuple of atom keys, repeated for powers) to its
-# integer coefficient. Atom keys are tuples that sort deterministically: variables by
-# name, then by order of first appearance, so rebuilt expressions print the same on every
-# run.
-_Poly = dict
-
-class _Canon:
-    """Converts expressions to polynomials and back, remembering each atom's expression."""
-
-    def __init__(self) -> None:
-        self.atoms: dict[tuple, PrimExpr] = {}
-        self.var_index: dict[int, int] = {}
-
-    def _var_key(self, v: te.Var) -> tuple:
-        index = self.var_index.setdefault(id(v), len(self.var_index))
-        return ("", v.name, index)  # "" sorts variables before other atoms
-
-    # -- to polynomial --------------------------------------------------------------
-    def poly(self, e: PrimExpr) -> _Poly:
-        if isinstance(e, IntImm):
-            return {(): e.value} if e.value else {}
-        if isinstance(e, te.Var):
-            key = self._var_key(e)
-            self.atoms[key] = e
-            return {(key,): 1}
-        if isinstance(e, te.Add):
-            return _padd(self.poly(e.a), self.poly(e.b))
-        if isinstance(e, te.Sub):
-            return _padd(self.poly(e.a), _pscale(self.poly(e.b), -1))
-        if isinstance(e, te.Mul):
-            return _pmul(self.poly(e.a), self.poly(e.b))
-        if isinstance(e, te.Cast) and dt.is_integer(e.dtype) and dt.is_integer(e.value.dtype):
-            return self.poly(e.value)
-        if isinstance(e, (te.FloorDiv, te.FloorMod, te.Min, te.Max)):
-            return self._opaque_binary(e)
-        key = ("x", id(e))
-        self.atoms[key] = e
-        return {(key,): 1}
-
-    def _opaque_binary(self, e: Any) -> _Poly:
-        pa, pb = self.poly(e.a), self.poly(e.b)
-        ca, cb = _pconst(pa), _pconst(pb)
-        if ca is not None and cb is not None:
-            if isinstance(e, te.FloorDiv) and cb != 0:
-                return _pc(ca // cb)
-            if isinstance(e, te.FloorMod) and cb != 0:
-                return _pc(ca % cb)
-            if isinstance(e, te.Min):
-                return _pc(min(ca, cb))
-            if isinstance(e, te.Max):
-                return _pc(max(ca, cb))
-        if isinstance(e, (te.FloorDiv, te.FloorMod)) and cb is not None and cb > 0:
-            # (cb * q + rest) // cb == q + rest // cb, and the same rest is left modulo cb.
-            q: _Poly = {}
-            rest: _Poly = {}
-            for m, c in pa.items():
-                if m == ():
-                    q = _padd(q, _pc(c // cb))
-                    rest = _padd(rest, _pc(c % cb))
-                elif c % cb == 0:
-                    q[m] = c // cb
-                else:
-                    rest[m] = c
-            if rest and _pconst(rest) is None:
-                if not q:
-                    pa = rest  # nothing to take out: keep the opaque atom below
-                else:
-                    inner = self._atom(type(e), rest, pb)
-                    return _padd(q, inner) if isinstance(e, te.FloorDiv) else inner
-            else:
-                return q if isinstance(e, te.FloorDiv) else rest
-        if isinstance(e, (te.Min, te.Max)) and pa == pb:
-            return pa
-        return self._atom(type(e), pa, pb)
-
-    def _atom(self, cls: type, pa: _Poly, pb: _Poly) -> _Poly:
-        fa, fb = _freeze(pa), _freeze(pb)
-        if cls in (te.Min, te.Max) and fb < fa:
-            fa, fb = fb, fa
-            pa, pb = pb, pa
-        key = (cls.__name__, fa, fb)
-        if key not in self.atoms:
-            rebuild = {"FloorDiv": te.floordiv, "FloorMod": te.floormod,
-                       "Min": te.min_, "Max": te.max_}[cls.__name__]
-            self.atoms[key] = rebuild(self.expr(pa), self.expr(pb))
-        return {(key,): 1}
-
-    # -- back to an expression ----------------------------------------------------
-    def expr(self, p: _Poly) -> PrimExpr:
-        # Positive terms first (``n - m`` rather than ``-1 * m + n``), higher degree first.
-        terms = sorted((m for m in p if m), key=lambda m: (p[m] < 0, -len(m), m))
-        result: PrimExpr | None = None
-        const = p.get((), 0)
-        if terms and p[terms[0]] < 0 and const > 0:
-            result = _i64(const)
-            const = 0
-        for m in terms:
-            c = p[m]
-            mono: PrimExpr = self.atoms[m[0]]
-            for k in m[1:]:
-                mono = mono * self.atoms[k]
-            if result is None:
-                result = mono if c == 1 else mono * _i64(c)
-            elif c > 0:
-                result = result + (mono if c == 1 else mono * _i64(c))
-            else:
-                result = result - (mono if c == -1 else mono * _i64(-c))
-        if result is None:
-            return _i64(const)
-        if const > 0:
-            return result + _i64(const)
-        if const < 0:
-            return result - _i64(-const)
-        return result
-
-
-def _i64(v: int) -> PrimExpr:
-    return IntImm(dtype="int64", value=v)
-
-
-def _pc(v: int) -> _Poly:
-    return {(): v} if v else {}
-
-
-def _pconst(p: _Poly) -> int | None:
-    if not p:
-        return 0
-    if len(p) == 1 and () in p:
-        return p[()]
-    return None
-
-
-def _padd(a: _Poly, b: _Poly) -> _Poly:
-    out = dict(a)
-    for m, c in b.items():
-        v = out.get(m, 0) + c
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
-    return out
-
-
-def _pscale(a: _Poly, k: int) -> _Poly:
-    return {m: c * k for m, c in a.items()} if k else {}
-
-
-def _pmul(a: _Poly, b: _Poly) -> _Poly:
-    out: _Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            out = _padd(out, {tuple(sorted(ma + mb)): ca * cb})
-    return out
-
-
-def _freeze(p: _Poly) -> tuple:
-    return tuple(sorted(p.items()))
-
-
-def _as_expr(value: PrimExpr | int) -> PrimExpr:
-    return _i64(value) if isinstance(value, int) else value
-
-
-def simplify(e: PrimExpr | int) -> PrimExpr:
-    """``e`` rebuilt from its polynomial normal form (constants folded, like terms
-    collected, exact divisions by constants carried out): ``(n + 2 - 3) // 1 + 1`` is
-    ``n``. Non-integer expressions are returned unchanged."""
-    e = _as_expr(e)
-    if isinstance(e, (IntImm, te.Var)) or not dt.is_integer(e.dtype):
-        return e
-    canon = _Canon()
-    out = canon.expr(canon.poly(e))
-    if out.dtype != e.dtype and isinstance(out, IntImm):
-        return IntImm(dtype=e.dtype, value=out.value)
-    return out
-
-
-def _difference(a: PrimExpr, b: PrimExpr) -> _Poly:
-    canon = _Canon()
-    return _padd(canon.poly(a), _pscale(canon.poly(b), -1))
-
-
-def prove_equal(a: PrimExpr | int, b: PrimExpr | int) -> bool:
-    """True when the integer expressions ``a`` and ``b`` are equal for every value of their
-    symbolic variables (as far as the polynomial normal form shows)."""
-    a, b = _as_expr(a), _as_expr(b)
-    if a is b:
-        return True
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return a.value == b.value
-    return not _difference(a, b)
-
-
-def prove_not_equal(a: PrimExpr | int, b: PrimExpr | int) -> bool:
-    """True when ``a`` and ``b`` provably differ (their difference is a non-zero constant)."""
-    a, b = _as_expr(a), _as_expr(b)
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return a.value != b.value
-    if a is b:
-        return False
-    c = _pconst(_difference(a, b))
-    return c is not None and c != 0
-
-
-def const_value(e: PrimExpr | int) -> int | None:
-    """The integer value of ``e`` when it is a constant after normalization, else None."""
-    if isinstance(e, int):
-        return e
-    if isinstance(e, IntImm):
-        return e.value
-    if not dt.is_integer(e.dtype):
-        return None
-    return _pconst(_Canon().poly(e))
-
-
-def shape_product(dims: Iterable[PrimExpr | int]) -> PrimExpr:
-    """The product of ``dims`` as a simplified int64 expression (1 for no dimensions)."""
-    result: PrimExpr = _i64(1)
-    for d in dims:
-        result = result * _as_expr(d)
-    return simplify(result)
-
-
-def exact_divide(a: PrimExpr | int, b: PrimExpr | int) -> PrimExpr | None:
-    """``a / b`` when the division is exact as polynomials (``4*n*784 / 784`` is ``4*n``),
-    else None. Division by zero gives None."""
-    canon = _Canon()
-    pa, pb = canon.poly(_as_expr(a)), canon.poly(_as_expr(b))
-    if len(pb) != 1:
-        return None
-    ((mb, cb),) = pb.items()
-    out: _Poly = {}
-    for m, c in pa.items():
-        rest = list(m)
-        for k in mb:
-            if k not in rest:
-                return None
-            rest.remove(k)
-        if c % cb:
-            return None
-        out[tuple(rest)] = c // cb
-    return canon.expr(out)
 
 
 def substitute(e: PrimExpr, mapping: Mapping[te.Var, PrimExpr]) -> PrimExpr:

@@ -42,6 +42,7 @@ from ..core import dtype as dt
 from ..core.diagnostics import IRCError, TuningError
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.arith.affine import approximate_coefficients
 from ..tir.stmt import PrimFunc
 from ..tir.transform import LOWERING_PASSES
 
@@ -170,46 +171,6 @@ class _Access:
         self.write = write
 
 
-def _linear(e: Any, out: dict[int, float], scale: float) -> None:
-    """Accumulate the coefficients of variables in ``e`` (times ``scale``) into ``out``;
-    non-linear parts are approximated (floordiv scales down, floormod keeps the inner
-    coefficients, products of variables keep both)."""
-    t = type(e)
-    if t is E.Var:
-        out[id(e)] = out.get(id(e), 0.0) + scale
-    elif t is E.IntImm:
-        return
-    elif t is E.Add:
-        _linear(e.a, out, scale)
-        _linear(e.b, out, scale)
-    elif t is E.Sub:
-        _linear(e.a, out, scale)
-        _linear(e.b, out, -scale)
-    elif t is E.Mul:
-        if type(e.b) is E.IntImm:
-            _linear(e.a, out, scale * e.b.value)
-        elif type(e.a) is E.IntImm:
-            _linear(e.b, out, scale * e.a.value)
-        else:
-            _linear(e.a, out, scale)
-            _linear(e.b, out, scale)
-    elif t is E.FloorDiv or t is E.Div:
-        if type(e.b) is E.IntImm and e.b.value:
-            _linear(e.a, out, scale / e.b.value)
-        else:
-            _linear(e.a, out, scale)
-    elif t is E.FloorMod or t is E.Mod or t is E.Cast or t is E.Min or t is E.Max:
-        if t is E.Cast:
-            _linear(e.value, out, scale)
-        else:
-            _linear(e.a, out, scale)
-            if t is E.Min or t is E.Max:
-                _linear(e.b, out, scale)
-    elif t is E.Broadcast:
-        _linear(e.value, out, scale)
-    # Loads (indirect indices), calls and lets are opaque: no loop-variable coefficient.
-
-
 class _OpCounter:
     """Counts operations of an expression by type and collects its buffer loads."""
 
@@ -299,7 +260,7 @@ def _pinned_vars(cond: Any) -> list[Any]:
         return _pinned_vars(cond.a) + _pinned_vars(cond.b)
     if type(cond) is E.EQ and type(cond.b) is E.IntImm and cond.b.value == 0:
         coefs: dict[int, float] = {}
-        _linear(cond.a, coefs, 1.0)
+        approximate_coefficients(cond.a, coefs, 1.0)
         if coefs and all(c > 0 for c in coefs.values()):
             out: list[Any] = []
             _collect_vars(cond.a, out)
@@ -493,12 +454,12 @@ class _Extractor:
                     stride = idx.stride
                     lane_stride = float(stride.value) if type(stride) is E.IntImm else 1.0
                     idx = idx.base
-                _linear(idx, coefs, 1.0)
+                approximate_coefficients(idx, coefs, 1.0)
             else:
                 # Not flattened (a partly lowered function): row-major strides from the shape.
                 mult = 1.0
                 for idx, dim in zip(reversed(indices), reversed(buf.shape)):
-                    _linear(idx, coefs, mult)
+                    approximate_coefficients(idx, coefs, mult)
                     mult *= _const_extent(dim)
             out.append(_Access(buf.data, elem_bytes, lanes, lane_stride, coefs, write))
         return out

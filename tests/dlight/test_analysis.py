@@ -3,16 +3,16 @@
 from dlight_helpers import graph, kernels
 
 from irc import dlight as dl
-from irc.dlight.analysis import (
+from irc.dlight.analysis import row_depth
+from irc.tir import Schedule, decl_buffer, var
+from irc.tir.arith import affine_form
+from irc.tir.schedule.block_info import (
     flat_strides,
     get_block_infos,
     innermost_spatial_var,
-    linear_form,
     match_reduction,
     multiply_operands,
-    row_depth,
 )
-from irc.tir import Schedule, decl_buffer, var
 
 
 def _infos(body, params, out):
@@ -32,10 +32,10 @@ def test_dom_kinds_of_matmul_and_conv():
 
 def test_linear_forms_and_strides():
     i, j, k = var("i", "int64"), var("j", "int64"), var("k", "int64")
-    assert linear_form(i * 3 + j - 2) == ({id(i): 3, id(j): 1}, -2)
-    assert linear_form(i * j) is None
-    assert linear_form((i + 4) // 1) == ({id(i): 1}, 4)
-    assert linear_form(i // 2) is None
+    assert affine_form(i * 3 + j - 2) == ({id(i): 3, id(j): 1}, -2)
+    assert affine_form(i * j) is None
+    assert affine_form((i + 4) // 1) == ({id(i): 1}, 4)
+    assert affine_form(i // 2) is None
     buf = decl_buffer((4, 5, 6), "float32", "B", index_dtype="int64")
     assert flat_strides(buf, (i, j + k, k)) == {id(i): 30, id(j): 6, id(k): 7}
 

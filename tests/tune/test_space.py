@@ -13,6 +13,7 @@ import irc
 from irc import te, topi
 from irc.tir import Schedule
 from irc.tir.schedule import Trace, pack_params
+from irc.tir.schedule.block_info import index_of, realize_of
 from irc.tune import extract_features
 from irc.tune.space import (
     MultiLevelTiling,
@@ -24,7 +25,7 @@ from irc.tune.space import (
     VerifyGPUCode,
     VerifyLoopBounds,
 )
-from irc.tune.space.analysis import needs_multi_level_tiling, realize_of
+from irc.tune.space.analysis import needs_multi_level_tiling
 
 
 def matmul_add(n: int = 64):
@@ -178,8 +179,6 @@ def test_mutated_trace_respects_max_innermost_factor():
 def test_multi_level_tiling_only_for_reuse():
     sch = Schedule(matmul(32))
     r = realize_of(sch, sch.get_block("C"))
-    from irc.tune.space.analysis import index_of
-
     assert needs_multi_level_tiling(r, index_of(sch).loops_above(r))
     sch2 = Schedule(add_one(32))
     r2 = realize_of(sch2, sch2.get_block("B"))

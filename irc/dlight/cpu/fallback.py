@@ -12,8 +12,8 @@ from __future__ import annotations
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
+from ...tir.schedule.block_info import get_block_infos
 from ...tir.stmt import PrimFunc
-from ..analysis import get_block_infos
 from ..base import ScheduleRule
 from .utils import schedule_injective_block, try_parallel, wants_parallel, work_of
 

@@ -20,21 +20,21 @@ from __future__ import annotations
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
-from ...tir.schedule.state import var_ids
-from ...tir.stmt import PrimFunc
-from ..analysis import (
+from ...tir.schedule.block_info import (
     BlockInfo,
     get_block_infos,
-    has_guard,
+    has_if_then_else,
     innermost_spatial_var,
     is_normalized,
-    is_output_block,
+    is_output,
     loads,
     match_reduction,
     multiply_operands,
     store_of,
-    try_compute_inline,
 )
+from ...tir.schedule.state import var_ids
+from ...tir.stmt import PrimFunc
+from ..analysis import try_compute_inline
 from ..base import ScheduleRule
 from .tiling import MAX_GATHER_STRIDE, apply_output_tile, plan_output_tile
 from .utils import schedule_injective_block
@@ -68,7 +68,7 @@ def inline_epilogue(sch: Schedule, anchor_name: str) -> list[BlockInfo] | None:
         pos = next(k for k, b in enumerate(infos) if b.name == anchor_name)
         after = infos[pos + 1:]
         for b in after:
-            if not is_output_block(sch, b) and try_compute_inline(sch, b.block_rv):
+            if not is_output(sch, b.name) and try_compute_inline(sch, b.block_rv):
                 break
         else:
             return after
@@ -101,14 +101,14 @@ def inline_producers(sch: Schedule, anchor_name: str, varying_guard: bool) -> Sc
         v = innermost_spatial_var(anchor.block)
         progressed = False
         for b in infos[:pos]:
-            if is_output_block(sch, b):
+            if is_output(sch, b.name):
                 continue
             reads_it = [a for a in loads(anchor.block)
                         if any(w.buffer is a.buffer for w in b.block.writes)]
             if not reads_it:
                 continue
             store = store_of(b.block)
-            guarded = store is None or has_guard(store.value)
+            guarded = store is None or has_if_then_else(store.value)
             if guarded and not varying_guard and any(a.stride(v) != 0 for a in reads_it):
                 continue
             trial = sch.copy()
@@ -197,7 +197,7 @@ def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
         return None
     after = infos[pos + 1:]
     epilogue = after[0].block_rv if len(after) == 1 else None
-    if epilogue is None and not is_output_block(sch, anchor):
+    if epilogue is None and not is_output(sch, anchor.name):
         return None
     apply_output_tile(sch, anchor, plan, epilogue, target)
     for b in infos[:pos]:

@@ -20,15 +20,9 @@ from __future__ import annotations
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
+from ...tir.schedule.block_info import BlockInfo, block_accesses, get_block_infos, is_normalized
 from ...tir.stmt import PrimFunc
-from ..analysis import (
-    BlockInfo,
-    block_accesses,
-    get_block_infos,
-    inline_single_use,
-    is_normalized,
-    row_depth,
-)
+from ..analysis import inline_single_use, row_depth
 from ..base import ScheduleRule
 from .matmul import schedule_anchor
 from .utils import (

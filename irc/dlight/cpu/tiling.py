@@ -27,7 +27,7 @@ from math import ceil
 
 from ...core.target import Target
 from ...tir.schedule import BlockRV, Schedule
-from ..analysis import BlockInfo, innermost_spatial_var, loads, store_of
+from ...tir.schedule.block_info import BlockInfo, innermost_spatial_var, loads, store_of
 from .utils import (
     largest_divisor,
     try_parallel,

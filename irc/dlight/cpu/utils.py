@@ -11,7 +11,7 @@ from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.expr import IntImm
 from ...tir.schedule import LoopRV, Schedule
-from ..analysis import BlockInfo, block_accesses, store_of
+from ...tir.schedule.block_info import BlockInfo, block_accesses, store_of
 
 # Below this many iterations (multiply-adds, elements) a kernel runs on one core: it takes
 # tens of microseconds at most, while a parallel region costs microseconds to start and,

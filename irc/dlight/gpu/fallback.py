@@ -13,13 +13,9 @@ from __future__ import annotations
 
 from ...core.target import Target
 from ...tir.schedule import Schedule
+from ...tir.schedule.block_info import get_block_infos, is_normalized
 from ...tir.stmt import PrimFunc
-from ..analysis import (
-    get_block_infos,
-    inline_injective_producers,
-    is_normalized,
-    try_reverse_compute_inline,
-)
+from ..analysis import inline_injective_producers, try_reverse_compute_inline
 from ..base import ScheduleRule
 from .utils import bind_block_thread, max_threads, verify_gpu_func
 

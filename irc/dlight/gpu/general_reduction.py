@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from ...core.target import Target
 from ...tir.schedule import Schedule
-from ...tir.stmt import PrimFunc
-from ..analysis import (
+from ...tir.schedule.block_info import (
     get_block_infos,
-    inline_single_use,
     is_normalized,
-    is_output_block,
-    row_depth,
+    is_output,
 )
+from ...tir.stmt import PrimFunc
+from ..analysis import inline_single_use, row_depth
 from ..base import ScheduleRule
 from .utils import const, max_threads, verify_gpu_func
 
@@ -91,7 +90,7 @@ class GeneralReduction(ScheduleRule):
                 outer, tx = sch.split(loop, [None, t])
                 sch.reorder(tx, outer)
                 sch.bind(tx, "threadIdx.x")
-            if not is_output_block(sch, b):
+            if not is_output(sch, b.name):
                 sch.set_scope(b.block_rv, 0, "shared")
         verify_gpu_func(sch.func, target)
         return sch

@@ -23,17 +23,17 @@ from __future__ import annotations
 
 from ...core.target import Target
 from ...tir.schedule import Schedule
-from ...tir.stmt import PrimFunc
-from ..analysis import (
+from ...tir.schedule.block_info import (
     BlockInfo,
     get_block_infos,
-    inline_injective_producers,
     is_normalized,
-    is_output_block,
+    is_output,
     loads,
     match_reduction,
     multiply_operands,
 )
+from ...tir.stmt import PrimFunc
+from ..analysis import inline_injective_producers
 from ..base import ScheduleRule
 from .utils import (
     bytes_of,
@@ -113,7 +113,7 @@ class Matmul(ScheduleRule):
         check_shared_memory((bm + bn) * bk * bytes_of(red.store.buffer.dtype), target,
                             f"the {bm}x{bn}x{bk} tile of block {mm.name!r}")
         epilogue = infos[1:]
-        if len(epilogue) > 1 or (epilogue and not is_output_block(sch, epilogue[0])):
+        if len(epilogue) > 1 or (epilogue and not is_output(sch, epilogue[0].name)):
             return None
 
         i0, i1, i2 = sch.split(i.loop_rv, [None, ty, tm])

@@ -20,18 +20,18 @@ from math import prod
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
-from ...tir.stmt import PrimFunc
-from ..analysis import (
+from ...tir.schedule.block_info import (
     BlockInfo,
     const_shape,
     get_block_infos,
-    inline_injective_producers,
     is_normalized,
-    is_output_block,
+    is_output,
     loads,
     loop_users,
     match_reduction,
 )
+from ...tir.stmt import PrimFunc
+from ..analysis import inline_injective_producers
 from ..base import ScheduleRule
 from .utils import bind_block_thread, const, max_threads, verify_gpu_func
 
@@ -144,7 +144,7 @@ def schedule_rfactor(sch: Schedule, info: BlockInfo, rest: list[BlockInfo], targ
         sch.decompose_reduction(rf, red[0])
     if rest:
         epi = rest[0]
-        if not is_output_block(sch, epi):
+        if not is_output(sch, epi.name):
             return None
         trial = sch.copy()
         try:

@@ -20,7 +20,11 @@ When a sum is finished, split pairs recombine: ``(x // c)*c + x % c -> x`` and
 (``i*1024 + j*16 + k``), ties in order of first appearance.
 
 This module only knows the algebra; the caller supplies key interning, bounds and the
-simplification of atoms (see :class:`~irc.tir.arith.analyzer.Analyzer`).
+simplification of atoms (see :class:`~irc.tir.arith.analyzer.Analyzer`). It is the
+simplifier's form. Graph-level shapes, which have no ranges and multiply symbols, use the
+polynomial form (:mod:`~irc.tir.arith.polynomial`, whose docstring says why the two
+differ); schedule rules that only need variables' coefficients use the syntactic
+:mod:`~irc.tir.arith.affine` forms.
 """
 
 from __future__ import annotations

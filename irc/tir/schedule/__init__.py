@@ -5,7 +5,9 @@ Modules: ``state`` (the function and its lookup tables), ``loops`` (split, fuse,
 loop kinds, annotations), ``compute_location`` (compute_at and inlining), ``cache``,
 ``reduction`` (decompose_reduction, rfactor), ``layout`` (transform_layout, layout_rewrite
 and weight packing), ``blockize`` (blockize, tensorize, ``TensorIntrin``), ``sampling``,
-``iter_map`` (affine binding analysis), ``instruction`` and ``trace``.
+``iter_map`` (affine binding analysis), ``instruction`` and ``trace``; ``analysis`` (what
+the primitives check about blocks) and ``block_info`` (what schedule rules ask about
+blocks and loops: loop kinds, strides, reductions, outputs).
 """
 
 from .blockize import TensorIntrin

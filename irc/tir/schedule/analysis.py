@@ -1,13 +1,14 @@
-"""Questions primitives ask about blocks and loops: block kinds (complete, reduction),
-producers and consumers inside a scope, output blocks, loop domains, and the errors
-that name what failed where."""
+"""Questions primitives ask about blocks and loops: a block's single store, block kinds
+(complete, reduction), producers and consumers inside a scope, output blocks, loop
+domains, and the errors that name what failed where. What schedule rules ask on top of
+these is :mod:`irc.tir.schedule.block_info`."""
 
 from __future__ import annotations
 
 from ...core.diagnostics import ScheduleError
 from ..buffer import Buffer
 from ..expr import IntImm, PrimExpr
-from ..stmt import Block, BlockRealize, For
+from ..stmt import Block, BlockRealize, BufferStore, For
 from .iter_map import Domains
 from .state import FuncIndex, child_blocks, var_ids
 
@@ -47,6 +48,13 @@ def is_trivial_predicate(p: PrimExpr) -> bool:
 # ---------------------------------------------------------------------------------
 # Block kinds
 # ---------------------------------------------------------------------------------
+
+
+def store_of(block: Block) -> BufferStore | None:
+    """The block's body when it is a single buffer store (None when it is anything
+    else)."""
+    body = block.body
+    return body if type(body) is BufferStore else None
 
 
 def is_complete(block: Block) -> bool:

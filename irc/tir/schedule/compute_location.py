@@ -28,6 +28,7 @@ from .analysis import (
     loop_iter_types,
     loop_name,
     producers,
+    store_of,
     writers,
 )
 from .iter_map import detect, is_injective
@@ -36,7 +37,6 @@ from .rewrite import (
     is_var_tuple,
     loads_of,
     replace_loads,
-    store_of,
     substitute_vars,
     with_detected_regions,
 )

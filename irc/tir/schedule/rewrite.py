@@ -10,7 +10,7 @@ from ..analysis import detect_block_access_regions
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Var, logical_and
 from ..functor.substitute import substitute
-from ..stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
+from ..stmt import Block, BlockRealize, For, SeqStmt, Stmt
 from .state import _CHILDREN, var_ids
 
 Simplify = Callable[[PrimExpr], PrimExpr]
@@ -128,11 +128,6 @@ def substitute_vars(node, vmap: dict[int, PrimExpr]):
     if not vmap:
         return node
     return substitute(node, lambda v: vmap.get(id(v)))
-
-
-def store_of(block: Block) -> BufferStore | None:
-    """The block's body when it is a single BufferStore."""
-    return block.body if type(block.body) is BufferStore else None
 
 
 def is_var_tuple(indices, candidates: dict[int, Var]) -> bool:

@@ -28,6 +28,7 @@ from ...core import dtype as dt
 from ...core.diagnostics import ScheduleError
 from ...tir import stmt as S
 from ...tir.schedule import LoopRV, Schedule
+from ...tir.schedule.block_info import const_int, index_of, loop_kinds, realize_of, store_strides
 from ...tir.schedule.state import child_blocks
 from ..features import lower_for_features
 from .analysis import (
@@ -40,14 +41,9 @@ from .analysis import (
     TargetInfo,
     all_block_names,
     blocks_under,
-    const_int,
-    index_of,
     innermost_chain,
-    loop_kinds,
     perfect_chain,
     product,
-    realize_of,
-    store_strides,
     top_level_nests,
 )
 

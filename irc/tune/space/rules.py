@@ -24,6 +24,18 @@ from typing import Any
 
 from ...core.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, Schedule
+from ...tir.schedule.block_info import (
+    const_int,
+    has_if_then_else,
+    has_simple_bindings,
+    index_of,
+    is_complete,
+    is_output,
+    is_reduction,
+    loop_kinds,
+    realize_of,
+    store_of,
+)
 from .analysis import (
     ANN_PARALLEL,
     ANN_TILED,
@@ -31,17 +43,8 @@ from .analysis import (
     ANN_VECTORIZE,
     TargetInfo,
     blocks_under,
-    const_int,
-    has_if_then_else,
-    has_simple_bindings,
-    index_of,
-    is_output,
-    is_reduction_block,
-    is_spatial_block,
-    loop_kinds,
     needs_multi_level_tiling,
     product,
-    realize_of,
 )
 
 
@@ -100,10 +103,12 @@ class AutoInline(SketchRule):
         if not _in_root_scope(sch, block):
             return [sch]
         b = realize_of(sch, block).block
-        if not is_spatial_block(b) or _is_tiled(sch, block):
+        if not is_complete(b) or _is_tiled(sch, block):
             return [sch]
-        if self.disallow_if_then_else and has_if_then_else(b):
-            return [sch]
+        if self.disallow_if_then_else:
+            store = store_of(b)
+            if store is None or has_if_then_else(store.value, include_select=True):
+                return [sch]
         output = is_output(sch, block)
         try:
             if self.into_consumer and not output:
@@ -132,7 +137,7 @@ class RandomComputeLocation(SketchRule):
             return [sch]
         if blocks_under(loops[0]) != [r]:
             return [sch]  # already placed under another block's loops (a cache stage)
-        if not (is_spatial_block(r.block) or is_reduction_block(r.block)):
+        if not (is_complete(r.block) or is_reduction(r.block)):
             return [sch]
         loc = sch.sample_compute_location(block)
         sch.compute_at(block, loc)
@@ -179,7 +184,7 @@ def _reduction_extents(sch: Schedule, block: BlockRV) -> tuple[list, list[str], 
     loops are plain spatial/reduction loops with constant extents, else None."""
     index = index_of(sch)
     r = realize_of(sch, block)
-    if not is_reduction_block(r.block):
+    if not is_reduction(r.block):
         return None
     loops = index.loops_above(r)
     if not loops or not has_simple_bindings(r, loops):

@@ -22,9 +22,10 @@ from typing import Any, Sequence
 
 from ...core.diagnostics import IRCError, ScheduleError, TuningError
 from ...tir.schedule import Schedule, Trace
+from ...tir.schedule.block_info import has_block
 from ...tir.stmt import PrimFunc
 from ..record import trace_key
-from .analysis import TargetInfo, all_block_names, has_block
+from .analysis import TargetInfo, all_block_names
 from .mutators import TraceMutator, default_mutators
 from .postproc import Postproc, default_postprocs
 from .rules import (

@@ -27,20 +27,18 @@ from ...core import dtype as dt
 from ...core.diagnostics import ScheduleError
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from ...tir.schedule.analysis import consumers
-from ...tir.schedule.state import var_ids
-from .analysis import (
-    ANN_COOPERATIVE_FETCH,
-    ANN_TILED,
+from ...tir.schedule.block_info import (
     const_int,
     has_block,
     index_of,
+    is_complete,
     is_elementwise_store,
-    is_spatial_block,
     loop_kinds,
-    needs_multi_level_tiling,
     realize_of,
     store_of,
 )
+from ...tir.schedule.state import var_ids
+from .analysis import ANN_COOPERATIVE_FETCH, ANN_TILED, needs_multi_level_tiling
 from .rules import SketchRule, _in_root_scope, _is_tiled
 
 
@@ -237,7 +235,7 @@ class MultiLevelTiling(SketchRule):
         if len(cons) != 1:
             return None
         c = cons[0].block
-        if not is_spatial_block(c) or not is_elementwise_store(c):
+        if not is_complete(c) or not is_elementwise_store(c):
             return None
         if index.scope_realize(cons[0]) is not index.root:
             return None
