@@ -64,11 +64,3 @@ def is_scheduled(func: PrimFunc) -> bool:
     return bool(func.attrs.get("tir.is_scheduled", False))
 
 
-def is_gpu_target(target: Target) -> bool:
-    """True for targets whose kernels run on a GPU (``cuda``)."""
-    return "gpu" in target.keys
-
-
-def is_cpu_target(target: Target) -> bool:
-    """True for CPU targets (``llvm``)."""
-    return "cpu" in target.keys

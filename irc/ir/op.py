@@ -238,11 +238,6 @@ def conv_int(value: Any, op: str, attr: str) -> int:
     return v
 
 
-def conv_opt_int(value: Any, op: str, attr: str) -> int | None:
-    """An int attribute or None."""
-    return None if value is None else conv_int(value, op, attr)
-
-
 def conv_float(value: Any, op: str, attr: str) -> float:
     """A float attribute (ints accepted)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -250,11 +245,6 @@ def conv_float(value: Any, op: str, attr: str) -> float:
             return float(value.value)
         raise _err(op, attr, "a number", value)
     return float(value)
-
-
-def conv_opt_float(value: Any, op: str, attr: str) -> float | None:
-    """A float attribute or None."""
-    return None if value is None else conv_float(value, op, attr)
 
 
 def conv_bool(value: Any, op: str, attr: str) -> bool:
@@ -287,11 +277,6 @@ def conv_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...]:
     return tuple(conv_int(v, op, attr) for v in value)
 
 
-def conv_opt_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...] | None:
-    """A tuple of ints or None."""
-    return None if value is None else conv_int_tuple(value, op, attr)
-
-
 def conv_dtype(value: Any, op: str, attr: str) -> str:
     """A dtype string; ``None``, ``""`` and ``"void"`` mean "same as the input" and are
     stored as ``"void"`` (the printed spelling)."""
@@ -320,11 +305,6 @@ def conv_layout(value: Any, op: str, attr: str) -> str:
     """A layout string such as ``NCHW``."""
     if not isinstance(value, str) or not value.isalnum():
         raise _err(op, attr, "a layout string such as 'NCHW'", value)
-    return value
-
-
-def conv_any(value: Any, op: str, attr: str) -> Any:
-    """Any value, unchecked."""
     return value
 
 

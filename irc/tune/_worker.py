@@ -46,11 +46,6 @@ def notify(value: Any) -> None:
         _out.send(("note", value))
 
 
-def in_worker() -> bool:
-    """True inside a worker process."""
-    return _out is not None
-
-
 def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

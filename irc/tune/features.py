@@ -304,10 +304,6 @@ def _const_extent(e: Any) -> int:
     return 1
 
 
-def _slog(x: float) -> float:
-    return math.log2(1.0 + x) if x > 0 else 0.0
-
-
 class _Extractor:
     """Walks a lowered function and emits one feature row per store."""
 

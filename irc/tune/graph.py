@@ -16,7 +16,7 @@ default (unscheduled) schedule; a record slower than the default is never chosen
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -366,11 +366,6 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     prepared = prepare_graph(mod, params, target)
     tuned = apply_database(prepared, database, target)
     return link(default_schedules(tuned, target), target)
-
-
-def flops_of(tasks: Sequence[TuneTask]) -> float:
-    """Weighted floating-point operations of one run over ``tasks``."""
-    return float(sum(t.weight * max(t.flop_count, 0.0) for t in tasks))
 
 
 __all__ = ["apply_database", "compile_tuned", "default_schedules", "graph_tasks",

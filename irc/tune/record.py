@@ -34,8 +34,6 @@ from ..script_parser import parse
 from ..tir.schedule import Trace
 from ..tir.stmt import PrimFunc
 
-RECORD_FORMAT = 1
-
 
 class MeasureErrorKind:
     """The error kinds of a measurement (strings, as they appear in records)."""

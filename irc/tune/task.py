@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from typing import Any
 
 from .. import passes
@@ -356,6 +355,3 @@ def extract_tasks(mod: Any, target: Any = "llvm", params: dict | None = None, *,
     return [by_key[k] for k in order]
 
 
-def total_flops(tasks: list[TuneTask]) -> float:
-    """Weighted FLOPs of a task list (one model inference)."""
-    return math.fsum(t.weight * max(t.flop_count, 0.0) for t in tasks)

@@ -20,8 +20,6 @@ from ...tir.schedule.block_info import BlockInfo, block_accesses, store_of
 PARALLEL_MIN_WORK = 1 << 19
 # Symbolic extents count as this many iterations when estimating work.
 SYMBOLIC_EXTENT_GUESS = 64
-# Longest loop vectorized as one vector expression (the code generator's limit).
-MAX_VECTOR_EXTENT = 64
 
 
 def vector_lanes(target: Target, dtype: str) -> int:

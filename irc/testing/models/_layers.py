@@ -34,14 +34,6 @@ def relu6(x: nn.Tensor, name: str = "relu6") -> nn.Tensor:
     return frame.emit(ops.clip(x.expr_in(frame), 0.0, 6.0), name)
 
 
-class ReLU6(nn.Module):
-    """ReLU capped at 6 (MobileNet's activation)."""
-
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        """``clip(x, 0, 6)``."""
-        return relu6(x)
-
-
 def randomize_batch_norms(model: nn.Module, seed: int) -> nn.Module:
     """Give every ``nn.BatchNorm2D`` of ``model`` seeded statistics and affine
     parameters away from the identity (mean ~ N(0, 0.1), var ~ U(0.5, 1.5), gamma ~

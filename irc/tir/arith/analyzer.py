@@ -21,7 +21,6 @@ variable); rebinding needs ``allow_override=True``.
 from __future__ import annotations
 
 import contextlib
-from math import gcd
 from typing import Iterator, Mapping, Union
 
 from ...core.diagnostics import IRCError
@@ -328,15 +327,6 @@ class Analyzer:
     def modular_set(self, expr: PrimExpr | int) -> ModularSet:
         """``coeff``/``base`` such that ``expr % coeff == base`` always."""
         return self.modular.modular_set(self.simplify(expr))
-
-    def gcd_of_coefficients(self, expr: PrimExpr) -> int:
-        """The largest integer dividing every coefficient and the constant of the canonical
-        form of a signed integer expression (0 for the constant 0)."""
-        lin = self.canon.lin_of(self.simplify(expr))
-        g = abs(lin.const)
-        for c, _ in lin.terms.values():
-            g = gcd(g, c)
-        return g
 
 
 def _is_int(e: PrimExpr) -> bool:

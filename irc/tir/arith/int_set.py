@@ -62,10 +62,6 @@ class IntervalSet:
         """``[min, min + extent - 1]`` of a Range."""
         return IntervalSet(r.min, r.min + r.extent - 1)
 
-    @staticmethod
-    def from_bounds(lo: PrimExpr, hi: PrimExpr) -> IntervalSet:
-        """The interval ``[lo, hi]``."""
-        return IntervalSet(lo, hi)
 
     def is_single_point(self) -> bool:
         """True when both ends are the same expression."""

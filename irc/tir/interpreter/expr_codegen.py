@@ -91,7 +91,6 @@ class ExprCompiler:
         self.pre: list[str] = []
         self.hoist_ok = True
         self.loop_depth = 0
-        self.owned: set[int] = set()
 
     # -- bookkeeping --------------------------------------------------------------
     def fresh(self, prefix: str) -> str:

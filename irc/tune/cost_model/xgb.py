@@ -119,11 +119,6 @@ class XGBModel(CostModel):
         preds = self.booster.inplace_predict(rows)
         return np.bincount(ids, np.asarray(preds, dtype=np.float64), minlength=n)
 
-    def predict_stores(self, features: np.ndarray) -> np.ndarray:
-        """The score of each store row of one candidate (how Ansor attributes cost)."""
-        if self.booster is None:
-            return np.zeros(len(features))
-        return np.asarray(self.booster.inplace_predict(np.asarray(features, np.float32)))
 
     # -- files --------------------------------------------------------------------------
     def save(self, path: str) -> None:

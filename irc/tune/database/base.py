@@ -154,9 +154,6 @@ class Database(ABC):
         top = self.get_top_k(workload, 1)
         return top[0] if top else None
 
-    def measured_trace_keys(self, workload: Any) -> set[str]:
-        """The :func:`~irc.tune.record.trace_key` of every measured candidate."""
-        return {r.trace_key for r in self.records_of(workload)}
 
     def __len__(self) -> int:
         return len(self.get_all_records())

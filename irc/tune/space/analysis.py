@@ -29,8 +29,6 @@ ANN_UNROLL_EXPLICIT = "meta_schedule.unroll_explicit"
 ANN_UNROLL_IMPLICIT = "meta_schedule.unroll_implicit"
 ANN_COOPERATIVE_FETCH = "meta_schedule.cooperative_fetch"
 ANN_TILED = "meta_schedule.tiling_structure"
-ANN_THREAD_EXTENT_LOW = "meta_schedule.thread_extent_low_inclusive"
-ANN_THREAD_EXTENT_HIGH = "meta_schedule.thread_extent_high_inclusive"
 
 
 # ---------------------------------------------------------------------------------------
@@ -70,14 +68,6 @@ class TargetInfo:
 # ---------------------------------------------------------------------------------------
 # Blocks and loop nests
 # ---------------------------------------------------------------------------------------
-
-
-def root_block_names(func: PrimFunc) -> list[str]:
-    """Names of the blocks directly under the root block, in execution order."""
-    body = func.body
-    if type(body) is not BlockRealize:
-        return []
-    return [r.block.name for r in child_blocks(body)]
 
 
 def all_block_names(func: PrimFunc) -> list[str]:
