@@ -84,5 +84,6 @@ from .struct_info_analysis import get_shape_vars as get_shape_vars  # noqa: E402
 from .struct_info_analysis import is_base_of as is_base_of  # noqa: E402
 from .struct_info_analysis import static_shape as static_shape  # noqa: E402
 from .struct_info_analysis import struct_info_lca as struct_info_lca  # noqa: E402
+from .well_formed import WellFormedInstrument as WellFormedInstrument  # noqa: E402
 from .well_formed import is_well_formed as is_well_formed  # noqa: E402
 from .well_formed import well_formed as well_formed  # noqa: E402

@@ -268,15 +268,6 @@ def conv_opt_str(value: Any, op: str, attr: str) -> str | None:
     return None if value is None else conv_str(value, op, attr)
 
 
-def conv_int_tuple(value: Any, op: str, attr: str) -> tuple[int, ...]:
-    """A tuple of ints (one int is a 1-tuple)."""
-    if _py_int(value) is not None:
-        return (conv_int(value, op, attr),)
-    if not isinstance(value, (list, tuple)):
-        raise _err(op, attr, "a list of integers", value)
-    return tuple(conv_int(v, op, attr) for v in value)
-
-
 def conv_dtype(value: Any, op: str, attr: str) -> str:
     """A dtype string; ``None``, ``""`` and ``"void"`` mean "same as the input" and are
     stored as ``"void"`` (the printed spelling)."""

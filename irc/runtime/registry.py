@@ -2,7 +2,8 @@
 
 ``R.call_dps_packed("name", ...)`` / ``R.call_pure_packed("name", ...)`` in graph IR call
 the function registered under ``name``. Library backends (CPU BLAS, cuBLAS) and the VM's
-builtins register themselves here.
+builtins (``irc.vm.builtins``, imported with ``irc.vm``) register themselves here when
+they are imported.
 
     @irc.runtime.register_func("my.add_one")
     def add_one(x, out):
@@ -12,7 +13,6 @@ builtins register themselves here.
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any, Callable
 
 from ..core.diagnostics import IRCError
@@ -35,7 +35,6 @@ def register_func(name: str, func: Callable[..., Any] | None = None, override: b
 
 def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any] | None:
     """The function registered under ``name`` (None if missing and ``allow_missing``)."""
-    _load_providers()
     f = _FUNCS.get(name)
     if f is None and not allow_missing:
         close = difflib.get_close_matches(name, list(_FUNCS), n=3)
@@ -46,19 +45,4 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any
 
 def list_global_funcs() -> list[str]:
     """The names of every registered runtime function, sorted."""
-    _load_providers()
     return sorted(_FUNCS)
-
-
-_PROVIDERS = ["irc.vm.builtins"]
-_loaded = False
-
-
-def _load_providers() -> None:
-    """Import the modules that register functions at import time (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for mod in _PROVIDERS:
-        importlib.import_module(mod)

@@ -1,5 +1,6 @@
 """The bytecode virtual machine: compiler, Executable and VirtualMachine."""
 
+from . import builtins  # registers the runtime functions the bytecode calls by name
 from .build import compile, link  # noqa: A004
 from .bytecode import AllocSpec, ValueCheck, VMFunction
 from .executable import Executable, load_executable
