@@ -528,6 +528,8 @@ class _ToSyntax(Transformer):
 _OPEN = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _CHAR = {"LPAR": "(", "RPAR": ")", "LSQB": "[", "RSQB": "]", "LBRACE": "{", "RBRACE": "}"}
+# The grammar.lark terminal names this module chooses by (checked by a test).
+TOKEN_TYPES_USED = frozenset(_CHAR) | {"COMMA", "_NEWLINE"}
 
 
 class _Indenter(PostLex):
