@@ -509,8 +509,12 @@ class _ToSyntax(Transformer):
     def strings(self, *toks):
         parts = []
         for t in toks:
+            text = str(t)
+            if text[0] in "\"'" and "\\" not in text and text[:3] not in ('"""', "'''"):
+                parts.append(text[1:-1])  # no escapes: skip compiling (base64 data is large)
+                continue
             try:
-                parts.append(_pyast.literal_eval(str(t)))
+                parts.append(_pyast.literal_eval(text))
             except (ValueError, SyntaxError):
                 raise IRParseError("invalid escape sequence in string literal",
                                    span=self._span(t)) from None
