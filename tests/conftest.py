@@ -12,14 +12,20 @@ import shutil
 
 import pytest
 
+import irc
 from irc.passes import PassContext, RoundTripInstrument
 
 
 def pytest_collection_modifyitems(config, items):
     has_nvcc = shutil.which("nvcc") is not None
+    has_gpu = None  # asked only when a test needs one (it loads the CUDA driver)
     for item in items:
         if "cuda" in item.keywords:
-            item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU; none on this machine"))
+            if has_gpu is None:
+                has_gpu = irc.cuda(0).exist
+            if not has_gpu:
+                item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU; none on this "
+                                                        "machine"))
         if "nvcc" in item.keywords and not has_nvcc:
             item.add_marker(pytest.mark.skip(reason="needs the CUDA toolkit's nvcc"))
 
