@@ -1,14 +1,39 @@
-"""Shared pytest configuration."""
+"""Shared pytest configuration.
+
+``roundtrip_instrument``: every pass a test runs (graph passes, the loop-IR lowering
+steps, default scheduling, tuning passes) is followed by print -> parse -> structurally
+equal, through :class:`irc.passes.RoundTripInstrument`. The pass, end-to-end, model, VM,
+default-schedule and tuning tests switch it on for every test (autouse in their
+directory's ``conftest.py``); a test that enters its own ``PassContext`` replaces it for
+that block, as contexts do not nest their instruments.
+"""
 
 import shutil
 
 import pytest
 
+import irc
+from irc.passes import PassContext, RoundTripInstrument
+
 
 def pytest_collection_modifyitems(config, items):
     has_nvcc = shutil.which("nvcc") is not None
+    has_gpu = None  # asked only when a test needs one (it loads the CUDA driver)
     for item in items:
         if "cuda" in item.keywords:
-            item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU; none on this machine"))
+            if has_gpu is None:
+                has_gpu = irc.cuda(0).exist
+            if not has_gpu:
+                item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU; none on this "
+                                                        "machine"))
         if "nvcc" in item.keywords and not has_nvcc:
             item.add_marker(pytest.mark.skip(reason="needs the CUDA toolkit's nvcc"))
+
+
+@pytest.fixture
+def roundtrip_instrument():
+    """Run the test under ``PassContext(instruments=[RoundTripInstrument()])``; yields
+    the instrument (``.checked`` counts the modules it round-tripped)."""
+    inst = RoundTripInstrument()
+    with PassContext(instruments=[inst]):
+        yield inst

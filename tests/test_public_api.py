@@ -15,6 +15,9 @@ from irc import passes, te, tir, topi
 from irc.frontend import nn
 from irc.target import Target
 
+# Every pass these lines run is checked by print -> parse -> equal (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("roundtrip_instrument")
+
 TEXT = '''
 @I.ir_module
 class Module:

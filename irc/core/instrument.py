@@ -83,19 +83,40 @@ class PrintIR(Pass, PassInstrument):
 class RoundTripInstrument(PassInstrument):
     """After every pass, print the module (constants included), parse the text back and
     require a structurally equal module; a mismatch raises an IRCError naming the pass
-    and showing the first difference."""
+    and showing the first difference.
 
-    def __init__(self, skip: Sequence[str] = ()) -> None:
+    What cannot be in the text is handed to the parser beside it, as a user does with
+    ``irc.parse(text, metadata=...)``, and said here rather than skipped silently:
+
+    - objects without a text form (a compiled runtime module in the module's
+      attributes) print as ``metadata["Module"][i]`` references; the parser gets those
+      very objects back;
+    - when a module's constants total more than ``max_meta_bytes`` (1 MiB by default:
+      bound model weights), their data is not written into the text as base64: each
+      round trip would print and parse it again (seconds for a ResNet). The text refers
+      to them as ``metadata["relax.expr.Constant"][i]`` and the parser gets the
+      constants from the printer. Everything else in the module is printed and parsed;
+      the base64 form itself is checked on every smaller module.
+
+    ``skip`` names passes whose output is not checked. ``checked`` counts the modules
+    round-tripped; a module object just checked is not checked again (modules are
+    immutable; a pass that changes nothing returns the same object).
+    """
+
+    def __init__(self, skip: Sequence[str] = (), max_meta_bytes: int | None = 1 << 20) -> None:
         self.skip = set(pass_names(skip, "RoundTripInstrument(skip=...)"))
+        self.max_meta_bytes = max_meta_bytes
         self.checked = 0
-        self._last: IRModule | None = None  # modules are immutable: check each one once
+        self._last: IRModule | None = None
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if info.name in self.skip or mod is self._last:
             return
-        text = mod.script(show_meta=True)
+        metadata: dict[str, list] = {}
+        text = mod.script(show_meta=True, meta_limit=self.max_meta_bytes, metadata=metadata)
         try:
-            again = IRModule.from_script(text, source_name=f"<after {info.name}>")
+            again = IRModule.from_script(text, source_name=f"<after {info.name}>",
+                                         metadata=metadata)
             assert_structural_equal(again, mod)
         except StructuralMismatchError as err:
             raise IRCError(f"after pass {info.name}: the printed module does not parse back "

@@ -146,19 +146,22 @@ class IRModule(Node):
         return self.script()
 
     @staticmethod
-    def from_script(text: str, source_name: str = "<string>") -> IRModule:
+    def from_script(text: str, source_name: str = "<string>",
+                    metadata: dict[str, list[Any]] | None = None) -> IRModule:
         """Parse irc script text (``@I.ir_module class ...``) with the parser that
-        ``irc.script_parser`` registers (:func:`register_parser`)."""
+        ``irc.script_parser`` registers (:func:`register_parser`). ``metadata`` supplies
+        what ``metadata["kind"][i]`` refers to where the text does not hold it (as for
+        :func:`irc.parse`)."""
         if _PARSER is None:
             raise IRCError("no text parser is registered; import irc (irc.script_parser "
                            "registers it)")
-        return _PARSER(text, source_name)
+        return _PARSER(text, source_name, metadata)
 
 
-_PARSER: Callable[[str, str], Any] | None = None
+_PARSER: Callable[[str, str, Any], Any] | None = None
 
 
-def register_parser(parse: Callable[[str, str], Any]) -> None:
+def register_parser(parse: Callable[[str, str, Any], Any]) -> None:
     """Install the text parser behind :meth:`IRModule.from_script` (``irc.script_parser``
     calls this when it is imported: the core cannot import the layers above it)."""
     global _PARSER

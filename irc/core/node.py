@@ -9,6 +9,10 @@ Class-level hooks read by structural equality/hashing (see ``structural.py``):
 - ``_sequal_ignore``: field names not compared (spans, names of bound variables).
 - ``_sequal_binding``: True for nodes compared by binding position (variables, buffers):
   the first occurrence of a pair maps one to the other, later occurrences must agree.
+- ``_sequal_scope``: True for functions: the pairs mapped inside one are forgotten when
+  it ends, so a variable object shared by two functions of a module (a graph function's
+  ``n`` reused in the loop functions legalized from it) compares like two variables,
+  as the text format, which declares ``n`` in each function, reads it back.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class Node:
 
     _sequal_ignore: ClassVar[frozenset[str]] = frozenset({"span"})
     _sequal_binding: ClassVar[bool] = False
+    _sequal_scope: ClassVar[bool] = False
 
     def replace(self: N, **changes: Any) -> N:
         """A copy of this node with some fields changed (the node itself if nothing did)."""

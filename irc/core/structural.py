@@ -3,8 +3,10 @@
 Two IR values are structurally equal when they have the same node types and field values,
 with variables and buffers compared by binding position: the first time a variable of
 the left side meets one of the right side they are paired, and every later occurrence
-must meet its partner (names do not matter). ``structural_hash`` agrees with
-``structural_equal`` and is stable across processes (it keys tuning records).
+must meet its partner (names do not matter). Pairs made inside a function last until
+the function ends (variables are local to the function that binds them).
+``structural_hash`` agrees with ``structural_equal`` and is stable across processes (it
+keys tuning records).
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ class _Equal:
                 return self.fields_eq(a, b, path)
             if a is b:
                 return True
+            if cls._sequal_scope:
+                lmap, rmap = dict(self.lmap), dict(self.rmap)
+                try:
+                    return self.fields_eq(a, b, path)
+                finally:
+                    self.lmap, self.rmap = lmap, rmap
             return self.fields_eq(a, b, path)
         if isinstance(a, (tuple, list)):
             if not isinstance(b, (tuple, list)) or len(a) != len(b):
@@ -204,10 +212,13 @@ class _Hasher:
                 self.tok(f"def:{cls.__name__}")
             else:
                 self.tok(cls.__name__)
+            saved = dict(self.index) if cls._sequal_scope else None
             ignore = cls._sequal_ignore
             for f in node_fields(cls):
                 if f not in ignore:
                     self.visit(getattr(x, f))
+            if saved is not None:
+                self.index = saved  # as equality forgets a function's pairs at its end
             self.tok(")")
         elif isinstance(x, (tuple, list)):
             self.tok(f"[{len(x)}")

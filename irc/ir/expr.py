@@ -216,6 +216,8 @@ class Function(Expr):
     is_pure: bool = True
     attrs: dict[str, Any] = None  # type: ignore[assignment]
 
+    _sequal_scope: ClassVar[bool] = True  # its variables are its own (closures see outer ones)
+
     def __post_init__(self) -> None:
         if self.attrs is None:
             object.__setattr__(self, "attrs", {})

@@ -464,9 +464,19 @@ def _module_lines(mod: IRModule, meta: _Meta) -> list[str]:
     return out
 
 
-def graph_script(node: Any, show_meta: bool = False) -> str:
+def graph_script(node: Any, show_meta: bool = False,
+                 metadata: dict[str, list[Any]] | None = None,
+                 meta_limit: int | None = None) -> str:
     """A graph-level node or a module printed as irc script text (modules and functions
-    parse back with ``irc.parse``; other nodes print as a fragment)."""
+    parse back with ``irc.parse``; other nodes print as a fragment).
+
+    ``show_meta=True`` writes the constants' data into a ``metadata = {...}`` section,
+    unless they total more than ``meta_limit`` bytes. ``metadata``, a dict, receives
+    what the text refers to as ``metadata["kind"][i]``: the constants and the
+    objects that have no text form (compiled modules in module attributes), so that
+    ``irc.parse(text, metadata=metadata)`` reads the text back to the same IR whether
+    or not the data is in the text.
+    """
     meta = _Meta()
     if isinstance(node, IRModule):
         lines = _module_lines(node, meta)
@@ -481,8 +491,15 @@ def graph_script(node: Any, show_meta: bool = False) -> str:
         lines = [RelaxPrinter(meta).expr(node)]
     else:
         lines = [graph_repr(node)]
+    if metadata is not None:
+        if meta.constants:
+            metadata["relax.expr.Constant"] = list(meta.constants)
+        for kind, objects in meta.objects.items():
+            metadata[kind] = list(objects)
     if meta.constants or meta.refs:
-        if show_meta and meta.constants:
+        fits = meta_limit is None or sum(np.asarray(c.data).nbytes
+                                         for c in meta.constants) <= meta_limit
+        if show_meta and meta.constants and fits:
             lines += [""] + meta.section()
         else:
             lines.append(METADATA_FOOTER)

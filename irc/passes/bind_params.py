@@ -22,6 +22,7 @@ from ..core.diagnostics import IRTypeError
 from ..core.functor import Mutator
 from ..core.module import IRModule
 from ..core.transform import Pass, PassContext
+from ..ir.block_builder import normalize
 from ..ir.expr import Constant, Function, Var
 from ..ir.struct_info import TensorStructInfo
 from ..tir import expr as E
@@ -99,4 +100,6 @@ class BindParams(Pass):
                             sym_map[id(d)] = E.IntImm(dtype=d.dtype, value=int(n))
             var_map[id(p)] = Constant.from_numpy(arr)
         new = _Substitute(var_map, sym_map).visit(func.replace(params=tuple(keep)))
+        # The function's struct info lists its parameters: recompute it for the new ones.
+        new = normalize(new.replace(struct_info=None), mod)
         return mod.with_function(self.func_name, new)

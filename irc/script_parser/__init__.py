@@ -37,6 +37,7 @@ def parse(text: str, source_name: str = "<string>", metadata: dict[str, list[Any
                            "(Python's recursion limit); split the expression") from None
 
 
-register_parser(lambda text, source_name: parse(text, source_name=source_name))
+register_parser(lambda text, source_name, metadata: parse(text, source_name=source_name,
+                                                         metadata=metadata))
 
 __all__ = ["parse"]

@@ -85,6 +85,8 @@ def describe(value: Any) -> str:
         return f"a {type(value).__name__} of {len(value)} items"
     if isinstance(value, Node):
         return f"a {type(value).__name__}"
+    if isinstance(value, SuppliedObject):
+        return describe(value.value)
     return f"a {type(value).__name__}"
 
 
@@ -243,11 +245,24 @@ def target_names(node: Any, what: str) -> list[tuple[str, Any]]:
     raise parse_error(f"{what} must be a name or a tuple of names", node)
 
 
+class SuppliedObject:
+    """An object that ``metadata["kind"][i]`` names and ``irc.parse(metadata=...)``
+    supplies (e.g. a compiled module in module attributes): kept as is in attributes."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
 def attr_value(value: Any, node: Any, what: str = "attribute value") -> Any:
     """Check a Python-level attribute value (func_attr, block_attr, annotations): only
-    None, bools, numbers, strings, IR nodes and lists/dicts of them are kept."""
+    None, bools, numbers, strings, IR nodes, objects supplied as metadata and lists/dicts
+    of them are kept."""
     if value is None or isinstance(value, (bool, int, float, str, Node)):
         return value
+    if isinstance(value, SuppliedObject):
+        return value.value
     if isinstance(value, (list, tuple)):
         return [attr_value(v, node, what) for v in value]
     if isinstance(value, dict):

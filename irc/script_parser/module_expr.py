@@ -15,7 +15,7 @@ from ..ir.expr import Constant
 from ..ir.printer import MetadataRef
 from ..ir.struct_info import TensorStructInfo, shape_of
 from . import syntax as syn
-from .context import describe, located, parse_error
+from .context import SuppliedObject, describe, located, parse_error
 from .tir_expr import ExprEvaluator
 
 
@@ -49,7 +49,7 @@ class Metadata:
         value = table[index]
         if kind == "relax.expr.Constant":
             return _as_constant(value, node)
-        return value
+        return value if isinstance(value, MetadataRef) else SuppliedObject(value)
 
 
 def _as_constant(value: Any, node: Any) -> Any:

@@ -5,6 +5,10 @@ state alone is ambiguous (LALR merges states across contexts), so the message is
 from what the parser has on its value stack: the innermost unclosed bracket and what
 precedes it (a call's argument list, a subscript, a tuple), or the keyword of the
 statement being parsed (``for``, ``def``, ...), plus the set of tokens the state accepts.
+
+Tokens are recognised by the names ``grammar.lark`` gives its terminals (every one is
+named there, ``ARROW`` for ``->`` included), never by names lark generates, so a change
+of the grammar does not change the messages.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ..core.diagnostics import IRParseError, SourceFile, Span
 _PUNCT = {
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'",
-    "AT": "'@'", "__ANON_0": "'->'", "STAR": "'*'",
+    "AT": "'@'", "ARROW": "'->'", "STAR": "'*'",
 }
 _KEYWORD_STMTS = {"FOR": "for", "IF": "if", "ELIF": "elif", "ELSE": "else", "WHILE": "while",
                   "WITH": "with", "DEF": "def", "CLASS": "class"}
@@ -27,6 +31,20 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERAND_STARTS = {"NAME", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER", "STRING",
                    "LONG_STRING", "LPAR", "LSQB", "LBRACE", "NONE", "TRUE", "FALSE", "ADD_OP",
                    "NOT"}
+# Tokens after which an operand must follow (the stack top is not a finished operand).
+_OPERAND_EXPECTED_AFTER = {
+    "LPAR", "LSQB", "LBRACE", "COMMA", "COLON", "EQUAL", "ADD_OP", "MUL_OP", "COMP_OP", "NOT",
+    "_AND", "_OR", "DOT", "AT", "ARROW", "RETURN", "IN", "IF", "ELIF", "WHILE", "WITH", "FOR",
+    "ASSERT", "AS"}
+# Token types produced by the postlexer or by lark itself rather than by grammar.lark.
+_NOT_IN_GRAMMAR = {"$END", "_INDENT", "_DEDENT"}
+# Every token type the messages are chosen by: names of terminals in grammar.lark (a
+# test checks they all exist there, so renaming a terminal cannot silently change
+# a message).
+TOKEN_TYPES_USED = frozenset(
+    set(_PUNCT) | set(_KEYWORD_STMTS) | _OPERAND_STARTS | _OPERAND_EXPECTED_AFTER
+    | {"RPAR", "RSQB", "RBRACE", "_NEWLINE", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER",
+       "STRING", "LONG_STRING", "NAME"}) - _NOT_IN_GRAMMAR
 
 
 def describe_token(tok: Token, source: SourceFile | None = None) -> str:
@@ -113,10 +131,8 @@ def _unexpected_token(e: UnexpectedToken, source: SourceFile) -> IRParseError:
             and isinstance(stack[-2], Token) and stack[-2].type == "COLON"):
         return IRParseError("expected an indented block after ':'", span=span)
 
-    after_operand = top is not None and not (isinstance(top, Token) and top.type in (
-        "LPAR", "LSQB", "LBRACE", "COMMA", "COLON", "EQUAL", "ADD_OP", "MUL_OP",
-        "COMP_OP", "NOT", "_AND", "_OR", "DOT", "AT", "__ANON_0", "RETURN", "IN", "IF",
-        "ELIF", "WHILE", "WITH", "FOR", "ASSERT", "AS"))
+    after_operand = top is not None and not (isinstance(top, Token) and
+                                             top.type in _OPERAND_EXPECTED_AFTER)
     opener, before = _open_bracket(stack)
     if opener is not None and tok.line is not None and opener.line is not None and \
             tok.line > opener.line and not source.line(tok.line)[:tok.column - 1].strip():
@@ -145,6 +161,9 @@ def _unexpected_token(e: UnexpectedToken, source: SourceFile) -> IRParseError:
         return IRParseError(f"expected an expression after {describe_token(top)}, found {what}",
                             span=span)
     keyword = _statement_keyword(stack)
+    if keyword == "for" and "IN" in expected and tok.type != "IN":
+        return IRParseError(f"expected 'in' after the loop variables of the 'for' statement, "
+                            f"found {what}", span=span)
     if "COLON" in expected and keyword is not None and tok.type != "COLON":
         return IRParseError(f"expected ':' at the end of the '{keyword}' statement, "
                             f"found {what}", span=span)

@@ -2,9 +2,10 @@
 
 Statements are built in order; declarations that scope over what follows them
 (``T.allocate``, ``x_1 = T.Buffer(..., data=x)``, ``x: T.int32 = ...``, ``assert``) take
-the rest of the statement list as their body. A function whose text contains blocks is
-wrapped in the implicit root block (``# with T.block("root"):``) that owns the
-function-level ``T.alloc_buffer``s, as TVM does.
+the rest of the statement list as their body, or, written ``with T.allocate(...) as x:``
+(``with T.LetStmt(value) as v:``, ``with T.Assert(cond, msg):``), their indented body.
+A function whose text contains blocks is wrapped in the implicit root block (``# with
+T.block("root"):``) that owns the function-level ``T.alloc_buffer``s, as TVM does.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ _LOOP_KINDS = {"range": "serial", "T.serial": "serial", "T.parallel": "parallel"
                "T.vectorized": "vectorized", "T.unroll": "unrolled",
                "T.thread_binding": "thread_binding"}
 _BLOCK_NAMES = ("T.block", "T.sblock")
+# ``with <declaration> as name:`` forms (the printer uses them where statements follow).
+_SCOPED_DECLARATIONS = ("T.allocate", "T.Buffer", "T.decl_buffer", "T.LetStmt")
 _BUFFER_PARAMS = ["shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
                   "offset_factor", "buffer_type", "axis_separators"]
 
@@ -106,6 +109,8 @@ class PrimFuncBuilder(BlockBuilderMixin):
         if not private:
             attrs.setdefault("global_symbol", fdef.name)
         with located(fdef):
+            # (PrimFunc puts the buffer map in parameter order, whichever of T.Buffer and
+            # T.match_buffer declared each buffer first.)
             return ts.PrimFunc(params=tuple(self.params), buffer_map=dict(self.buffer_map),
                                body=body, attrs=attrs, ret_dtype=ret_dtype, span=fdef.span)
 
@@ -619,8 +624,45 @@ class PrimFuncBuilder(BlockBuilderMixin):
                                span=s.span)
         if name == "T.init":
             raise parse_error("T.init() must be directly inside a T.block, before its body", s)
-        raise parse_error("'with' is only used for T.block(...), T.init() and T.attr(...) in a "
-                          "T.prim_func", expr)
+        if name in _SCOPED_DECLARATIONS:
+            return self.scoped_declaration(name, expr, target, s)
+        if name == "T.Assert":
+            if target is not None:
+                raise parse_error("T.Assert(...) does not bind a name", target)
+            values, kw = self.ev.args(expr)
+            a = bind_args(expr, "T.Assert", ["condition", "message"], 2, values, kw)
+            cond = self.ev.condition(a["condition"], expr)
+            msg = expect_str(a["message"], "the message of T.Assert", expr)
+            return ts.AssertStmt(condition=cond, message=msg, body=self.nested(s.body),
+                                 span=s.span)
+        raise parse_error("'with' is only used for T.block(...), T.init(), T.attr(...) and "
+                          "the scoped declarations T.allocate/T.Buffer/T.decl_buffer/"
+                          "T.LetStmt(...) as name and T.Assert(...) in a T.prim_func", expr)
+
+    def scoped_declaration(self, name: str, expr: syn.Call, target: Any,
+                           s: syn.With) -> ts.Stmt:
+        """``with T.allocate(...) as x:`` (also ``T.Buffer``, ``T.decl_buffer``) and ``with
+        T.LetStmt(value) as v:``: the declaration of ``x = T.allocate(...)`` or ``v:
+        T.int32 = value``, scoped over the indented body instead of the rest of the
+        statement list (so statements may follow it)."""
+        if not isinstance(target, syn.Name):
+            raise parse_error(f"write 'with {name}(...) as name:'", target or expr)
+        if name == "T.LetStmt":
+            if len(expr.args) != 1 or expr.kwargs:
+                raise parse_error("T.LetStmt takes the value only: with T.LetStmt(value) as v:",
+                                  expr)
+            decl = syn.Assign(target, None, expr.args[0], s.span)
+        else:
+            decl = syn.Assign(target, None, expr, s.span)
+        self.depth += 1
+        try:
+            with self.scopes.scope():
+                if name == "T.LetStmt":
+                    return self.let(decl, s.body)
+                result, _ = self.assign(decl, s.body)
+                return result
+        finally:
+            self.depth -= 1
 
 
 def _fresh_data(call: syn.Call) -> bool:

@@ -55,6 +55,7 @@ STATEMENT_BUILTINS = frozenset({
     "block", "sblock", "init", "reads", "writes", "where", "block_attr", "sblock_attr",
     "func_attr", "axis", "axis.spatial", "axis.reduce", "axis.remap", "axis.opaque",
     "axis.scan", "axis.S", "axis.R", "attr", "evaluate", "prim_func", "handle", "let",
+    "LetStmt", "Assert",
 })
 
 

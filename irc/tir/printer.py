@@ -108,6 +108,7 @@ class TIRPrinter:
         self.names = names if names is not None else NameTable()
         self.int_default = int_default
         self.data_text: dict[int, str] = {}
+        self._data_scopes: list[dict[int, str]] = []
         self.loops: dict[int, ts.For] = {}
         # Objects with no text form (e.g. compiled modules in attributes) print as
         # ``metadata["Kind"][i]`` references through this hook when one is given.
@@ -282,22 +283,37 @@ class TIRPrinter:
         return text if text is not None else self.names.name(var, var.name)
 
     # ------------------------------------------------------------------ statements
+    def _push(self) -> None:
+        """Open a scope: names, and ``B.data`` spellings of pointers, defined until
+        :meth:`_pop` are forgotten there."""
+        self.names.push()
+        self._data_scopes.append(dict(self.data_text))
+
+    def _pop(self) -> None:
+        self.names.pop()
+        self.data_text = self._data_scopes.pop()
+
     def scoped(self, s: ts.Stmt, indent: int) -> list[str]:
         """``s`` printed in its own name scope (a loop, block or branch body)."""
-        self.names.push()
+        self._push()
         try:
             return self.stmt(s, indent)
         finally:
-            self.names.pop()
+            self._pop()
 
-    def stmt(self, s: ts.Stmt, indent: int) -> list[str]:
-        """The lines of statement ``s`` at ``indent`` levels."""
+    def stmt(self, s: ts.Stmt, indent: int, tail: bool = True) -> list[str]:
+        """The lines of statement ``s`` at ``indent`` levels. ``tail`` says whether ``s``
+        ends its statement list: only there may a declaration that scopes over the rest
+        of the list (let, assert, allocate, buffer declaration) print without ``with``."""
         pad = INDENT * indent
         if isinstance(s, ts.SeqStmt):
             out: list[str] = []
-            for x in s.seq:
-                out += self.stmt(x, indent)
+            last = len(s.seq) - 1
+            for k, x in enumerate(s.seq):
+                out += self.stmt(x, indent, tail and k == last)
             return out
+        if isinstance(s, _SCOPING) and not tail:
+            return self.scoped_declaration(s, indent)
         if isinstance(s, ts.BufferStore):
             target = f"{self.buffer_name(s.buffer)}[{self.indices(s.indices)}]"
             return [f"{pad}{target} = {self.expr(s.value)}"]
@@ -306,17 +322,17 @@ class TIRPrinter:
                 return [pad + self.expr(s.value)]
             return [f"{pad}T.evaluate({self.expr(s.value)})"]
         if isinstance(s, ts.For):
-            self.names.push()
+            self._push()
             try:
                 return self.for_loop(s, indent)
             finally:
-                self.names.pop()
+                self._pop()
         if isinstance(s, ts.BlockRealize):
-            self.names.push()
+            self._push()
             try:
                 return self.block(s, indent)
             finally:
-                self.names.pop()
+                self._pop()
         if isinstance(s, ts.IfThenElse):
             return self.if_then_else(s, indent, "if")
         if isinstance(s, ts.While):
@@ -326,19 +342,16 @@ class TIRPrinter:
             name = self.names.define(s.var, s.var.name)
             return [f"{pad}{name}: T.{s.var.dtype} = {value}"] + self.stmt(s.body, indent)
         if isinstance(s, ts.AssertStmt):
-            return [f"{pad}assert {self.expr(s.condition)}, {str_literal(s.message)}"] + \
-                self.stmt(s.body, indent)
+            return [f"{pad}assert {self.assert_args(s)}"] + self.stmt(s.body, indent)
         if isinstance(s, ts.AttrStmt):
             return [f"{pad}with T.attr({self.attr_node(s.node)}, {str_literal(s.key)}, "
                     f"{self.expr(s.value)}):"] + self.scoped(s.body, indent + 1)
         if isinstance(s, ts.Allocate):
-            return self.allocate(s, indent)
+            name, call = self.allocate_call(s)
+            return [f"{pad}{name} = {call}"] + self.stmt(s.body, indent)
         if isinstance(s, ts.DeclBuffer):
-            data = self.data_ref(s.buffer.data)
-            args = self.buffer_args(s.buffer, always_dtype=False, data=data)
-            name = self.names.define(s.buffer, s.buffer.name)
-            self.data_text.setdefault(id(s.buffer.data), f"{name}.data")
-            return [f"{pad}{name} = T.Buffer({args})"] + self.stmt(s.body, indent)
+            name, call = self.decl_buffer_call(s)
+            return [f"{pad}{name} = {call}"] + self.stmt(s.body, indent)
         if isinstance(s, ts.Block):
             return self.block(ts.BlockRealize(iter_values=tuple(v.var for v in s.iter_vars),
                                               predicate=te.const(True), block=s), indent)
@@ -376,8 +389,8 @@ class TIRPrinter:
             return out + self.if_then_else(other, indent, "elif")
         return out + [f"{pad}else:"] + self.scoped(other, indent + 1)
 
-    def allocate(self, s: ts.Allocate, indent: int) -> list[str]:
-        pad = INDENT * indent
+    def allocate_call(self, s: ts.Allocate) -> tuple[str, str]:
+        """The name an allocation defines and its ``T.allocate(...)`` call."""
         extents = "[" + ", ".join(self.expr(x) for x in s.extents) + "]"
         args = [extents, str_literal(s.dtype), str_literal(s.scope)]
         if s.condition is not None:
@@ -385,7 +398,41 @@ class TIRPrinter:
         if s.annotations:
             args.append(f"annotations={self.value(s.annotations)}")
         name = self.names.define(s.buffer_var, s.buffer_var.name)
-        return [f"{pad}{name} = T.allocate({', '.join(args)})"] + self.stmt(s.body, indent)
+        return name, f"T.allocate({', '.join(args)})"
+
+    def decl_buffer_call(self, s: ts.DeclBuffer) -> tuple[str, str]:
+        """The name a buffer declaration defines and its ``T.Buffer(..., data=...)``."""
+        data = self.data_ref(s.buffer.data)
+        args = self.buffer_args(s.buffer, always_dtype=False, data=data)
+        name = self.names.define(s.buffer, s.buffer.name)
+        self.data_text.setdefault(id(s.buffer.data), f"{name}.data")
+        return name, f"T.Buffer({args})"
+
+    def assert_args(self, s: ts.AssertStmt) -> str:
+        return f"{self.expr(s.condition)}, {str_literal(s.message)}"
+
+    def scoped_declaration(self, s: ts.Stmt, indent: int) -> list[str]:
+        """A declaration followed by more statements of its list: ``with T.allocate(...)
+        as x:``, ``with T.Buffer(...) as B:``, ``with T.LetStmt(value) as v:`` or ``with
+        T.Assert(cond, msg):``, its body indented (the flat form would take the
+        statements after it into its body when parsed)."""
+        pad = INDENT * indent
+        self._push()
+        try:
+            if isinstance(s, ts.LetStmt):
+                value = self.expr(s.value)
+                head = f"T.LetStmt({value}) as {self.names.define(s.var, s.var.name)}"
+            elif isinstance(s, ts.AssertStmt):
+                head = f"T.Assert({self.assert_args(s)})"
+            elif isinstance(s, ts.Allocate):
+                name, call = self.allocate_call(s)
+                head = f"{call} as {name}"
+            else:
+                name, call = self.decl_buffer_call(s)
+                head = f"{call} as {name}"
+            return [f"{pad}with {head}:"] + self.stmt(s.body, indent + 1)
+        finally:
+            self._pop()
 
     def for_loop(self, s: ts.For, indent: int) -> list[str]:
         """A loop; chains of plain serial loops print as one ``T.grid``."""
@@ -589,6 +636,10 @@ class TIRPrinter:
         return self.stmt(body, indent)
 
 
+# Declarations that scope over the statements after them when printed flat.
+_SCOPING = (ts.LetStmt, ts.AssertStmt, ts.Allocate, ts.DeclBuffer)
+
+
 def _is_implicit_root(body: ts.Stmt) -> bool:
     if not isinstance(body, ts.BlockRealize):
         return False
@@ -676,10 +727,12 @@ def script_header(text_lines: list[str], *, module: bool) -> list[str]:
     return out + [""]
 
 
-def tir_script(node: Any, show_meta: bool = False) -> str:
+def tir_script(node: Any, show_meta: bool = False, metadata: Any = None,
+               meta_limit: Any = None) -> str:
     """A loop-IR node as irc script text: a ``PrimFunc`` as a ``@T.prim_func`` definition
-    that ``irc.parse`` reads back, statements and expressions as fragments."""
-    del show_meta  # loop functions hold no metadata constants
+    that ``irc.parse`` reads back, statements and expressions as fragments. (The options
+    of the graph printer are accepted: loop functions hold no metadata constants.)"""
+    del show_meta, metadata, meta_limit
     if isinstance(node, ts.PrimFunc):
         name = node.attrs.get("global_symbol", "main")
         lines = TIRPrinter().prim_func(node, name if isinstance(name, str) else "main")

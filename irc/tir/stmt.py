@@ -213,6 +213,7 @@ class PrimFunc(Node):
     ret_dtype: str = "void"
 
     _sequal_ignore: ClassVar[frozenset[str]] = frozenset({"span"})
+    _sequal_scope: ClassVar[bool] = True  # its variables are its own
 
     def __post_init__(self) -> None:
         if self.attrs is None:
@@ -220,6 +221,11 @@ class PrimFunc(Node):
         for p in self.buffer_map:
             if p not in self.params:
                 raise IRTypeError("PrimFunc buffer_map has a key that is not a parameter")
+        ordered = [p for p in self.params if p in self.buffer_map]
+        if list(self.buffer_map) != ordered:
+            # One order, the parameters', whatever order a pass inserted them in:
+            # structural equality and hashing compare the map in order.
+            object.__setattr__(self, "buffer_map", {p: self.buffer_map[p] for p in ordered})
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:

@@ -27,6 +27,7 @@ from ..core.module import IRModule, unique_name
 from ..core.target import Target
 from ..core.transform import Sequential
 from ..dlight.apply import DefaultScheduleForTarget
+from ..ir.block_builder import normalize
 from ..ir.expr import (
     Call,
     Constant,
@@ -41,7 +42,7 @@ from ..ir.expr import (
     VarBinding,
 )
 from ..ir.ops import call_tir
-from ..ir.struct_info import TensorStructInfo, shape_of
+from ..ir.struct_info import TensorStructInfo, TupleStructInfo, shape_of
 from ..tir.schedule import layout_rewrite_preproc, layout_rewrites, pack_weight
 from ..tir.stmt import PrimFunc
 from ..vm import link
@@ -296,10 +297,13 @@ class _Applier:
             pre_gv = self.preproc_for(new, rw.param, workload_key(func))
             cls = DataflowVar if dataflow else Var
             var = cls(name_hint=f"{binding.var.name_hint}_packed{rw.param}", struct_info=sinfo)
-            pack_call = call_tir(pre_gv, [arg], sinfo).replace(struct_info=sinfo)
+            pack_call = normalize(call_tir(pre_gv, [arg], sinfo))
             pre_bindings.append(VarBinding(var=var, value=pack_call))
             inputs[rw.param] = var
-        new_args = (gv, Tuple(fields=tuple(inputs))) + tuple(call.args[2:])
+        # Normalized like every graph expression: the argument tuple has its struct info.
+        args = Tuple(fields=tuple(inputs),
+                     struct_info=TupleStructInfo(fields=tuple(a.struct_info for a in inputs)))
+        new_args = (gv, args) + tuple(call.args[2:])
         new_call = call.replace(args=new_args)
         return pre_bindings + [binding.replace(value=new_call)]
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
 
-from ..core.diagnostics import VMError
+from ..core.diagnostics import IRCError, VMError
 from ..runtime import Module
 from .bytecode import VMFunction
 
@@ -81,28 +83,70 @@ class Executable:
 
     @staticmethod
     def load(path: str) -> Executable:
-        """Read an executable written by :meth:`save`."""
+        """Read an executable written by :meth:`save`. A file that cannot be read, is
+        empty, truncated or corrupt, is not an irc executable or has another format
+        version raises :class:`~irc.VMError` naming the file and the cause."""
         try:
-            z = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as err:
-            raise VMError(f"cannot read executable {path!r}: {err}") from None
-        with z:
-            try:
-                meta = json.loads(z.read("bytecode.json"))
-                arrays = np.load(io.BytesIO(z.read("constants.npz")))
-                others = json.loads(z.read("constants.json"))
-                lib = Module.deserialize(z.read("kernels.bin"))
-            except KeyError as err:
-                raise VMError(f"{path!r} is not an irc executable (missing {err})") from None
-            if meta.get("format") != FORMAT:
-                raise VMError(f"{path!r} has format {meta.get('format')!r}; this irc reads "
-                              f"{FORMAT}")
-            constants: list[Any] = []
-            for i in range(meta["num_constants"]):
-                key = f"c{i}"
-                constants.append(arrays[key] if key in arrays.files else others[str(i)])
-        functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
-        return Executable(functions, constants, lib, meta["target"])
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError as err:
+            raise VMError(f"cannot read executable {path!r}: {err.strerror or err}") from None
+        if not head:
+            raise VMError(f"cannot read executable {path!r}: the file is empty",
+                          hint=_RECOMPILE)
+        if head != _ZIP_MAGIC:
+            raise VMError(f"cannot read executable {path!r}: not an irc executable (an irc "
+                          "executable is a zip archive; this file is something else)",
+                          hint="pass a file written by irc.vm.Executable.save or "
+                               "`irc compile`")
+        try:
+            with zipfile.ZipFile(path) as z:
+                return _read_archive(z, path)
+        except VMError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, IndexError,
+                ValueError, TypeError, AttributeError, struct.error, IRCError) as err:
+            # A damaged archive fails deep inside zipfile, json, numpy or the kernel
+            # library's reader; name the file and the cause rather than that stack.
+            raise VMError(f"cannot read executable {path!r}: it is truncated or corrupt "
+                          f"({_cause(err)})", hint=_RECOMPILE) from None
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_RECOMPILE = "compile the model again (irc compile, or irc.compile(...).save(path))"
+_MEMBERS = ("bytecode.json", "constants.npz", "constants.json", "kernels.bin")
+
+
+def _cause(err: BaseException) -> str:
+    if isinstance(err, KeyError):
+        return f"missing entry {err}"
+    if isinstance(err, IRCError):
+        return err.message
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
+    names = set(z.namelist())
+    missing = [m for m in _MEMBERS if m not in names]
+    if missing:
+        raise VMError(f"cannot read executable {path!r}: not an irc executable (a zip "
+                      f"archive without {', '.join(missing)})",
+                      hint="pass a file written by irc.vm.Executable.save or `irc compile`")
+    meta = json.loads(z.read("bytecode.json"))
+    version = meta.get("format") if isinstance(meta, dict) else None
+    if version != FORMAT:
+        raise VMError(f"cannot read executable {path!r}: it has format {version!r}; this "
+                      f"irc reads {FORMAT}", hint=_RECOMPILE + " with this version of irc")
+    with np.load(io.BytesIO(z.read("constants.npz")), allow_pickle=False) as arrays:
+        others = json.loads(z.read("constants.json"))
+        constants: list[Any] = []
+        for i in range(meta["num_constants"]):
+            key = f"c{i}"
+            constants.append(arrays[key] if key in arrays.files else others[str(i)])
+    lib = Module.deserialize(z.read("kernels.bin"))
+    functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
+    return Executable(functions, constants, lib, meta["target"])
 
 
 def load_executable(path: str) -> Executable:

@@ -131,6 +131,9 @@ def main(x: R.Tensor((1, 16), "float32"), w: R.Tensor((10, 16), "float32")) -> R
 """  # noqa: E501 - IR text
     w = np.random.default_rng(1).standard_normal((10, 16)).astype("float32")
     mod = passes.BindParams("main", {"w": w})(parse_module(text))
+    # The function's struct info lists the parameters left, as the text reads back.
+    assert [str(p) for p in mod["main"].struct_info.params] == \
+        ['R.Tensor((1, 16), dtype="float32")']
     optimized = passes.get_pipeline("default")(mod)
     assert list(prim_funcs(optimized)) == ["matmul"]
     x = np.ones((1, 16), dtype="float32")

@@ -159,10 +159,10 @@ def test_default_pipeline_order():
 
 
 
-def test_opt_level_0_compiles_without_fusion(network):
+def test_opt_level_0_compiles_without_fusion(network, roundtrip_instrument):
     net, mod, x, expected = network
     bound = passes.BindParams("main", net.values)(mod)
-    with passes.PassContext(opt_level=0):
+    with passes.PassContext(opt_level=0, instruments=[roundtrip_instrument]):
         plain = passes.get_pipeline("default")(bound)
     assert not any(name.startswith("fused") for name in prim_funcs(plain))
     np.testing.assert_allclose(run_main(plain, x), expected, rtol=1e-4, atol=1e-4)

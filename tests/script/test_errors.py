@@ -144,6 +144,24 @@ def test_brackets_and_colons():
     check(tir("A[i, 0]", "A[i, 0))"), "closing ')' does not match '['", 4, 15)
 
 
+def test_messages_name_the_arrow_and_keywords_not_lark_terminals():
+    # '->' was lark's anonymous terminal __ANON_0: the message must still name it.
+    e = tir("):\n    for", ") -> :\n    for")
+    check(e, "expected an expression after '->', found ':'", 2, 70)
+    e = tir("):\n    for", ") ->\n    for")
+    check(e, "expected an expression after '->', found end of line", 2, 69)
+    check(tir("for i in", "for i on"), "expected 'in' after the loop variables", 3, 11)
+
+
+def test_error_messages_use_only_terminals_the_grammar_names():
+    from irc.script_parser import syntax, syntax_errors
+    lark, _, _ = syntax._parser()
+    names = {t.name for t in lark.terminals}
+    assert not [n for n in names if n.startswith("__")], "every terminal is named in grammar.lark"
+    assert syntax_errors.TOKEN_TYPES_USED <= names, syntax_errors.TOKEN_TYPES_USED - names
+    assert syntax.TOKEN_TYPES_USED <= names, syntax.TOKEN_TYPES_USED - names
+
+
 def test_annotation_must_match_inferred_struct_info():
     e = relax("lv = R.add(x, x)", 'lv: R.Tensor((2, 256), "float32") = R.add(x, x)',
               irc.IRTypeError)

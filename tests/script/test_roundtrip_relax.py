@@ -250,3 +250,38 @@ def test_objects_without_text_form_print_as_metadata_references():
     assert text.endswith(METADATA_FOOTER + "\n")
     ref = irc.parse(text).attrs["external_mods"][0]
     assert (ref.kind, ref.index) == ("CompiledLibrary", 0)
+
+
+def _module_with_constant(data):
+    x = tvar("x", data.shape)
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(ops.add(x, Constant.from_numpy(data))))
+    return bb.get()
+
+
+def test_metadata_option_collects_what_the_text_refers_to():
+    class CompiledLibrary:
+        pass
+
+    lib = CompiledLibrary()
+    mod = _module_with_constant(np.arange(6, dtype="float32").reshape(2, 3))
+    mod = mod.with_attrs(external_mods=[lib])
+    tables = {}
+    text = mod.script(show_meta=True, metadata=tables)
+    assert '"base64"' in text  # small constants are written into the text
+    assert tables["CompiledLibrary"] == [lib]
+    assert [type(c).__name__ for c in tables["relax.expr.Constant"]] == ["Constant"]
+    parsed = irc.parse(text, metadata=tables)
+    assert parsed.attrs["external_mods"][0] is lib  # the object itself comes back
+    irc.ir.assert_structural_equal(parsed, mod)
+
+
+def test_meta_limit_leaves_large_constants_out_of_the_text():
+    mod = _module_with_constant(np.ones((64, 64), "float32"))  # 16 KiB
+    tables = {}
+    text = mod.script(show_meta=True, meta_limit=1024, metadata=tables)
+    assert '"base64"' not in text and text.endswith(METADATA_FOOTER + "\n")
+    irc.ir.assert_structural_equal(irc.parse(text, metadata=tables), mod)
+    assert '"base64"' in mod.script(show_meta=True, meta_limit=1 << 20)
+

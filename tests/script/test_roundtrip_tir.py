@@ -4,7 +4,7 @@ with te.create_prim_func."""
 import math
 
 import pytest
-from script_helpers import assert_roundtrip
+from script_helpers import assert_roundtrip, parse_error
 
 from irc import te
 from irc import tir as T
@@ -311,3 +311,59 @@ def test_axis_dtypes_and_thread_tags():
     text = assert_roundtrip(f).script()
     assert 'v = T.axis.spatial(4, i, dtype="int64", thread_tag="threadIdx.x")' in text
     assert "w = T.axis.spatial((T.int32(1), T.int32(5)), j" in text
+
+
+def test_declarations_followed_by_statements_print_with_a_with_scope():
+    # Lowering leaves e.g. SeqStmt[Allocate(body=...), more]: the flat form
+    # ``x = T.allocate(...)`` would take ``more`` into the allocation's body.
+    pa, A = buffer_param("A", (16,))
+    n = T.var("n")
+    buf_var = E.Var(name="tmp", dtype="handle")
+    tmp = decl_buffer((4,), "float32", "tmp", data=buf_var)
+    lv = T.var("v", "int32")
+    zero = E.FloatImm(dtype="float32", value=0.0)
+    store_tmp = S.BufferStore(buffer=tmp, value=zero, indices=(i32(0),))
+    store_a = S.BufferStore(buffer=A, value=zero, indices=(n,))
+    body = S.SeqStmt(seq=(
+        S.Allocate(buffer_var=buf_var, dtype="float32", extents=(i32(4),), scope="local",
+                   body=S.SeqStmt(seq=(
+                       S.DeclBuffer(buffer=tmp, body=store_tmp),
+                       S.Evaluate(value=buf_var)))),
+        S.LetStmt(var=lv, value=n + 1, body=S.BufferStore(buffer=A, value=zero,
+                                                          indices=(lv,))),
+        S.AssertStmt(condition=n >= 0, message="n >= 0", body=store_a),
+        S.LetStmt(var=T.var("w", "int32"), value=n * 2, body=store_a),  # the tail: flat
+    ))
+    f = func([pa, n], body, {pa: A})
+    text = assert_roundtrip(f).script()
+    assert 'with T.allocate([4], "float32", "local") as tmp:' in text
+    assert 'with T.Buffer((4,), data=tmp) as tmp_1:' in text
+    assert "with T.LetStmt(n + 1) as v:" in text
+    assert 'with T.Assert(n >= 0, "n >= 0"):' in text
+    assert "w: T.int32 = n * 2" in text
+    # After the scoped buffer declaration the pointer is spelled by its own name again.
+    assert "        T.evaluate(tmp)" in text
+
+
+def test_scoped_declaration_errors():
+    head = '@T.prim_func\ndef f(n: T.int32):\n'
+    e = parse_error(head + '    with T.allocate([4], "float32"):\n        T.evaluate(0)\n')
+    assert "write 'with T.allocate(...) as name:'" in e.message
+    e = parse_error(head + '    with T.LetStmt(n, 1) as v:\n        T.evaluate(v)\n')
+    assert "T.LetStmt takes the value only" in e.message
+    e = parse_error(head + '    with T.Assert(n > 0, "m") as a:\n        T.evaluate(0)\n')
+    assert "T.Assert(...) does not bind a name" in e.message
+
+
+def test_buffer_params_declared_by_match_buffer_and_t_buffer_keep_parameter_order():
+    # The first parameter has a symbolic shape (T.match_buffer in the body), the second
+    # a static one (T.Buffer in the signature): the parsed map still follows the params.
+    n = T.var("n", "int64")
+    pa, A = buffer_param("A", (n,))
+    pb, B = buffer_param("B", (8,))
+    body = S.BufferStore(buffer=A, value=E.BufferLoad(dtype="float32", buffer=B,
+                                                      indices=(i32(0),)), indices=(i64(0),))
+    f = func([pa, pb], body, {pb: B, pa: A})
+    assert list(f.buffer_map) == [pa, pb]
+    parsed = assert_roundtrip(f)
+    assert [b.name for b in parsed.buffer_map.values()] == ["A", "B"]

@@ -96,8 +96,9 @@ def test_pre_transformed_layout_takes_packed_weights(tuned_matmul):
     tuned = [r for r in db.records_of(task.tune_task.workload)
              if r.is_valid and "LayoutRewrite" in str(r.trace)]
     db.close()
-    if not tuned:
-        pytest.skip("no measured candidate rewrote the layout")
+    # The matmul's B is layout-free: the sketches rewrite its layout (5 of the 6 measured
+    # candidates do), so none doing so is a regression, not a reason to skip.
+    assert tuned, "no measured candidate rewrote the layout of the layout-free weight"
     sch, args = task.apply_best(log_file, layout_rewrite_option=LayoutRewriteOption
                                 .REWRITE_FOR_PRE_TRANSFORMED)
     func = irc.build(sch, args, "llvm")

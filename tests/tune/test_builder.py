@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from tune_workloads import add_one, calls_missing_function, matmul
+from tune_workloads import add_one, calls_missing_function, matmul, tiling_trace
 
 from irc.core.diagnostics import TuningError
 from irc.runtime.module import Module
-from irc.tune import LocalBuilder, MeasureErrorKind, MeasureInput, Workload
+from irc.tune import LocalBuilder, MeasureErrorKind, MeasureInput, Workload, apply_trace
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +69,6 @@ def test_bad_options():
 
 
 def test_postprocessor_runs_before_compiling():
-    import numpy as np
-
     b = LocalBuilder(n_parallel=0, postproc="tune_workloads:replace_with_add_two")
     res = b.build([MeasureInput(add_one(8))])
     fn = Module.deserialize(res[0].artifact)["main"]
@@ -80,13 +79,6 @@ def test_postprocessor_runs_before_compiling():
 
 
 def test_replays_traces_in_the_worker(builder):
-    import numpy as np
-
-    pytest.importorskip("irc.tir.schedule")
-    from tune_workloads import tiling_trace
-
-    from irc.tune import apply_trace
-
     wl = Workload.from_func(matmul(64))
     traces = [tiling_trace(wl.func, seed=s) for s in range(3)]
     results = builder.build([MeasureInput(wl, t) for t in traces])

@@ -32,10 +32,6 @@ class Module:
 '''
 
 
-def has_fusion() -> bool:
-    return all(hasattr(irc.passes, n) for n in ("AnnotateTIROpPattern", "FuseOps", "FuseTIR"))
-
-
 def test_extract_tasks_counts_call_sites_without_fusion():
     tasks = extract_tasks(irc.parse(MLP), "llvm", fuse=False)
     assert [(t.name, t.weight) for t in tasks] == [("matmul", 2), ("relu", 2), ("matmul1", 1)]
@@ -45,7 +41,6 @@ def test_extract_tasks_counts_call_sites_without_fusion():
     assert len({t.workload.key for t in simple}) == len(simple)
 
 
-@pytest.mark.skipif(not has_fusion(), reason="the fusion passes are not available")
 def test_extract_tasks_after_fusion():
     tasks = extract_tasks(irc.parse(MLP), "llvm")
     assert [t.weight for t in tasks] == [2, 1]

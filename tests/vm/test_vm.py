@@ -1,9 +1,14 @@
 """The bytecode VM: compile, run, memory planning, argument checks, save/load."""
 
+import io
+import json
+import zipfile
+
 import numpy as np
 import pytest
 
 import irc
+from irc.cli import main as cli_main
 from irc.ir import BlockBuilder, Var, ops, tensor_sinfo
 from irc.tir import te
 
@@ -119,11 +124,75 @@ def test_compile_rejects_a_pipeline_that_is_not_a_pass():
         irc.compile(_chain_module(), "llvm", pipeline=3)
 
 
-def test_loading_garbage_is_a_clear_error(tmp_path):
+def _saved(tmp_path, ex):
+    path = tmp_path / "good.ircx"
+    ex.save(str(path))
+    return path.read_bytes()
+
+
+def _rewrite_member(data, name, content):
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members[name] = content(members[name])
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n, blob in members.items():
+            z.writestr(n, blob)
+    return out.getvalue()
+
+
+def _other_version(data):
+    def bump(blob):
+        meta = json.loads(blob)
+        meta["format"] = "irc-vm-executable/0"
+        return json.dumps(meta).encode()
+    return _rewrite_member(data, "bytecode.json", bump)
+
+
+def _npz_archive(data):
+    out = io.BytesIO()
+    np.savez(out, a=np.zeros(3))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("corrupt, cause", [
+    (lambda d: b"", "the file is empty"),
+    (lambda d: b"not a zip", "not an irc executable"),
+    (lambda d: bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8)),
+     "not an irc executable"),
+    (lambda d: b"# from irc.script import ir as I\n", "not an irc executable"),
+    (lambda d: d[:len(d) // 2], "truncated or corrupt"),
+    (lambda d: d[:40], "truncated or corrupt"),
+    (lambda d: d[:-30], "truncated or corrupt"),
+    (_npz_archive, "a zip archive without bytecode.json"),
+    (_other_version, "it has format 'irc-vm-executable/0'; this irc reads"),
+    (lambda d: _rewrite_member(d, "bytecode.json", lambda b: b[:-5]), "truncated or corrupt"),
+    (lambda d: _rewrite_member(d, "kernels.bin", lambda b: b[:10]), "truncated or corrupt"),
+    (lambda d: _rewrite_member(d, "constants.npz", lambda b: b"junk"), "truncated or corrupt"),
+], ids=["empty", "text", "random-bytes", "ir-text", "half", "header-only", "no-directory",
+        "npz", "wrong-version", "bad-json", "bad-kernels", "bad-constants"])
+def test_loading_a_bad_file_is_a_vm_error_naming_file_and_cause(tmp_path, chain_vm, corrupt,
+                                                                  cause):
     path = tmp_path / "bad.ircx"
-    path.write_bytes(b"not a zip")
-    with pytest.raises(irc.VMError, match="cannot read executable"):
-        irc.vm.Executable.load(str(path))
+    path.write_bytes(corrupt(_saved(tmp_path, chain_vm[0])))
+    for load in (irc.vm.Executable.load, irc.vm.load_executable):
+        with pytest.raises(irc.VMError) as info:
+            load(str(path))
+        assert str(path) in str(info.value) and cause in str(info.value), str(info.value)
+
+
+def test_loading_a_missing_file_is_a_vm_error(tmp_path):
+    with pytest.raises(irc.VMError, match="cannot read executable .*No such file"):
+        irc.vm.Executable.load(str(tmp_path / "missing.ircx"))
+
+
+def test_cli_run_of_a_corrupt_executable_reports_it(tmp_path, chain_vm, capsys):
+    path = tmp_path / "bad.ircx"
+    path.write_bytes(_saved(tmp_path, chain_vm[0])[:100])
+    assert cli_main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("irc: error: cannot read executable") and str(path) in err
+    assert "truncated or corrupt" in err and "Traceback" not in err
 
 
 def test_symbolic_batch_dimension_binds_and_checks():
