@@ -25,7 +25,7 @@ import numpy as np
 
 import irc
 from irc import te, topi
-from irc.tune import auto_scheduler
+from irc.tune import JSONDatabase, auto_scheduler
 from irc.tune.apply import LayoutRewriteOption
 
 
@@ -77,8 +77,6 @@ def time_kernel(task, log_file: str, arrays: list[np.ndarray], option: int) -> f
 def tune_stage(task, log_file: str, trials: int, verbose: int) -> tuple[float, object]:
     """Tune ``task`` until ``log_file`` holds ``trials`` measurements; returns the wall
     time and the task scheduler's summary."""
-    from irc.tune import JSONDatabase
-
     db = JSONDatabase(log_file)
     have = len(db.records_of(task.tune_task.workload))
     db.close()

@@ -35,18 +35,18 @@ if _sys.getrecursionlimit() < 10000:
 # Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)); frontends
 # (irc.frontend.nn: build models in Python and export them); default schedule rules
 # (from irc import dlight as dl).
-from . import dlight, frontend, runtime, target, te, topi  # noqa: E402
-from .codegen import build  # noqa: E402
-from .runtime import cpu, cuda, device, tensor  # noqa: E402
+from . import dlight, frontend, runtime, target, te, topi
+from .codegen import build
+from .runtime import cpu, cuda, device, tensor
 
 # The text format: irc.parse(text) -> IRModule or function (irc.IRModule.from_script).
-from .script_parser import parse  # noqa: E402
+from .script_parser import parse
 
 # Lowering of loop-level functions and schedules (irc.lower(sch, args)).
-from .tir.transform.lower import lower  # noqa: E402
+from .tir.transform.lower import lower
 
 # Graph-level compilation: irc.compile(mod, target) -> irc.vm.Executable.
-from .vm import compile  # noqa: E402, A004
+from .vm import compile
 
 
 def _tuning_pass(name: str):

@@ -12,6 +12,7 @@ from irc.ir import IRModule, WellFormedInstrument
 from irc.passes import PassContext
 from irc.tir import Schedule, Trace
 from irc.tir.topi.utils import get_const_tuple
+from irc.tune import JSONDatabase
 
 TEXT = """
 @I.ir_module
@@ -99,8 +100,6 @@ def test_trace_replays_from_json():
 
 
 def test_database_knows_its_workloads(tmp_path):
-    from irc.tune import JSONDatabase
-
     db = JSONDatabase(str(tmp_path / "records.json"))
     func = _three_stage()
     assert not db.has_workload(func)

@@ -23,7 +23,7 @@ def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
     cache = visitor_cls.__dict__.get("_irc_handler_cache")
     if cache is None:
         cache = {}
-        setattr(visitor_cls, "_irc_handler_cache", cache)
+        visitor_cls._irc_handler_cache = cache
     if node_cls in cache:
         return cache[node_cls]
     found = None

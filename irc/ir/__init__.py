@@ -36,11 +36,11 @@ from ..core.structural import (
     structural_hash,
     structural_hash_hex,
 )
-from . import ops as ops  # noqa: E402
-from .block_builder import BlockBuilder as BlockBuilder  # noqa: E402
-from .block_builder import InferContext as InferContext  # noqa: E402
-from .block_builder import normalize as normalize  # noqa: E402
-from .expr import (  # noqa: E402
+from . import ops as ops
+from .block_builder import BlockBuilder as BlockBuilder
+from .block_builder import InferContext as InferContext
+from .block_builder import normalize as normalize
+from .expr import (
     Binding,
     BindingBlock,
     Call,
@@ -65,10 +65,10 @@ from .expr import (  # noqa: E402
     VarBinding,
     const,
 )
-from .op import OpDef, get_op_def, list_ops, make_call, register_op  # noqa: E402
+from .op import OpDef, get_op_def, list_ops, make_call, register_op
 
 # Graph IR (imports irc.tir.expr for symbolic shapes).
-from .struct_info import (  # noqa: E402
+from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
     PrimStructInfo,
@@ -79,11 +79,11 @@ from .struct_info import (  # noqa: E402
     shape_of,
     tensor_sinfo,
 )
-from .struct_info_analysis import erase_to_well_defined as erase_to_well_defined  # noqa: E402
-from .struct_info_analysis import get_shape_vars as get_shape_vars  # noqa: E402
-from .struct_info_analysis import is_base_of as is_base_of  # noqa: E402
-from .struct_info_analysis import static_shape as static_shape  # noqa: E402
-from .struct_info_analysis import struct_info_lca as struct_info_lca  # noqa: E402
-from .well_formed import WellFormedInstrument as WellFormedInstrument  # noqa: E402
-from .well_formed import is_well_formed as is_well_formed  # noqa: E402
-from .well_formed import well_formed as well_formed  # noqa: E402
+from .struct_info_analysis import erase_to_well_defined as erase_to_well_defined
+from .struct_info_analysis import get_shape_vars as get_shape_vars
+from .struct_info_analysis import is_base_of as is_base_of
+from .struct_info_analysis import static_shape as static_shape
+from .struct_info_analysis import struct_info_lca as struct_info_lca
+from .well_formed import WellFormedInstrument as WellFormedInstrument
+from .well_formed import is_well_formed as is_well_formed
+from .well_formed import well_formed as well_formed

@@ -103,16 +103,6 @@ def register_op(name: str, operands: Sequence[str], attrs: Sequence[AttrSpec] = 
     return deco
 
 
-def register_legalize(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Attach the legalization (graph call -> loop function) of operator ``name``."""
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        get_op_def(name).legalize = fn
-        return fn
-
-    return deco
-
-
 def get_op_def(name: str) -> OpDef:
     """The registry entry of ``name``; an unknown name raises with close matches."""
     opdef = _OPS.get(name)

@@ -24,7 +24,7 @@ from ..core.functor import Visitor, collect
 from ..core.module import IRModule
 from ..core.node import Printer, register_printer
 from ..core.structural import structural_equal
-from ..tir import expr as te
+from ..tir import expr as E
 from ..tir.printer import INDENT, NameTable, TIRPrinter, script_header, str_literal
 from ..tir.stmt import PrimFunc
 from .expr import (
@@ -174,11 +174,11 @@ class RelaxPrinter:
             return "R.Object"
         return "R.Object"
 
-    def dims(self, values: Iterable[te.PrimExpr], defining: bool) -> str:
+    def dims(self, values: Iterable[E.PrimExpr], defining: bool) -> str:
         items = [self.dim(v, defining) for v in values]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
-    def dim(self, e: te.PrimExpr, defining: bool) -> str:
+    def dim(self, e: E.PrimExpr, defining: bool) -> str:
         """A symbolic dimension: a string where it first defines variables (signature)."""
         if defining:
             new = [v for v in _tir_vars(e) if self.names.get(v) is None]
@@ -217,7 +217,7 @@ class RelaxPrinter:
             return f"R.ExternFunc({str_literal(e.global_symbol)})"
         if isinstance(e, Op):
             return f"R.{e.name}"
-        if isinstance(e, te.PrimExpr):
+        if isinstance(e, E.PrimExpr):
             return self.tir.expr(e)
         return f"<{type(e).__name__}>"
 
@@ -388,7 +388,7 @@ class RelaxPrinter:
         body[decl_at:decl_at] = decls
         return head + body
 
-    def _signature_var(self, v: te.Var, f: Function) -> bool:
+    def _signature_var(self, v: E.Var, f: Function) -> bool:
         return any(v is w for w in _signature_vars(f))
 
 
@@ -396,22 +396,22 @@ def _same_sinfo(a: Any, b: Any) -> bool:
     return a is not None and b is not None and structural_equal(a, b)
 
 
-def _tir_vars(e: Any) -> list[te.Var]:
-    return collect(e, lambda n: isinstance(n, te.Var))
+def _tir_vars(e: Any) -> list[E.Var]:
+    return collect(e, lambda n: isinstance(n, E.Var))
 
 
-def _signature_vars(f: Function) -> list[te.Var]:
+def _signature_vars(f: Function) -> list[E.Var]:
     return _tir_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
 
 
-def _body_tir_vars(f: Function) -> list[te.Var]:
+def _body_tir_vars(f: Function) -> list[E.Var]:
     """Symbolic variables of ``f`` (struct infos and values), outside nested functions."""
-    order: list[te.Var] = []
+    order: list[E.Var] = []
     seen: set[int] = set()
 
     class _V(Visitor):
         def visit_Var(self, v: Any) -> None:
-            if isinstance(v, te.Var):
+            if isinstance(v, E.Var):
                 if id(v) not in seen:
                     seen.add(id(v))
                     order.append(v)

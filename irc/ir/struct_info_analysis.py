@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..core.node import Node, node_fields
-from ..tir import expr as te
+from ..tir import expr as E
 from ..tir.arith.polynomial import (
     const_value,
     exact_divide,
@@ -39,7 +39,7 @@ from .struct_info import (
 # ---------------------------------------------------------------------------------
 
 
-def substitute(e: PrimExpr, mapping: Mapping[te.Var, PrimExpr]) -> PrimExpr:
+def substitute(e: PrimExpr, mapping: Mapping[E.Var, PrimExpr]) -> PrimExpr:
     """``e`` with variables replaced by ``mapping`` (keys compared by identity), rebuilt
     with the folding operators of :mod:`irc.tir.expr`."""
     if not mapping:
@@ -49,24 +49,24 @@ def substitute(e: PrimExpr, mapping: Mapping[te.Var, PrimExpr]) -> PrimExpr:
 
 
 _REBUILD: dict[type, Callable[[Any, Any], PrimExpr]] = {
-    te.Add: te.add, te.Sub: te.sub, te.Mul: te.mul, te.FloorDiv: te.floordiv,
-    te.FloorMod: te.floormod, te.Min: te.min_, te.Max: te.max_, te.Div: te.div,
-    te.Mod: te.truncmod,
+    E.Add: E.add, E.Sub: E.sub, E.Mul: E.mul, E.FloorDiv: E.floordiv,
+    E.FloorMod: E.floormod, E.Min: E.min_, E.Max: E.max_, E.Div: E.div,
+    E.Mod: E.truncmod,
 }
 
 
 def _subst(e: PrimExpr, by_id: dict[int, PrimExpr]) -> PrimExpr:
-    if isinstance(e, te.Var):
+    if isinstance(e, E.Var):
         return by_id.get(id(e), e)
-    if isinstance(e, (IntImm, te.FloatImm, te.StringImm)):
+    if isinstance(e, (IntImm, E.FloatImm, E.StringImm)):
         return e
     rebuild = _REBUILD.get(type(e))
     if rebuild is not None:
         a, b = _subst(e.a, by_id), _subst(e.b, by_id)
         return e if (a is e.a and b is e.b) else rebuild(a, b)
-    if isinstance(e, te.Cast):
+    if isinstance(e, E.Cast):
         v = _subst(e.value, by_id)
-        return e if v is e.value else te.cast(v, e.dtype)
+        return e if v is e.value else E.cast(v, e.dtype)
     changes = {}
     for f in node_fields(type(e)):
         v = getattr(e, f)
@@ -85,8 +85,8 @@ def _subst(e: PrimExpr, by_id: dict[int, PrimExpr]) -> PrimExpr:
 # Formatting for messages
 # ---------------------------------------------------------------------------------
 
-_INFIX = {te.Add: "+", te.Sub: "-", te.Mul: "*", te.FloorDiv: "//", te.FloorMod: "%",
-          te.Div: "/"}
+_INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%",
+          E.Div: "/"}
 
 
 def format_dim(e: PrimExpr | int) -> str:
@@ -95,16 +95,16 @@ def format_dim(e: PrimExpr | int) -> str:
         return str(e)
     if isinstance(e, IntImm):
         return str(e.value)
-    if isinstance(e, te.Var):
+    if isinstance(e, E.Var):
         return e.name
     op = _INFIX.get(type(e))
     if op is not None:
         return f"{_paren(e.a)} {op} {_paren(e.b)}"
-    if isinstance(e, (te.Min, te.Max)):
+    if isinstance(e, (E.Min, E.Max)):
         return f"{type(e).__name__.lower()}({format_dim(e.a)}, {format_dim(e.b)})"
-    if isinstance(e, te.Cast):
+    if isinstance(e, E.Cast):
         return format_dim(e.value)
-    if isinstance(e, te.FloatImm):
+    if isinstance(e, E.FloatImm):
         return repr(e.value)
     return type(e).__name__
 
@@ -284,8 +284,8 @@ def struct_info_lca(a: StructInfo, b: StructInfo) -> StructInfo:
 # ---------------------------------------------------------------------------------
 
 
-def _collect_vars(e: Any, out: dict[int, te.Var]) -> None:
-    if isinstance(e, te.Var):
+def _collect_vars(e: Any, out: dict[int, E.Var]) -> None:
+    if isinstance(e, E.Var):
         out.setdefault(id(e), e)
         return
     if isinstance(e, Node):
@@ -297,9 +297,9 @@ def _collect_vars(e: Any, out: dict[int, te.Var]) -> None:
             _collect_vars(x, out)
 
 
-def expr_vars(e: PrimExpr) -> list[te.Var]:
+def expr_vars(e: PrimExpr) -> list[E.Var]:
     """The loop-IR variables in ``e``, in order of first appearance."""
-    out: dict[int, te.Var] = {}
+    out: dict[int, E.Var] = {}
     _collect_vars(e, out)
     return list(out.values())
 
@@ -319,21 +319,21 @@ def _sinfo_exprs(s: StructInfo) -> list[PrimExpr]:
     return []
 
 
-def get_shape_vars(sinfo: StructInfo) -> list[te.Var]:
+def get_shape_vars(sinfo: StructInfo) -> list[E.Var]:
     """The symbolic variables used in ``sinfo`` (shapes, shape values, prim values), in
     order of first appearance, without repeats."""
-    out: dict[int, te.Var] = {}
+    out: dict[int, E.Var] = {}
     for e in _sinfo_exprs(sinfo):
         _collect_vars(e, out)
     return list(out.values())
 
 
-def get_defining_shape_vars(sinfo: StructInfo) -> list[te.Var]:
+def get_defining_shape_vars(sinfo: StructInfo) -> list[E.Var]:
     """The symbolic variables that ``sinfo`` *defines* when matched against a value:
     those that appear as a whole dimension (``n`` in ``(n, 4)``, not in ``(n * 2,)``)."""
-    out: dict[int, te.Var] = {}
+    out: dict[int, E.Var] = {}
     for e in _sinfo_exprs(sinfo):
-        if isinstance(e, te.Var):
+        if isinstance(e, E.Var):
             out.setdefault(id(e), e)
     return list(out.values())
 
@@ -357,7 +357,7 @@ def static_shape(sinfo: StructInfo) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-def erase_to_well_defined(sinfo: StructInfo, defined: Callable[[te.Var], bool] | Iterable[te.Var]) \
+def erase_to_well_defined(sinfo: StructInfo, defined: Callable[[E.Var], bool] | Iterable[E.Var]) \
         -> StructInfo:
     """``sinfo`` with every shape (or prim value) that mentions a variable not ``defined``
     forgotten (keeping rank and dtype), so it is meaningful outside the variable's scope."""
@@ -365,7 +365,7 @@ def erase_to_well_defined(sinfo: StructInfo, defined: Callable[[te.Var], bool] |
         is_defined = defined
     else:
         ids = {id(v) for v in defined}
-        is_defined = lambda v: id(v) in ids  # noqa: E731 - a one-line predicate
+        is_defined = lambda v: id(v) in ids
 
     def ok(exprs: Iterable[PrimExpr]) -> bool:
         return all(is_defined(v) for e in exprs for v in expr_vars(e))
@@ -393,7 +393,7 @@ def erase_to_well_defined(sinfo: StructInfo, defined: Callable[[te.Var], bool] |
     return sinfo
 
 
-def substitute_sinfo(sinfo: StructInfo, mapping: Mapping[te.Var, PrimExpr]) -> StructInfo:
+def substitute_sinfo(sinfo: StructInfo, mapping: Mapping[E.Var, PrimExpr]) -> StructInfo:
     """``sinfo`` with symbolic variables replaced by ``mapping`` (dimensions simplified)."""
     if not mapping:
         return sinfo
@@ -419,7 +419,7 @@ def substitute_sinfo(sinfo: StructInfo, mapping: Mapping[te.Var, PrimExpr]) -> S
     return sinfo
 
 
-def bind_shape_vars(param: StructInfo, arg: StructInfo, mapping: dict[te.Var, PrimExpr]) -> \
+def bind_shape_vars(param: StructInfo, arg: StructInfo, mapping: dict[E.Var, PrimExpr]) -> \
         str | None:
     """Match a parameter's struct info against an argument's, recording in ``mapping``
     the value of every symbolic variable the parameter defines. Returns a reason string
@@ -457,11 +457,11 @@ def bind_shape_vars(param: StructInfo, arg: StructInfo, mapping: dict[te.Var, Pr
 
 
 def _bind_dims(params: Sequence[PrimExpr] | None, args: Sequence[PrimExpr] | None,
-               mapping: dict[te.Var, PrimExpr]) -> str | None:
+               mapping: dict[E.Var, PrimExpr]) -> str | None:
     if params is None or args is None:
         return None
     for p, a in zip(params, args):
-        if isinstance(p, te.Var) and p not in mapping:
+        if isinstance(p, E.Var) and p not in mapping:
             mapping[p] = a
             continue
         expected = simplify(substitute(p, mapping))

@@ -174,7 +174,7 @@ class GraphPartitioner:
 
     # -- phases -----------------------------------------------------------------------------
     def _run_phase(self, phase: int, tree: list[_DomNode]) -> None:
-        for i, node in enumerate(self.nodes):
+        for i in range(len(self.nodes)):
             group = self.groups[i]
             dom = tree[i]
             if group.pattern == OPAQUE:

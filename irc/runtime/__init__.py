@@ -20,4 +20,4 @@ __all__ = [
     "Tensor", "TimeEvaluator", "aligned_empty", "array", "cpu", "cuda", "device", "empty",
     "from_dlpack", "load_module", "tensor", "time_evaluator", "zeros",
 ]
-from .registry import get_global_func, list_global_funcs, register_func  # noqa: E402
+from .registry import get_global_func, list_global_funcs, register_func

@@ -268,7 +268,7 @@ def from_dlpack(x: Any) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if hasattr(x, "__dlpack_device__"):
-        dev_type, dev_id = x.__dlpack_device__()
+        dev_type, _ = x.__dlpack_device__()
         if int(dev_type) == DL_CUDA:
             raise DeviceError("importing CUDA memory through DLPack is not supported yet; "
                               "copy the data to the host first")

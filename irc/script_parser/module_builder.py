@@ -189,7 +189,7 @@ class ModuleBuilder:
         if deco.args:
             raise parse_error(f"@{name}(...) takes only keyword arguments", deco)
         out = {}
-        for key, value, span in deco.kwargs:
+        for key, value, _ in deco.kwargs:
             if key not in allowed:
                 raise parse_error(f"@{name} has no option '{key}' (options: "
                                   f"{', '.join(allowed)})", value)

@@ -40,7 +40,7 @@ from ..ir.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from ..tir import expr as te
+from ..tir import expr as E
 from . import syntax as syn
 from .context import (
     DTypeMarker,
@@ -96,9 +96,9 @@ class RelaxEvaluator(ModuleEvaluator):
             return self.new_dim(node.id, node)
         return value
 
-    def new_dim(self, name: str, node: Any) -> te.Var:
+    def new_dim(self, name: str, node: Any) -> E.Var:
         """A symbolic dimension defined in the current function at its first use."""
-        var = te.Var(name=name, dtype="int64", span=node.span)
+        var = E.Var(name=name, dtype="int64", span=node.span)
         self.scopes.frames[self.scopes.function_base][name] = var
         return var
 
@@ -151,7 +151,7 @@ class RelaxEvaluator(ModuleEvaluator):
             raise parse_error(f"{value.metadata_text()} is not in this text: it was printed "
                               "without show_meta=True; print it with show_meta=True or pass "
                               "metadata= to irc.parse", node)
-        if isinstance(value, (bool, int, float)) or isinstance(value, te.PrimExpr):
+        if isinstance(value, (bool, int, float)) or isinstance(value, E.PrimExpr):
             raise parse_error(f"expected a graph value, got {describe(value)}; write "
                               "R.const(...) for a tensor or R.prim_value(...) for a scalar",
                               node)
@@ -171,18 +171,18 @@ class RelaxEvaluator(ModuleEvaluator):
         raise parse_error(f"expected struct info such as R.Tensor((1, 784), \"float32\"), got "
                           f"{describe(value)}", node)
 
-    def dim(self, value: Any, node: Any) -> te.PrimExpr:
+    def dim(self, value: Any, node: Any) -> E.PrimExpr:
         """One shape dimension: an int, an int64 expression or a string naming one."""
         if isinstance(value, str):
             value = self.dim_string(value, node)
-        if isinstance(value, bool) or not isinstance(value, (int, te.PrimExpr)):
+        if isinstance(value, bool) or not isinstance(value, (int, E.PrimExpr)):
             raise parse_error(f"a shape dimension must be an integer or a symbolic name, got "
                               f"{describe(value)}", node)
         e = self.prim(value, node, "int64")
         if not dt.is_integer(e.dtype) or dt.lanes(e.dtype) != 1:
             raise type_error(f"a shape dimension must be an integer, got dtype {e.dtype}", node)
-        if e.dtype != "int64" and isinstance(e, te.IntImm):
-            e = te.IntImm(dtype="int64", value=e.value)
+        if e.dtype != "int64" and isinstance(e, E.IntImm):
+            e = E.IntImm(dtype="int64", value=e.value)
         return e
 
     def dim_string(self, text: str, node: Any) -> Any:
@@ -199,7 +199,7 @@ class RelaxEvaluator(ModuleEvaluator):
         finally:
             self.define_dims = saved
 
-    def dims(self, value: Any, node: Any, what: str) -> tuple[te.PrimExpr, ...]:
+    def dims(self, value: Any, node: Any, what: str) -> tuple[E.PrimExpr, ...]:
         if not isinstance(value, (tuple, list)):
             raise parse_error(f"{what} must be a tuple of dimensions, got {describe(value)}",
                               node)

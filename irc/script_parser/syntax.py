@@ -281,9 +281,6 @@ def _pos(x: Any) -> tuple[int, int, int, int] | None:
     return None
 
 
-_BIN_FLIP = {"<": "<", ">": ">", "==": "==", "!=": "!=", "<=": "<=", ">=": ">="}
-
-
 @v_args(inline=True)
 class _ToSyntax(Transformer):
     """Builds syntax nodes while the LALR parser reduces (no parse tree is built)."""

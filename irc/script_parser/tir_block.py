@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import dtype as dt
-from ..tir import expr as te
-from ..tir import stmt as ts
+from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.analysis import detect_block_access_regions
 from ..tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from . import syntax as syn
@@ -73,7 +73,7 @@ class BlockBuilderMixin:
     depth: int
     loop_dom: dict
 
-    def block(self, call: syn.Call, s: syn.With) -> ts.Stmt:
+    def block(self, call: syn.Call, s: syn.With) -> S.Stmt:
         values, kw = self.ev.args(call)
         a = bind_args(call, "T.block", ["name_hint"], 0, values, kw)
         name = expect_str(a.get("name_hint", ""), "the block name", call)
@@ -89,7 +89,7 @@ class BlockBuilderMixin:
         finally:
             self.depth -= 1
         with located(call):
-            block = ts.Block(name=name, iter_vars=tuple(frame.iter_vars),
+            block = S.Block(name=name, iter_vars=tuple(frame.iter_vars),
                              reads=tuple(frame.reads or ()), writes=tuple(frame.writes or ()),
                              body=body, init=frame.init,
                              alloc_buffers=tuple(frame.alloc_buffers),
@@ -97,11 +97,11 @@ class BlockBuilderMixin:
                              annotations=frame.annotations, span=s.span)
             if frame.reads is None or frame.writes is None:
                 block = self.detect_regions(block, frame, call)
-            pred = frame.predicate if frame.predicate is not None else te.const(True)
-            return ts.BlockRealize(iter_values=tuple(frame.iter_values), predicate=pred,
+            pred = frame.predicate if frame.predicate is not None else E.const(True)
+            return S.BlockRealize(iter_values=tuple(frame.iter_values), predicate=pred,
                                    block=block, span=s.span)
 
-    def detect_regions(self, block: ts.Block, frame: _BlockFrame, node: Any) -> ts.Block:
+    def detect_regions(self, block: S.Block, frame: _BlockFrame, node: Any) -> S.Block:
         reads, writes = detect_block_access_regions(block)
         return block.replace(reads=tuple(reads) if frame.reads is None else block.reads,
                              writes=tuple(writes) if frame.writes is None else block.writes)
@@ -185,13 +185,13 @@ class BlockBuilderMixin:
                             raise parse_error("a buffer region cannot have a step", item)
                         lo = self.ev.eval(item.lo) if item.lo is not None else 0
                         lo_e = self.ev.operand(lo, dim.dtype, item) if not isinstance(
-                            lo, te.PrimExpr) else lo
+                            lo, E.PrimExpr) else lo
                         hi = self.ev.eval(item.hi) if item.hi is not None else dim
-                        ranges.append(te.Range(min=lo_e, extent=extent_of(self.ev, lo_e, hi,
+                        ranges.append(E.Range(min=lo_e, extent=extent_of(self.ev, lo_e, hi,
                                                                           item)))
                     else:
                         e = self.ev.prim(self.ev.eval(item), item)
-                        ranges.append(te.Range(min=e, extent=te.IntImm(dtype=e.dtype, value=1)))
+                        ranges.append(E.Range(min=e, extent=E.IntImm(dtype=e.dtype, value=1)))
                 return BufferRegion(buffer=buf, region=tuple(ranges))
         value = self.ev.eval(node)
         if isinstance(value, Buffer):
@@ -224,11 +224,11 @@ class BlockBuilderMixin:
             for ch, b, (tname, tnode) in zip(kinds, bindings, targets):
                 if ch not in _REMAP_KINDS:
                     raise parse_error(f"T.axis.remap kind {ch!r} must be S, R or O", call)
-                dom = self.loop_dom.get(id(b)) if isinstance(b, te.Var) else None
+                dom = self.loop_dom.get(id(b)) if isinstance(b, E.Var) else None
                 if dom is None or dom[2] is not b:
                     raise parse_error("T.axis.remap binds loop variables of enclosing loops; "
                                       f"got {describe(b)}", call)
-                self.iter_var(frame, tname, tnode, te.Range(min=dom[0], extent=dom[1]),
+                self.iter_var(frame, tname, tnode, E.Range(min=dom[0], extent=dom[1]),
                               _REMAP_KINDS[ch], b)
             return
         if kind not in _AXIS_KINDS:
@@ -247,10 +247,10 @@ class BlockBuilderMixin:
             if len(dom) != 2:
                 raise parse_error("an axis domain is an extent or a (min, max) pair", call)
             lo = self.ev.operand(dom[0], ref, call)
-            rng = te.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], call))
+            rng = E.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], call))
         else:
             ext = self.ev.operand(dom, ref, call)
-            rng = te.Range(min=te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
+            rng = E.Range(min=E.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
                            else ext, extent=ext)
         if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
             raise type_error("an axis domain must be integers of one dtype", call)
@@ -258,12 +258,12 @@ class BlockBuilderMixin:
         self.iter_var(frame, s.target.id, s.target, rng, _AXIS_KINDS[kind], binding,
                       dtype=var_dtype, thread_tag=tag)
 
-    def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: te.Range, kind: str,
-                 binding: te.PrimExpr, dtype: str | None = None, thread_tag: str = "") -> None:
+    def iter_var(self, frame: _BlockFrame, name: str, node: Any, dom: E.Range, kind: str,
+                 binding: E.PrimExpr, dtype: str | None = None, thread_tag: str = "") -> None:
         """Define block iteration variable ``name`` over ``dom`` bound to ``binding``."""
-        var = te.Var(name=name, dtype=dtype or dom.extent.dtype, span=node.span)
+        var = E.Var(name=name, dtype=dtype or dom.extent.dtype, span=node.span)
         self.scopes.define(name, var, node)
-        frame.iter_vars.append(te.IterVar(var=var, dom=dom, iter_type=kind,
+        frame.iter_vars.append(E.IterVar(var=var, dom=dom, iter_type=kind,
                                           thread_tag=thread_tag))
         frame.iter_values.append(binding)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import dtype as dt
-from ..tir import expr as te
-from ..tir import stmt as ts
+from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from . import syntax as syn
 from .context import (
@@ -73,16 +73,16 @@ class PrimFuncBuilder(BlockBuilderMixin):
     def __init__(self, ev: ExprEvaluator):
         self.ev = ev
         self.scopes = ev.scopes
-        self.loop_dom: dict[int, tuple[te.PrimExpr, te.PrimExpr]] = {}
+        self.loop_dom: dict[int, tuple[E.PrimExpr, E.PrimExpr]] = {}
         self.attrs: dict[str, Any] = {}
-        self.params: list[te.Var] = []
-        self.buffer_map: dict[te.Var, Buffer] = {}
+        self.params: list[E.Var] = []
+        self.buffer_map: dict[E.Var, Buffer] = {}
         self.root_allocs: list[Buffer] = []
         self.has_blocks = False
         self.depth = 0
 
     # -- function ---------------------------------------------------------------------
-    def build(self, fdef: syn.FuncDef, private: bool) -> ts.PrimFunc:
+    def build(self, fdef: syn.FuncDef, private: bool) -> S.PrimFunc:
         """The PrimFunc of ``fdef`` (``private`` leaves out the global symbol)."""
         with self.scopes.function():
             for p in fdef.params:
@@ -99,9 +99,9 @@ class PrimFuncBuilder(BlockBuilderMixin):
             explicit_root = self._explicit_root(fdef.body)
             body = self.body(fdef.body)
             if self.has_blocks and not explicit_root:
-                root = ts.Block(name="root", iter_vars=(), reads=(), writes=(), body=body,
+                root = S.Block(name="root", iter_vars=(), reads=(), writes=(), body=body,
                                 alloc_buffers=tuple(self.root_allocs))
-                body = ts.BlockRealize(iter_values=(), predicate=te.const(True), block=root)
+                body = S.BlockRealize(iter_values=(), predicate=E.const(True), block=root)
             elif self.root_allocs:
                 raise parse_error("T.alloc_buffer at function level needs the implicit root "
                                   "block; move it into the explicit root block", fdef)
@@ -111,7 +111,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         with located(fdef):
             # (PrimFunc puts the buffer map in parameter order, whichever of T.Buffer and
             # T.match_buffer declared each buffer first.)
-            return ts.PrimFunc(params=tuple(self.params), buffer_map=dict(self.buffer_map),
+            return S.PrimFunc(params=tuple(self.params), buffer_map=dict(self.buffer_map),
                                body=body, attrs=attrs, ret_dtype=ret_dtype, span=fdef.span)
 
     def _explicit_root(self, stmts: list) -> bool:
@@ -145,7 +145,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
                               "T.Buffer((16,), \"float32\"), T.handle or T.int32", p)
         ann = p.annotation
         if _call_name(ann) == "T.Buffer":
-            var = te.Var(name=p.name, dtype="handle", span=p.span)
+            var = E.Var(name=p.name, dtype="handle", span=p.span)
             buf = self.make_buffer(p.name, ann, "T.Buffer")
             self.params.append(var)
             self.buffer_map[var] = buf
@@ -155,14 +155,14 @@ class PrimFuncBuilder(BlockBuilderMixin):
         if not isinstance(value, DTypeMarker) or value.dtype == "void":
             raise parse_error(f"parameter '{p.name}' must be annotated with T.Buffer(...), "
                               f"T.handle or a dtype such as T.int32, got {describe(value)}", ann)
-        var = te.Var(name=p.name, dtype=value.dtype, span=p.span)
+        var = E.Var(name=p.name, dtype=value.dtype, span=p.span)
         self.params.append(var)
         self.scopes.define(p.name, var, p)
 
     # -- statement lists ------------------------------------------------------------------
-    def body(self, stmts: list) -> ts.Stmt:
+    def body(self, stmts: list) -> S.Stmt:
         """A statement list as one statement (scoped declarations take the rest)."""
-        out: list[ts.Stmt] = []
+        out: list[S.Stmt] = []
         for i, s in enumerate(stmts):
             if _is_docstring(s):
                 continue
@@ -173,10 +173,10 @@ class PrimFuncBuilder(BlockBuilderMixin):
             if consumed:
                 break
         if not out:
-            return ts.no_op()
-        return out[0] if len(out) == 1 else ts.SeqStmt(seq=tuple(out))
+            return S.no_op()
+        return out[0] if len(out) == 1 else S.SeqStmt(seq=tuple(out))
 
-    def nested(self, stmts: list) -> ts.Stmt:
+    def nested(self, stmts: list) -> S.Stmt:
         self.depth += 1
         try:
             with self.scopes.scope():
@@ -184,7 +184,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         finally:
             self.depth -= 1
 
-    def stmt(self, s: Any, rest: list) -> tuple[ts.Stmt | None, bool]:
+    def stmt(self, s: Any, rest: list) -> tuple[S.Stmt | None, bool]:
         if isinstance(s, syn.Assign):
             return self.assign(s, rest)
         if isinstance(s, syn.ExprStmt):
@@ -197,18 +197,18 @@ class PrimFuncBuilder(BlockBuilderMixin):
             cond = self.ev.condition(self.ev.eval(s.test), s.test)
             then = self.nested(s.body)
             other = self.nested(s.orelse) if s.orelse else None
-            return ts.IfThenElse(condition=cond, then_case=then, else_case=other,
+            return S.IfThenElse(condition=cond, then_case=then, else_case=other,
                                  span=s.span), False
         if isinstance(s, syn.While):
             cond = self.ev.condition(self.ev.eval(s.test), s.test)
-            return ts.While(condition=cond, body=self.nested(s.body), span=s.span), False
+            return S.While(condition=cond, body=self.nested(s.body), span=s.span), False
         if isinstance(s, syn.Assert):
             cond = self.ev.condition(self.ev.eval(s.test), s.test)
             msg = "" if s.msg is None else expect_str(self.ev.eval(s.msg), "the assert message",
                                                       s.msg)
             with self.scopes.scope():
                 body = self.body(rest)
-            return ts.AssertStmt(condition=cond, message=msg, body=body, span=s.span), True
+            return S.AssertStmt(condition=cond, message=msg, body=body, span=s.span), True
         if isinstance(s, syn.Pass):
             return None, False
         if isinstance(s, syn.Return):
@@ -218,7 +218,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         raise parse_error("this statement is not allowed in a T.prim_func", s)
 
     # -- assignments -----------------------------------------------------------------------
-    def assign(self, s: syn.Assign, rest: list) -> tuple[ts.Stmt | None, bool]:
+    def assign(self, s: syn.Assign, rest: list) -> tuple[S.Stmt | None, bool]:
         if s.value is None:
             raise parse_error("a declaration needs a value, e.g. 'x: T.int32 = 0'", s)
         if isinstance(s.target, syn.Index):
@@ -277,12 +277,12 @@ class PrimFuncBuilder(BlockBuilderMixin):
             dtype = name[2:]
             if dtype == "void":
                 raise parse_error("T.void() is not a variable type", s)
-            self.scopes.define(target, te.Var(name=target, dtype=dtype, span=s.target.span),
+            self.scopes.define(target, E.Var(name=target, dtype=dtype, span=s.target.span),
                                s.target)
             return None, False
         return self.let(s, rest), True
 
-    def let(self, s: syn.Assign, rest: list) -> ts.Stmt:
+    def let(self, s: syn.Assign, rest: list) -> S.Stmt:
         target = s.target
         if not isinstance(target, syn.Name):
             raise parse_error("a let binding needs a plain name on the left", target)
@@ -303,13 +303,13 @@ class PrimFuncBuilder(BlockBuilderMixin):
         if dtype is not None and value.dtype != dtype:
             raise type_error(f"'{target.id}' is declared {dtype} but its value has dtype "
                              f"{value.dtype}", s.value)
-        var = te.Var(name=target.id, dtype=value.dtype, span=target.span)
+        var = E.Var(name=target.id, dtype=value.dtype, span=target.span)
         with self.scopes.scope():
             self.scopes.define(target.id, var, target)
             body = self.body(rest)
-        return ts.LetStmt(var=var, value=value, body=body, span=s.span)
+        return S.LetStmt(var=var, value=value, body=body, span=s.span)
 
-    def buffer_store(self, s: syn.Assign) -> ts.Stmt:
+    def buffer_store(self, s: syn.Assign) -> S.Stmt:
         target = s.target
         buf = self.ev.eval(target.value)
         if not isinstance(buf, Buffer):
@@ -319,7 +319,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         lanes = max([dt.lanes(i.dtype) for i in indices] + [1])
         want = buf.dtype if lanes == 1 else dt.with_lanes(buf.dtype, lanes)
         raw = self.ev.eval(s.value)
-        if isinstance(raw, te.PrimExpr):
+        if isinstance(raw, E.PrimExpr):
             value = raw
         else:
             value = self.ev.operand(raw, want, s.value)
@@ -327,7 +327,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
             raise type_error(f"cannot store a value of dtype {value.dtype} into buffer "
                              f"'{buf.name}' of dtype {want}", s.value,
                              hint=f"cast it: T.Cast(\"{want}\", ...)")
-        return ts.BufferStore(buffer=buf, value=value, indices=indices, span=s.span)
+        return S.BufferStore(buffer=buf, value=value, indices=indices, span=s.span)
 
     # -- buffers ---------------------------------------------------------------------------
     def make_buffer(self, name: str, call: syn.Call, fname: str, *,
@@ -340,11 +340,11 @@ class PrimFuncBuilder(BlockBuilderMixin):
         shape = self.shape(a["shape"], call, f"{fname} expects a shape tuple")
         dtype = expect_dtype(a.get("dtype", "float32"), f"the dtype of {fname}", call)
         data = a.get("data")
-        if data is not None and (not isinstance(data, te.Var) or data.dtype != "handle"):
+        if data is not None and (not isinstance(data, E.Var) or data.dtype != "handle"):
             raise parse_error(f"data= of {fname} must be a pointer (a T.allocate result or "
                               f"X.data), got {describe(data)}", call)
         if data is None:
-            data = te.Var(name=name, dtype="handle", span=call.span)
+            data = E.Var(name=name, dtype="handle", span=call.span)
         strides = a.get("strides")
         strides = () if strides is None else self.shape(
             strides, call, f"strides= of {fname} must be a tuple")
@@ -361,14 +361,14 @@ class PrimFuncBuilder(BlockBuilderMixin):
                           elem_offset=offset, scope=scope, axis_separators=seps,
                           span=call.span)
 
-    def shape(self, value: Any, node: Any, message: str) -> tuple[te.PrimExpr, ...]:
-        if isinstance(value, (int, te.PrimExpr)) and not isinstance(value, bool):
+    def shape(self, value: Any, node: Any, message: str) -> tuple[E.PrimExpr, ...]:
+        if isinstance(value, (int, E.PrimExpr)) and not isinstance(value, bool):
             value = (value,)
         if not isinstance(value, (tuple, list)):
             raise parse_error(f"{message}, got {describe(value)}", node)
         out = []
         for v in value:
-            if isinstance(v, bool) or not isinstance(v, (int, te.PrimExpr)):
+            if isinstance(v, bool) or not isinstance(v, (int, E.PrimExpr)):
                 raise parse_error(f"{message}; {describe(v)} is not an integer", node)
             e = self.ev.prim(v, node)
             if not dt.is_integer(e.dtype):
@@ -387,10 +387,10 @@ class PrimFuncBuilder(BlockBuilderMixin):
             old, new = dt.bits(parent.dtype) * dt.lanes(parent.dtype), \
                 dt.bits(dtype) * dt.lanes(dtype)
             last = parent.shape[-1]
-            if not isinstance(last, te.IntImm) or (last.value * old) % new:
+            if not isinstance(last, E.IntImm) or (last.value * old) % new:
                 raise type_error(f"cannot view {parent.name} as {dtype}: the last dimension "
                                  "does not divide evenly", call)
-            shape = parent.shape[:-1] + (te.IntImm(dtype=last.dtype,
+            shape = parent.shape[:-1] + (E.IntImm(dtype=last.dtype,
                                                    value=last.value * old // new),)
         else:
             if len(values) == 1 and isinstance(values[0], (tuple, list)):
@@ -402,21 +402,21 @@ class PrimFuncBuilder(BlockBuilderMixin):
                           strides=parent.strides if len(shape) == len(parent.shape) else (),
                           elem_offset=parent.elem_offset, scope=parent.scope, span=call.span)
 
-    def decl_buffer(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> ts.Stmt:
+    def decl_buffer(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> S.Stmt:
         with self.scopes.scope():
             self.scopes.define(name, buf, s.target)
             body = self.body(rest)
-        return ts.DeclBuffer(buffer=buf, body=body, span=s.span)
+        return S.DeclBuffer(buffer=buf, body=body, span=s.span)
 
-    def alloc_decl(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> ts.Stmt:
+    def alloc_decl(self, name: str, buf: Buffer, s: syn.Assign, rest: list) -> S.Stmt:
         """An allocation written as one buffer (``T.alloc_buffer`` in lowered code, TVM
         0.27's ``T.decl_buffer`` without data=): ``Allocate`` + ``DeclBuffer``."""
         decl = self.decl_buffer(name, buf, s, rest)
-        extents = buf.shape if buf.shape else (te.IntImm(dtype="int32", value=1),)
-        return ts.Allocate(buffer_var=buf.data, dtype=buf.dtype, extents=tuple(extents),
+        extents = buf.shape if buf.shape else (E.IntImm(dtype="int32", value=1),)
+        return S.Allocate(buffer_var=buf.data, dtype=buf.dtype, extents=tuple(extents),
                            scope=buf.scope, body=decl, span=s.span)
 
-    def allocate(self, name: str, s: syn.Assign, rest: list) -> ts.Stmt:
+    def allocate(self, name: str, s: syn.Assign, rest: list) -> S.Stmt:
         call = s.value
         values, kw = self.ev.args(call)
         a = bind_args(call, "T.allocate", ["extents", "dtype", "scope", "condition",
@@ -430,18 +430,18 @@ class PrimFuncBuilder(BlockBuilderMixin):
         cond = None if cond is None else self.ev.condition(cond, call)
         ann = a.get("annotations")
         ann = {} if ann is None else self.annotations(ann, call)
-        var = te.Var(name=name, dtype="handle", span=s.target.span)
+        var = E.Var(name=name, dtype="handle", span=s.target.span)
         with self.scopes.scope():
             self.scopes.define(name, var, s.target)
             body = self.body(rest)
-        return ts.Allocate(buffer_var=var, dtype=dtype, extents=extents, scope=scope,
+        return S.Allocate(buffer_var=var, dtype=dtype, extents=extents, scope=scope,
                            body=body, condition=cond, annotations=ann, span=s.span)
 
     def match_param(self, name: str, call: syn.Call) -> None:
         if not call.args:
             raise parse_error("T.match_buffer needs the parameter it describes", call)
         param = self.ev.eval(call.args[0])
-        if not isinstance(param, te.Var) or param not in self.params or param.dtype != "handle":
+        if not isinstance(param, E.Var) or param not in self.params or param.dtype != "handle":
             raise parse_error("the first argument of T.match_buffer must be a T.handle "
                               "parameter", call.args[0])
         if param in self.buffer_map:
@@ -456,7 +456,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         return {attr_key(k, node): attr_value(v, node) for k, v in value.items()}
 
     # -- expression statements -------------------------------------------------------------
-    def expr_stmt(self, s: syn.ExprStmt) -> ts.Stmt | None:
+    def expr_stmt(self, s: syn.ExprStmt) -> S.Stmt | None:
         name = _call_name(s.value)
         if name == "T.func_attr":
             if self.depth != 0:
@@ -471,15 +471,15 @@ class PrimFuncBuilder(BlockBuilderMixin):
         if name == "T.evaluate":
             values, kw = self.ev.args(s.value)
             a = bind_args(s.value, "T.evaluate", ["value"], 1, values, kw)
-            return ts.Evaluate(value=self.ev.prim(a["value"], s.value), span=s.span)
+            return S.Evaluate(value=self.ev.prim(a["value"], s.value), span=s.span)
         value = self.ev.eval(s.value)
-        if not isinstance(value, te.PrimExpr):
+        if not isinstance(value, E.PrimExpr):
             raise parse_error(f"an expression statement must be a call such as "
                               f"T.evaluate(...), got {describe(value)}", s)
-        return ts.Evaluate(value=value, span=s.span)
+        return S.Evaluate(value=value, span=s.span)
 
     # -- loops -----------------------------------------------------------------------------
-    def for_loop(self, s: syn.For) -> ts.Stmt:
+    def for_loop(self, s: syn.For) -> S.Stmt:
         it = s.iter
         name = _call_name(it)
         if name is None or (name not in _LOOP_KINDS and name != "T.grid"):
@@ -496,7 +496,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         try:
             with self.scopes.scope():
                 for (tname, tnode), (mn, ext, kind, tag, ann) in zip(targets, specs):
-                    var = te.Var(name=tname, dtype=ext.dtype, span=tnode.span)
+                    var = E.Var(name=tname, dtype=ext.dtype, span=tnode.span)
                     self.scopes.define(tname, var, tnode)
                     self.loop_dom[id(var)] = (mn, ext, var)
                     loops.append((var, mn, ext, kind, tag, ann))
@@ -505,11 +505,11 @@ class PrimFuncBuilder(BlockBuilderMixin):
             self.depth -= 1
         for var, mn, ext, kind, tag, ann in reversed(loops):
             with located(s):
-                body = ts.For(loop_var=var, min=mn, extent=ext, kind=kind, body=body,
+                body = S.For(loop_var=var, min=mn, extent=ext, kind=kind, body=body,
                               thread_tag=tag, annotations=ann, span=s.span)
         return body
 
-    def attr_iter_var(self, expr: syn.Call, s: syn.With) -> ts.Stmt:
+    def attr_iter_var(self, expr: syn.Call, s: syn.With) -> S.Stmt:
         """``with T.attr(T.iter_var(v, dom, kind, tag), key, value):`` whose iteration
         variable ``v`` is defined for the body (thread extents)."""
         iv_call = expr.args[0]
@@ -523,10 +523,10 @@ class PrimFuncBuilder(BlockBuilderMixin):
         dom = a["dom"]
         if isinstance(dom, (tuple, list)) and len(dom) == 2:
             lo = self.ev.prim(dom[0], iv_call)
-            rng = te.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], iv_call))
+            rng = E.Range(min=lo, extent=extent_of(self.ev, lo, dom[1], iv_call))
         else:
             ext = self.ev.prim(dom, iv_call)
-            rng = te.Range(min=te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
+            rng = E.Range(min=E.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype)
                            else ext, extent=ext)
         if not dt.is_integer(rng.extent.dtype) or rng.min.dtype != rng.extent.dtype:
             raise type_error("the domain of T.iter_var must be integers of one dtype", iv_call)
@@ -535,9 +535,9 @@ class PrimFuncBuilder(BlockBuilderMixin):
         kind = expect_str(a["iter_type"], "the kind of T.iter_var", iv_call)
         tag = expect_str(a["thread_tag"], "the thread tag of T.iter_var", iv_call)
         name_node = iv_call.args[0]
-        var = te.Var(name=name_node.id, dtype=dtype, span=name_node.span)
+        var = E.Var(name=name_node.id, dtype=dtype, span=name_node.span)
         with located(iv_call):
-            iv = te.IterVar(var=var, dom=rng, iter_type=kind, thread_tag=tag)
+            iv = E.IterVar(var=var, dom=rng, iter_type=kind, thread_tag=tag)
         rest = [self.ev.eval(x) for x in expr.args[1:]]
         kw2 = {k: self.ev.eval(v) for k, v, _ in expr.kwargs}
         b = bind_args(expr, "T.attr", ["attr_key", "value"], 2, rest, kw2)
@@ -550,7 +550,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
                 body = self.body(s.body)
         finally:
             self.depth -= 1
-        return ts.AttrStmt(node=iv, key=key, value=value, body=body, span=s.span)
+        return S.AttrStmt(node=iv, key=key, value=value, body=body, span=s.span)
 
     def loop_specs(self, name: str, call: syn.Call) -> list[tuple]:
         values, kw = self.ev.args(call)
@@ -582,12 +582,12 @@ class PrimFuncBuilder(BlockBuilderMixin):
         ann = {} if ann is None else self.annotations(ann, call)
         return [(mn, ext, _LOOP_KINDS[name], tag, ann)]
 
-    def loop_range(self, lo: Any, hi: Any, node: Any) -> tuple[te.PrimExpr, te.PrimExpr]:
+    def loop_range(self, lo: Any, hi: Any, node: Any) -> tuple[E.PrimExpr, E.PrimExpr]:
         if lo is None:
             ext = self.ev.prim(hi, node)
-            mn = te.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype) else None
+            mn = E.IntImm(dtype=ext.dtype, value=0) if dt.is_integer(ext.dtype) else None
         else:
-            if isinstance(hi, te.PrimExpr) and not isinstance(lo, te.PrimExpr):
+            if isinstance(hi, E.PrimExpr) and not isinstance(lo, E.PrimExpr):
                 lo_e = self.ev.operand(lo, hi.dtype, node)
             else:
                 lo_e = self.ev.prim(lo, node)
@@ -600,7 +600,7 @@ class PrimFuncBuilder(BlockBuilderMixin):
         return mn, ext
 
     # -- with ------------------------------------------------------------------------------
-    def with_stmt(self, s: syn.With) -> ts.Stmt:
+    def with_stmt(self, s: syn.With) -> S.Stmt:
         if len(s.items) != 1:
             raise parse_error("write one 'with' per line", s)
         expr, target = s.items[0]
@@ -615,12 +615,12 @@ class PrimFuncBuilder(BlockBuilderMixin):
             values, kw = self.ev.args(expr)
             a = bind_args(expr, "T.attr", ["node", "attr_key", "value"], 3, values, kw)
             node = a["node"]
-            if not isinstance(node, (te.PrimExpr, Buffer, str, int, type(None))) or \
+            if not isinstance(node, (E.PrimExpr, Buffer, str, int, type(None))) or \
                     isinstance(node, bool):
                 raise parse_error(f"T.attr cannot annotate {describe(node)}", expr)
             key = expect_str(a["attr_key"], "the key of T.attr", expr)
             value = self.ev.prim(a["value"], expr)
-            return ts.AttrStmt(node=node, key=key, value=value, body=self.nested(s.body),
+            return S.AttrStmt(node=node, key=key, value=value, body=self.nested(s.body),
                                span=s.span)
         if name == "T.init":
             raise parse_error("T.init() must be directly inside a T.block, before its body", s)
@@ -633,14 +633,14 @@ class PrimFuncBuilder(BlockBuilderMixin):
             a = bind_args(expr, "T.Assert", ["condition", "message"], 2, values, kw)
             cond = self.ev.condition(a["condition"], expr)
             msg = expect_str(a["message"], "the message of T.Assert", expr)
-            return ts.AssertStmt(condition=cond, message=msg, body=self.nested(s.body),
+            return S.AssertStmt(condition=cond, message=msg, body=self.nested(s.body),
                                  span=s.span)
         raise parse_error("'with' is only used for T.block(...), T.init(), T.attr(...) and "
                           "the scoped declarations T.allocate/T.Buffer/T.decl_buffer/"
                           "T.LetStmt(...) as name and T.Assert(...) in a T.prim_func", expr)
 
     def scoped_declaration(self, name: str, expr: syn.Call, target: Any,
-                           s: syn.With) -> ts.Stmt:
+                           s: syn.With) -> S.Stmt:
         """``with T.allocate(...) as x:`` (also ``T.Buffer``, ``T.decl_buffer``) and ``with
         T.LetStmt(value) as v:``: the declaration of ``x = T.allocate(...)`` or ``v:
         T.int32 = value``, scoped over the indented body instead of the rest of the

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..core import dtype as dt
 from ..core.diagnostics import IRTypeError
 from ..core.structural import structural_equal
-from ..tir import expr as te
+from ..tir import expr as E
 from ..tir.buffer import Buffer
 from ..tir.intrin import INTRINSICS, infer_dtype
 from . import syntax as syn
@@ -43,9 +43,9 @@ class BufferMethod:
         self.buffer, self.name = buffer, name
 
 
-_ARITH = {"+": te.Add, "-": te.Sub, "*": te.Mul, "/": te.Div, "//": te.FloorDiv,
-          "%": te.FloorMod}
-_CMP = {"<": te.LT, "<=": te.LE, ">": te.GT, ">=": te.GE, "==": te.EQ, "!=": te.NE}
+_ARITH = {"+": E.Add, "-": E.Sub, "*": E.Mul, "/": E.Div, "//": E.FloorDiv,
+          "%": E.FloorMod}
+_CMP = {"<": E.LT, "<=": E.LE, ">": E.GT, ">=": E.GE, "==": E.EQ, "!=": E.NE}
 
 #: Names under ``T.`` that are statements or declarations, handled by the statement
 #: builder; in an expression they are an error with a pointer to their use.
@@ -100,19 +100,19 @@ def _promote(a: str, b: str, node: Any) -> str:
     return dt.with_lanes(res, lanes)
 
 
-def _coerce(e: te.PrimExpr, dtype: str) -> te.PrimExpr:
+def _coerce(e: E.PrimExpr, dtype: str) -> E.PrimExpr:
     if e.dtype == dtype:
         return e
     lanes = dt.lanes(dtype)
     if lanes != dt.lanes(e.dtype):
         scalar = _coerce(e, dt.element_of(dtype))
-        return te.Broadcast(dtype=dtype, value=scalar, lanes=lanes)
-    if isinstance(e, te.IntImm) and not dt.is_float(dtype) and \
+        return E.Broadcast(dtype=dtype, value=scalar, lanes=lanes)
+    if isinstance(e, E.IntImm) and not dt.is_float(dtype) and \
             dt.min_value(dtype) <= e.value <= dt.max_value(dtype):
-        return te.IntImm(dtype=dtype, value=e.value)
-    if isinstance(e, (te.IntImm, te.FloatImm)) and dt.is_float(dtype):
-        return te.FloatImm(dtype=dtype, value=float(e.value))
-    return te.Cast(dtype=dtype, value=e)
+        return E.IntImm(dtype=dtype, value=e.value)
+    if isinstance(e, (E.IntImm, E.FloatImm)) and dt.is_float(dtype):
+        return E.FloatImm(dtype=dtype, value=float(e.value))
+    return E.Cast(dtype=dtype, value=e)
 
 
 class ExprEvaluator:
@@ -127,30 +127,30 @@ class ExprEvaluator:
         self.int_default = int_default
 
     # -- literals ------------------------------------------------------------------
-    def literal(self, value: Any, node: Any, dtype: str | None = None) -> te.PrimExpr:
+    def literal(self, value: Any, node: Any, dtype: str | None = None) -> E.PrimExpr:
         """A Python literal as an immediate (of ``dtype`` when given)."""
         with located(node):
             if isinstance(value, bool):
                 if dtype is not None and not dt.is_bool(dtype):
-                    return te.const(int(value), dtype)
-                return te.IntImm(dtype="bool", value=int(value))
+                    return E.const(int(value), dtype)
+                return E.IntImm(dtype="bool", value=int(value))
             if isinstance(value, int):
                 if dtype is None or dt.is_handle(dtype):
                     dtype = self.int_default
                     if not (dt.min_value(dtype) <= value <= dt.max_value(dtype)):
                         dtype = "int64"
-                return te.const(value, dtype)
+                return E.const(value, dtype)
             if isinstance(value, float):
                 if dtype is None or not dt.is_float(dtype):
                     dtype = "float32"
-                return te.const(value, dtype)
+                return E.const(value, dtype)
             if isinstance(value, str):
-                return te.StringImm(value=value)
+                return E.StringImm(value=value)
         raise parse_error(f"expected a loop-IR expression, got {describe(value)}", node)
 
-    def prim(self, value: Any, node: Any, dtype: str | None = None) -> te.PrimExpr:
+    def prim(self, value: Any, node: Any, dtype: str | None = None) -> E.PrimExpr:
         """``value`` as a PrimExpr (literals get ``dtype`` or the default)."""
-        if isinstance(value, te.PrimExpr):
+        if isinstance(value, E.PrimExpr):
             return value
         if isinstance(value, (bool, int, float, str)):
             return self.literal(value, node, dtype)
@@ -159,9 +159,9 @@ class ExprEvaluator:
                               f"{value.name}[i]", node)
         raise parse_error(f"expected a loop-IR expression, got {describe(value)}", node)
 
-    def operand(self, value: Any, other_dtype: str, node: Any) -> te.PrimExpr:
+    def operand(self, value: Any, other_dtype: str, node: Any) -> E.PrimExpr:
         """A Python literal next to an expression of ``other_dtype`` adopts that dtype."""
-        if isinstance(value, te.PrimExpr):
+        if isinstance(value, E.PrimExpr):
             return value
         if isinstance(value, str):
             raise parse_error(f"a string cannot be an operand of arithmetic, got "
@@ -182,20 +182,20 @@ class ExprEvaluator:
             raise parse_error(f"expected a loop-IR expression, got {describe(value)}", node)
         return _coerce(e, dt.with_lanes(e.dtype, dt.lanes(other_dtype)))
 
-    def unify(self, a: Any, b: Any, node: Any) -> tuple[te.PrimExpr, te.PrimExpr]:
+    def unify(self, a: Any, b: Any, node: Any) -> tuple[E.PrimExpr, E.PrimExpr]:
         """Both operands as PrimExprs of one dtype (literals adopt, mixed dtypes promote)."""
-        if not isinstance(a, te.PrimExpr) and not isinstance(b, te.PrimExpr):
+        if not isinstance(a, E.PrimExpr) and not isinstance(b, E.PrimExpr):
             a = self.prim(a, node)
-        if not isinstance(a, te.PrimExpr):
+        if not isinstance(a, E.PrimExpr):
             a = self.operand(a, b.dtype, node)
-        if not isinstance(b, te.PrimExpr):
+        if not isinstance(b, E.PrimExpr):
             b = self.operand(b, a.dtype, node)
         if a.dtype != b.dtype:
             target = _promote(a.dtype, b.dtype, node)
             a, b = _coerce(a, target), _coerce(b, target)
         return a, b
 
-    def condition(self, value: Any, node: Any) -> te.PrimExpr:
+    def condition(self, value: Any, node: Any) -> E.PrimExpr:
         """``value`` as a boolean expression."""
         e = self.prim(value, node, "bool")
         if not dt.is_bool(e.dtype):
@@ -227,7 +227,7 @@ class ExprEvaluator:
         out = {}
         for k, v in zip(node.keys, node.values):
             key = self.eval(k)
-            if not isinstance(key, (str, int, bool)) and not isinstance(key, te.Var):
+            if not isinstance(key, (str, int, bool)) and not isinstance(key, E.Var):
                 raise parse_error(f"dictionary keys must be strings or numbers, got "
                                   f"{describe(key)}", k)
             out[key] = self.eval(v)
@@ -269,17 +269,17 @@ class ExprEvaluator:
         b = self.eval(node.rhs)
         return self.binary(node.op, a, b, node)
 
-    def binary(self, op: str, a: Any, b: Any, node: Any) -> te.PrimExpr:
+    def binary(self, op: str, a: Any, b: Any, node: Any) -> E.PrimExpr:
         """The loop-IR node of ``a <op> b`` (no folding)."""
         if op in ("and", "or"):
             x, y = self.condition(a, node.lhs), self.condition(b, node.rhs)
             if x.dtype != y.dtype:
                 raise type_error(f"'{op}' of conditions with dtypes {x.dtype} and {y.dtype}",
                                  node)
-            cls = te.And if op == "and" else te.Or
+            cls = E.And if op == "and" else E.Or
             return cls(dtype=x.dtype, a=x, b=y)
         for v in (a, b):
-            if not isinstance(v, (te.PrimExpr, bool, int, float)):
+            if not isinstance(v, (E.PrimExpr, bool, int, float)):
                 raise parse_error(f"operator '{op}' cannot take {describe(v)}", node)
         x, y = self.unify(a, b, node)
         if dt.is_handle(x.dtype):
@@ -295,21 +295,21 @@ class ExprEvaluator:
             if isinstance(v, bool):
                 return not v
             c = self.condition(v, node.operand)
-            return te.Not(dtype=c.dtype, a=c)
-        if isinstance(v, bool) or not isinstance(v, (int, float, te.PrimExpr)):
+            return E.Not(dtype=c.dtype, a=c)
+        if isinstance(v, bool) or not isinstance(v, (int, float, E.PrimExpr)):
             raise parse_error(f"unary '{node.op}' cannot take {describe(v)}", node)
         if node.op == "+":
             return v
         if isinstance(v, (int, float)):
             return -v
         with located(node):
-            if isinstance(v, te.IntImm) and v.dtype != "bool":
-                return te.IntImm(dtype=v.dtype, value=-v.value)
-            if isinstance(v, te.FloatImm):
-                return te.FloatImm(dtype=v.dtype, value=-v.value)
+            if isinstance(v, E.IntImm) and v.dtype != "bool":
+                return E.IntImm(dtype=v.dtype, value=-v.value)
+            if isinstance(v, E.FloatImm):
+                return E.FloatImm(dtype=v.dtype, value=-v.value)
             if dt.is_handle(v.dtype) or dt.is_bool(v.dtype):
                 raise type_error(f"cannot negate a value of dtype {v.dtype}", node)
-            return te.Sub(dtype=v.dtype, a=te.const(0, v.dtype), b=v)
+            return E.Sub(dtype=v.dtype, a=E.const(0, v.dtype), b=v)
 
     def eval_Index(self, node: syn.Index) -> Any:
         base = self.eval(node.value)
@@ -323,7 +323,7 @@ class ExprEvaluator:
             return base[i]
         raise parse_error(f"{describe(base)} cannot be indexed", node)
 
-    def indices(self, buf: Buffer, node: syn.Index) -> tuple[te.PrimExpr, ...]:
+    def indices(self, buf: Buffer, node: syn.Index) -> tuple[E.PrimExpr, ...]:
         """The indices of ``buf[...]`` (slices become Ramps), checked against its rank."""
         items = node.items
         if len(items) == 1 and isinstance(items[0], syn.TupleExpr) and not items[0].elts:
@@ -342,14 +342,14 @@ class ExprEvaluator:
                 raise type_error(f"buffer index must be an integer, got dtype {e.dtype}", item)
         return tuple(out)
 
-    def buffer_load(self, buf: Buffer, node: syn.Index) -> te.BufferLoad:
+    def buffer_load(self, buf: Buffer, node: syn.Index) -> E.BufferLoad:
         """``buf[indices]`` as a (possibly vector) BufferLoad."""
         idx = self.indices(buf, node)
         lanes = max([dt.lanes(i.dtype) for i in idx] + [1])
         dtype = buf.dtype if lanes == 1 else dt.with_lanes(buf.dtype, lanes)
-        return te.BufferLoad(dtype=dtype, buffer=buf, indices=idx, span=node.span)
+        return E.BufferLoad(dtype=dtype, buffer=buf, indices=idx, span=node.span)
 
-    def slice_ramp(self, item: syn.Slice) -> te.PrimExpr:
+    def slice_ramp(self, item: syn.Slice) -> E.PrimExpr:
         """``lo:hi[:step]`` in an index: the Ramp ``lo, lo + step, ...`` (constant lanes)."""
         if item.hi is None:
             raise parse_error("a vector index needs an end, e.g. A[i:i + 4]", item)
@@ -357,20 +357,20 @@ class ExprEvaluator:
         hi = self.eval(item.hi)
         lo_e = self.prim(lo, item)
         n = extent_of(self, lo_e, hi, item)
-        count = te.as_int(n) if isinstance(n, te.IntImm) else None
+        count = E.as_int(n) if isinstance(n, E.IntImm) else None
         if count is None:
             raise parse_error("a vector index must have a constant length, e.g. "
                               "A[i:i + 16]", item)
         step = 1 if item.step is None else self.eval(item.step)
         stride = self.operand(step, lo_e.dtype, item)
-        s = te.as_int(stride) if isinstance(stride, te.IntImm) else None
+        s = E.as_int(stride) if isinstance(stride, E.IntImm) else None
         if s is None or s <= 0 or count % s:
             raise parse_error("a vector index step must be a positive constant dividing the "
                               "length; use T.Ramp(base, stride, lanes) otherwise", item)
         lanes = count // s
         if lanes < 1:
             raise parse_error("a vector index must have at least one lane", item)
-        return te.Ramp(dtype=dt.with_lanes(lo_e.dtype, lanes), base=lo_e, stride=stride,
+        return E.Ramp(dtype=dt.with_lanes(lo_e.dtype, lanes), base=lo_e, stride=stride,
                        lanes=lanes)
 
     # -- calls -----------------------------------------------------------------------
@@ -410,7 +410,7 @@ class ExprEvaluator:
                 raise parse_error(f"T.{rest}(...) is not an expression here", node)
         raise parse_error(f"unknown function {name}", node)
 
-    def dtype_call(self, dtype: str, node: syn.Call) -> te.PrimExpr:
+    def dtype_call(self, dtype: str, node: syn.Call) -> E.PrimExpr:
         """``T.float32(0.5)``: an immediate, or a cast of an expression."""
         values, kw = self.args(node)
         if kw:
@@ -432,21 +432,21 @@ class ExprEvaluator:
                 except ValueError:
                     raise parse_error(f"T.{dtype}({v!r}) is not a number; use 'inf', '-inf' "
                                       "or 'nan'", node) from None
-                return te.const(f, dtype)
+                return E.const(f, dtype)
             if isinstance(v, float) and not dt.is_float(dtype) and not math.isfinite(v):
                 raise type_error(f"T.{dtype} cannot hold {v!r}", node)
             if isinstance(v, (bool, int, float)):
-                return te.const(v, dtype)
+                return E.const(v, dtype)
             e = self.prim(v, node.args[0])
-            return e if e.dtype == dtype else te.Cast(dtype=dtype, value=e)
+            return e if e.dtype == dtype else E.Cast(dtype=dtype, value=e)
 
-    def intrinsic(self, name: str, node: syn.Call) -> te.PrimExpr:
+    def intrinsic(self, name: str, node: syn.Call) -> E.PrimExpr:
         """``T.exp(x)``: a Call of a known intrinsic with its dtype inferred."""
         values, kw = self.args(node)
         if kw:
             raise parse_error(f"T.{name} takes no keyword arguments", node)
-        ref = next((v.dtype for v in values if isinstance(v, te.PrimExpr)
-                    and not isinstance(v, te.StringImm)), None)
+        ref = next((v.dtype for v in values if isinstance(v, E.PrimExpr)
+                    and not isinstance(v, E.StringImm)), None)
         if ref is None and name in _FLOAT_INTRINSICS:
             ref = "float32"
         if name == "if_then_else" and len(values) == 3:
@@ -457,13 +457,13 @@ class ExprEvaluator:
             exprs = []
             for v, a in zip(values, node.args):
                 if isinstance(v, str):
-                    exprs.append(te.StringImm(value=v))
+                    exprs.append(E.StringImm(value=v))
                 elif ref is not None:
                     exprs.append(self.operand(v, ref, a))
                 else:
                     exprs.append(self.prim(v, a))
         dtype = infer_dtype(name, tuple(e.dtype for e in exprs), None)
-        return te.Call(dtype=dtype, op=name, args=tuple(exprs))
+        return E.Call(dtype=dtype, op=name, args=tuple(exprs))
 
     def eval_Slice(self, node: syn.Slice) -> Any:
         raise parse_error("a slice is only allowed inside a buffer index", node)
@@ -476,20 +476,20 @@ _FLOAT_INTRINSICS = frozenset(n for n, d in INTRINSICS.items()
                                            "shift_left", "shift_right"))
 
 
-def extent_of(ev: ExprEvaluator, lo: te.PrimExpr, hi: Any, node: Any) -> te.PrimExpr:
+def extent_of(ev: ExprEvaluator, lo: E.PrimExpr, hi: Any, node: Any) -> E.PrimExpr:
     """``hi - lo`` as it was printed: ``lo:lo + n`` gives back ``n`` (so ranges round-trip
     without a simplifier), constants are subtracted, anything else is a ``Sub``."""
-    hi_e = ev.operand(hi, lo.dtype, node) if not isinstance(hi, te.PrimExpr) else hi
-    if isinstance(lo, te.IntImm) and lo.value == 0 and not isinstance(hi_e, te.IntImm):
+    hi_e = ev.operand(hi, lo.dtype, node) if not isinstance(hi, E.PrimExpr) else hi
+    if isinstance(lo, E.IntImm) and lo.value == 0 and not isinstance(hi_e, E.IntImm):
         return hi_e
-    if isinstance(lo, te.IntImm) and isinstance(hi_e, te.IntImm):
+    if isinstance(lo, E.IntImm) and isinstance(hi_e, E.IntImm):
         lo_e, hi_c = ev.unify(lo, hi_e, node)
         with located(node):
-            return te.const(hi_c.value - lo_e.value, hi_c.dtype)
-    if isinstance(hi_e, te.Add) and structural_equal(hi_e.a, lo):
+            return E.const(hi_c.value - lo_e.value, hi_c.dtype)
+    if isinstance(hi_e, E.Add) and structural_equal(hi_e.a, lo):
         return hi_e.b
     lo_e, hi_c = ev.unify(lo, hi_e, node)
-    return te.Sub(dtype=lo_e.dtype, a=hi_c, b=lo_e)
+    return E.Sub(dtype=lo_e.dtype, a=hi_c, b=lo_e)
 
 
 # ---------------------------------------------------------------------------------
@@ -497,8 +497,8 @@ def extent_of(ev: ExprEvaluator, lo: te.PrimExpr, hi: Any, node: Any) -> te.Prim
 # ---------------------------------------------------------------------------------
 
 
-def _two(cls: type) -> Callable[[ExprEvaluator, syn.Call], te.PrimExpr]:
-    def build(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _two(cls: type) -> Callable[[ExprEvaluator, syn.Call], E.PrimExpr]:
+    def build(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
         values, kw = ev.args(call)
         a = bind_args(call, syn.dotted_name(call.func) or f"T.{cls.__name__}", ["a", "b"], 2,
                       values, kw)
@@ -507,25 +507,25 @@ def _two(cls: type) -> Callable[[ExprEvaluator, syn.Call], te.PrimExpr]:
     return build
 
 
-def _cast(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _cast(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     fname = "T.Cast" if syn.dotted_name(call.func) == "T.Cast" else "T.cast"
     order = ["dtype", "value"] if fname == "T.Cast" else ["value", "dtype"]
     a = bind_args(call, fname, order, 2, values, kw)
     dtype = expect_dtype(a["dtype"], f"the dtype of {fname}", call)
     value = ev.prim(a["value"], call)
-    return te.Cast(dtype=dtype, value=value)
+    return E.Cast(dtype=dtype, value=value)
 
 
-def _select(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _select(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.Select", ["condition", "true_value", "false_value"], 3, values, kw)
     cond = ev.condition(a["condition"], call)
     t, f = ev.unify(a["true_value"], a["false_value"], call)
-    return te.Select(dtype=t.dtype, condition=cond, true_value=t, false_value=f)
+    return E.Select(dtype=t.dtype, condition=cond, true_value=t, false_value=f)
 
 
-def _ramp(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _ramp(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.Ramp", ["base", "stride", "lanes"], 3, values, kw)
     base = ev.prim(a["base"], call)
@@ -534,21 +534,21 @@ def _ramp(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
     if lanes < 1 or dt.lanes(base.dtype) != 1 or base.dtype != stride.dtype:
         raise type_error("T.Ramp needs a scalar base and stride of one dtype and lanes >= 1",
                          call)
-    return te.Ramp(dtype=dt.with_lanes(base.dtype, lanes), base=base, stride=stride,
+    return E.Ramp(dtype=dt.with_lanes(base.dtype, lanes), base=base, stride=stride,
                    lanes=lanes)
 
 
-def _broadcast(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _broadcast(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.Broadcast", ["value", "lanes"], 2, values, kw)
     value = ev.prim(a["value"], call)
     lanes = expect_int(a["lanes"], "the lanes of T.Broadcast", call)
     if lanes < 1 or dt.lanes(value.dtype) != 1:
         raise type_error("T.Broadcast needs a scalar value and lanes >= 1", call)
-    return te.Broadcast(dtype=dt.with_lanes(value.dtype, lanes), value=value, lanes=lanes)
+    return E.Broadcast(dtype=dt.with_lanes(value.dtype, lanes), value=value, lanes=lanes)
 
 
-def _let(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _let(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     if len(call.args) != 1 or [k for k, _, _ in call.kwargs] != ["where"]:
         raise parse_error("T.Let is written T.Let(body, where={x: value})", call)
     where = call.kwargs[0][1]
@@ -560,45 +560,45 @@ def _let(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
             if not isinstance(k, syn.Name):
                 raise parse_error("the keys of T.Let's where= must be new names", k)
             value = ev.prim(ev.eval(v), v)
-            var = te.Var(name=k.id, dtype=value.dtype, span=k.span)
+            var = E.Var(name=k.id, dtype=value.dtype, span=k.span)
             ev.scopes.define(k.id, var, k)
             bindings.append((var, value))
         body = ev.prim(ev.eval(call.args[0]), call.args[0])
     for var, value in reversed(bindings):
-        body = te.Let(dtype=body.dtype, var=var, value=value, body=body)
+        body = E.Let(dtype=body.dtype, var=var, value=value, body=body)
     return body
 
 
-def _call_intrin(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _call_intrin(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.call_intrin", ["dtype", "op"], 2, values, kw, variadic=True)
     dtype = expect_dtype(a["dtype"], "the dtype of T.call_intrin", call)
     if not isinstance(a["op"], str) or not a["op"]:
         raise parse_error("the op of T.call_intrin must be a non-empty string", call)
-    args = tuple(te.StringImm(value=v) if isinstance(v, str) else ev.prim(v, call)
+    args = tuple(E.StringImm(value=v) if isinstance(v, str) else ev.prim(v, call)
                  for v in a["*"])
-    return te.Call(dtype=dtype, op=a["op"], args=args)
+    return E.Call(dtype=dtype, op=a["op"], args=args)
 
 
-def _call_extern(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _call_extern(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.call_extern", ["dtype", "name"], 2, values, kw, variadic=True)
     dtype = expect_dtype(a["dtype"], "the dtype of T.call_extern", call)
     if not isinstance(a["name"], str) or not a["name"]:
         raise parse_error("the function name of T.call_extern must be a non-empty string",
                           call)
-    args = [te.StringImm(value=a["name"])]
-    args += [te.StringImm(value=v) if isinstance(v, str) else ev.prim(v, call)
+    args = [E.StringImm(value=a["name"])]
+    args += [E.StringImm(value=v) if isinstance(v, str) else ev.prim(v, call)
              for v in a["*"]]
-    return te.Call(dtype=dtype, op="call_extern", args=tuple(args))
+    return E.Call(dtype=dtype, op="call_extern", args=tuple(args))
 
 
-def _reinterpret(ev: ExprEvaluator, call: syn.Call) -> te.PrimExpr:
+def _reinterpret(ev: ExprEvaluator, call: syn.Call) -> E.PrimExpr:
     values, kw = ev.args(call)
     a = bind_args(call, "T.reinterpret", ["dtype", "value"], 2, values, kw)
     dtype = expect_dtype(a["dtype"], "the dtype of T.reinterpret", call)
     value = ev.prim(a["value"], call)
-    return te.Call(dtype=infer_dtype("reinterpret", (value.dtype,), dtype), op="reinterpret",
+    return E.Call(dtype=infer_dtype("reinterpret", (value.dtype,), dtype), op="reinterpret",
                    args=(value,))
 
 
@@ -606,10 +606,10 @@ EXPR_BUILTINS: dict[str, Callable[[ExprEvaluator, syn.Call], Any]] = {
     "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "Broadcast": _broadcast,
     "Let": _let, "call_intrin": _call_intrin, "call_extern": _call_extern,
     "reinterpret": _reinterpret,
-    "min": _two(te.Min), "max": _two(te.Max), "Min": _two(te.Min), "Max": _two(te.Max),
-    "truncdiv": _two(te.Div), "truncmod": _two(te.Mod), "floordiv": _two(te.FloorDiv),
-    "floormod": _two(te.FloorMod), "Div": _two(te.Div), "Mod": _two(te.Mod),
-    "FloorDiv": _two(te.FloorDiv), "FloorMod": _two(te.FloorMod),
+    "min": _two(E.Min), "max": _two(E.Max), "Min": _two(E.Min), "Max": _two(E.Max),
+    "truncdiv": _two(E.Div), "truncmod": _two(E.Mod), "floordiv": _two(E.FloorDiv),
+    "floormod": _two(E.FloorMod), "Div": _two(E.Div), "Mod": _two(E.Mod),
+    "FloorDiv": _two(E.FloorDiv), "FloorMod": _two(E.FloorMod),
 }
 
 __all__ = ["ExprEvaluator", "DTypeMarker", "BufferMethod", "extent_of", "EXPR_BUILTINS",

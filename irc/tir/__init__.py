@@ -59,8 +59,8 @@ from .expr import (
     truncmod,
     var,
 )
-from .expr import max_ as max  # noqa: A004
-from .expr import min_ as min  # noqa: A004
+from .expr import max_ as max
+from .expr import min_ as min
 from .intrin import (
     abs,
     acos,
@@ -115,7 +115,7 @@ from .intrin import (
 )
 
 # The schedule language (irc.tir.Schedule, irc.tir.Trace, handles).
-from .schedule import BlockRV, ExprRV, LoopRV, Schedule, Trace  # noqa: E402
+from .schedule import BlockRV, ExprRV, LoopRV, Schedule, Trace
 from .stmt import (
     FOR_KINDS,
     THREAD_TAGS,

@@ -680,7 +680,7 @@ def logical_not(a: ExprLike) -> PrimExpr:
     return Not(dtype=a.dtype, a=a)
 
 
-def all(*conds: ExprLike) -> PrimExpr:  # noqa: A001 - the domain's name
+def all(*conds: ExprLike) -> PrimExpr:
     """Conjunction of conditions (``true`` when empty)."""
     if not conds:
         return const(True)
@@ -690,7 +690,7 @@ def all(*conds: ExprLike) -> PrimExpr:  # noqa: A001 - the domain's name
     return result
 
 
-def any(*conds: ExprLike) -> PrimExpr:  # noqa: A001 - the domain's name
+def any(*conds: ExprLike) -> PrimExpr:
     """Disjunction of conditions (``false`` when empty)."""
     if not conds:
         return const(False)

@@ -247,7 +247,7 @@ erf = _unary("erf")
 fabs = _unary("fabs")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001 - the domain's name
+round = _unary("round")
 trunc = _unary("trunc")
 nearbyint = _unary("nearbyint")
 
@@ -263,7 +263,7 @@ def _binary_float(name: str, a: ExprLike, b: ExprLike) -> PrimExpr:
     return call_intrin(name, x, y)
 
 
-def pow(x: ExprLike, y: ExprLike) -> PrimExpr:  # noqa: A001 - the domain's name
+def pow(x: ExprLike, y: ExprLike) -> PrimExpr:
     """Intrinsic ``pow``: x to the power y (floats)."""
     return _binary_float("pow", x, y)
 
@@ -315,7 +315,7 @@ def isfinite(x: ExprLike) -> PrimExpr:
     return call_intrin("isfinite", e)
 
 
-def abs(x: ExprLike) -> PrimExpr:  # noqa: A001 - the domain's name
+def abs(x: ExprLike) -> PrimExpr:
     """Absolute value: ``fabs`` for floats, a select for signed integers, ``x`` for
     unsigned integers and bools."""
     e = convert(x)

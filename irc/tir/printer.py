@@ -20,8 +20,8 @@ from ..core import dtype as dt
 from ..core.functor import Visitor, collect
 from ..core.node import Printer, register_printer
 from ..core.structural import structural_equal
-from . import expr as te
-from . import stmt as ts
+from . import expr as E
+from . import stmt as S
 from .buffer import Buffer, BufferRegion
 from .intrin import INTRINSICS, infer_dtype
 
@@ -29,10 +29,10 @@ INDENT = "    "
 
 # Python precedence levels (higher binds tighter).
 _P_OR, _P_AND, _P_NOT, _P_CMP, _P_ADD, _P_MUL, _P_UNARY, _P_ATOM = 1, 2, 3, 4, 6, 7, 8, 10
-_BIN = {te.Add: ("+", _P_ADD), te.Sub: ("-", _P_ADD), te.Mul: ("*", _P_MUL),
-        te.Div: ("/", _P_MUL), te.FloorDiv: ("//", _P_MUL), te.FloorMod: ("%", _P_MUL)}
-_CMP = {te.LT: "<", te.LE: "<=", te.GT: ">", te.GE: ">=", te.EQ: "==", te.NE: "!="}
-_FUNC2 = {te.Min: "T.min", te.Max: "T.max", te.Mod: "T.truncmod"}
+_BIN = {E.Add: ("+", _P_ADD), E.Sub: ("-", _P_ADD), E.Mul: ("*", _P_MUL),
+        E.Div: ("/", _P_MUL), E.FloorDiv: ("//", _P_MUL), E.FloorMod: ("%", _P_MUL)}
+_CMP = {E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==", E.NE: "!="}
+_FUNC2 = {E.Min: "T.min", E.Max: "T.max", E.Mod: "T.truncmod"}
 _LOOP_FUNCS = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": "T.unroll",
                "serial": "T.serial"}
 _AXIS = {"spatial": "spatial", "reduce": "reduce", "opaque": "opaque", "ordered": "scan"}
@@ -109,7 +109,7 @@ class TIRPrinter:
         self.int_default = int_default
         self.data_text: dict[int, str] = {}
         self._data_scopes: list[dict[int, str]] = []
-        self.loops: dict[int, ts.For] = {}
+        self.loops: dict[int, S.For] = {}
         # Objects with no text form (e.g. compiled modules in attributes) print as
         # ``metadata["Kind"][i]`` references through this hook when one is given.
         self.object_ref: Any = None
@@ -124,13 +124,13 @@ class TIRPrinter:
         return f"({text})" if prec < min_prec else text
 
     def _expr(self, e: Any) -> tuple[str, int]:
-        if isinstance(e, te.IntImm):
+        if isinstance(e, E.IntImm):
             return self._int(e)
-        if isinstance(e, te.FloatImm):
+        if isinstance(e, E.FloatImm):
             return format_float(e.value, e.dtype), _P_ATOM
-        if isinstance(e, te.Var):
+        if isinstance(e, E.Var):
             return self.names.name(e, e.name), _P_ATOM
-        if isinstance(e, te.StringImm):
+        if isinstance(e, E.StringImm):
             return str_literal(e.value), _P_ATOM
         cls = type(e)
         if cls in _BIN:
@@ -141,45 +141,45 @@ class TIRPrinter:
                 _P_CMP
         if cls in _FUNC2:
             return f"{_FUNC2[cls]}({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
-        if isinstance(e, te.And):
+        if isinstance(e, E.And):
             return f"{self._wrap(e.a, _P_AND)} and {self._wrap(e.b, _P_AND + 1)}", _P_AND
-        if isinstance(e, te.Or):
+        if isinstance(e, E.Or):
             return f"{self._wrap(e.a, _P_OR)} or {self._wrap(e.b, _P_OR + 1)}", _P_OR
-        if isinstance(e, te.Not):
+        if isinstance(e, E.Not):
             return f"not {self._wrap(e.a, _P_NOT)}", _P_NOT
-        if isinstance(e, te.Cast):
+        if isinstance(e, E.Cast):
             return f"T.Cast({str_literal(e.dtype)}, {self.expr(e.value)})", _P_ATOM
-        if isinstance(e, te.Select):
+        if isinstance(e, E.Select):
             return (f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, "
                     f"{self.expr(e.false_value)})"), _P_ATOM
-        if isinstance(e, te.Ramp):
+        if isinstance(e, E.Ramp):
             return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _P_ATOM
-        if isinstance(e, te.Broadcast):
+        if isinstance(e, E.Broadcast):
             return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _P_ATOM
-        if isinstance(e, te.Let):
+        if isinstance(e, E.Let):
             value = self.expr(e.value)
             name = self.names.name(e.var, e.var.name)
             return f"T.Let({self.expr(e.body)}, where={{{name}: {value}}})", _P_ATOM
-        if isinstance(e, te.BufferLoad):
+        if isinstance(e, E.BufferLoad):
             return f"{self.buffer_name(e.buffer)}[{self.indices(e.indices)}]", _P_ATOM
-        if isinstance(e, te.Call):
+        if isinstance(e, E.Call):
             return self.call(e), _P_ATOM
-        if isinstance(e, te.Reduce):
+        if isinstance(e, E.Reduce):
             axes = ", ".join(self.names.name(iv.var, iv.var.name) for iv in e.axis)
             cond = "" if e.condition is None else f", where={self.expr(e.condition)}"
             return f"T.{e.kind}({self.expr(e.source)}, axis=[{axes}]{cond})", _P_ATOM
         return f"<{type(e).__name__}>", _P_ATOM
 
-    def _int(self, e: te.IntImm) -> tuple[str, int]:
+    def _int(self, e: E.IntImm) -> tuple[str, int]:
         if e.dtype == "bool":
             return ("True" if e.value else "False"), _P_ATOM
         if e.dtype == self.int_default:
             return str(e.value), (_P_UNARY if e.value < 0 else _P_ATOM)
         return f"T.{e.dtype}({e.value})", _P_ATOM
 
-    def call(self, e: te.Call) -> str:
+    def call(self, e: E.Call) -> str:
         args = [self.expr(a) for a in e.args]
-        if e.op == "call_extern" and e.args and isinstance(e.args[0], te.StringImm):
+        if e.op == "call_extern" and e.args and isinstance(e.args[0], E.StringImm):
             return f"T.call_extern({str_literal(e.dtype)}, {', '.join(args)})"
         if e.op == "reinterpret" and len(args) == 1:
             return f"T.reinterpret({str_literal(e.dtype)}, {args[0]})"
@@ -193,15 +193,15 @@ class TIRPrinter:
         head = f"T.call_intrin({str_literal(e.dtype)}, {str_literal(e.op)}"
         return head + "".join(", " + a for a in args) + ")"
 
-    def _literals_round_trip(self, e: te.Call) -> bool:
+    def _literals_round_trip(self, e: E.Call) -> bool:
         """Whether the short form ``T.op(...)`` parses back to the same argument dtypes:
         the parser gives a bare integer literal the dtype of the call's other arguments
         (or of the other branch of ``if_then_else``)."""
         def bare(a: Any) -> bool:
-            return isinstance(a, te.IntImm) and a.dtype in (self.int_default, "bool")
+            return isinstance(a, E.IntImm) and a.dtype in (self.int_default, "bool")
 
         args = list(e.args[1:]) if e.op == "if_then_else" else list(e.args)
-        ref = next((a.dtype for a in args if not bare(a) and not isinstance(a, te.StringImm)),
+        ref = next((a.dtype for a in args if not bare(a) and not isinstance(a, E.StringImm)),
                    None)
         for a in args:
             if bare(a) and ref is not None and a.dtype != ref:
@@ -211,12 +211,12 @@ class TIRPrinter:
                 return False
         return True
 
-    def indices(self, indices: Iterable[te.PrimExpr]) -> str:
+    def indices(self, indices: Iterable[E.PrimExpr]) -> str:
         parts = []
         for i in indices:
-            if isinstance(i, te.Ramp) and isinstance(i.stride, te.IntImm) and \
+            if isinstance(i, E.Ramp) and isinstance(i.stride, E.IntImm) and \
                     i.stride.value == 1 and i.stride.dtype == i.base.dtype:
-                hi = te.IntImm(dtype=i.base.dtype, value=i.lanes)
+                hi = E.IntImm(dtype=i.base.dtype, value=i.lanes)
                 parts.append(f"{self.expr(i.base)}:{self._upper(i.base, hi)}")
             else:
                 parts.append(self.expr(i))
@@ -224,22 +224,22 @@ class TIRPrinter:
             return "()"
         return ", ".join(parts)
 
-    def _upper(self, lo: te.PrimExpr, extent: te.PrimExpr) -> str:
+    def _upper(self, lo: E.PrimExpr, extent: E.PrimExpr) -> str:
         """The printed end of ``lo:lo + extent`` (constants are added up)."""
-        if isinstance(lo, te.IntImm) and isinstance(extent, te.IntImm) and \
+        if isinstance(lo, E.IntImm) and isinstance(extent, E.IntImm) and \
                 lo.dtype == extent.dtype:
             if lo.value == 0:
                 return self.expr(extent)
-            return self.expr(te.IntImm(dtype=lo.dtype, value=lo.value + extent.value))
-        if isinstance(lo, te.IntImm) and lo.value == 0 and not isinstance(extent, te.IntImm):
+            return self.expr(E.IntImm(dtype=lo.dtype, value=lo.value + extent.value))
+        if isinstance(lo, E.IntImm) and lo.value == 0 and not isinstance(extent, E.IntImm):
             return self.expr(extent)
-        return self.expr(te.Add(dtype=lo.dtype, a=lo, b=extent))
+        return self.expr(E.Add(dtype=lo.dtype, a=lo, b=extent))
 
     # ------------------------------------------------------------------ buffers
     def buffer_name(self, buf: Buffer) -> str:
         return self.names.name(buf, buf.name)
 
-    def shape(self, values: Iterable[te.PrimExpr]) -> str:
+    def shape(self, values: Iterable[E.PrimExpr]) -> str:
         items = [self.expr(v) for v in values]
         if len(items) == 1:
             return f"({items[0]},)"
@@ -249,7 +249,7 @@ class TIRPrinter:
         """``A[i, 0:16]``: points for unit extents, ``lo:lo + n`` otherwise."""
         parts = []
         for rng in r.region:
-            if isinstance(rng.extent, te.IntImm) and rng.extent.value == 1 and \
+            if isinstance(rng.extent, E.IntImm) and rng.extent.value == 1 and \
                     rng.extent.dtype == rng.min.dtype:
                 parts.append(self.expr(rng.min))
             else:
@@ -278,7 +278,7 @@ class TIRPrinter:
         self.data_text.setdefault(id(buf.data), f"{name}.data")
         return name
 
-    def data_ref(self, var: te.Var) -> str:
+    def data_ref(self, var: E.Var) -> str:
         text = self.data_text.get(id(var))
         return text if text is not None else self.names.name(var, var.name)
 
@@ -293,7 +293,7 @@ class TIRPrinter:
         self.names.pop()
         self.data_text = self._data_scopes.pop()
 
-    def scoped(self, s: ts.Stmt, indent: int) -> list[str]:
+    def scoped(self, s: S.Stmt, indent: int) -> list[str]:
         """``s`` printed in its own name scope (a loop, block or branch body)."""
         self._push()
         try:
@@ -301,12 +301,12 @@ class TIRPrinter:
         finally:
             self._pop()
 
-    def stmt(self, s: ts.Stmt, indent: int, tail: bool = True) -> list[str]:
+    def stmt(self, s: S.Stmt, indent: int, tail: bool = True) -> list[str]:
         """The lines of statement ``s`` at ``indent`` levels. ``tail`` says whether ``s``
         ends its statement list: only there may a declaration that scopes over the rest
         of the list (let, assert, allocate, buffer declaration) print without ``with``."""
         pad = INDENT * indent
-        if isinstance(s, ts.SeqStmt):
+        if isinstance(s, S.SeqStmt):
             out: list[str] = []
             last = len(s.seq) - 1
             for k, x in enumerate(s.seq):
@@ -314,54 +314,54 @@ class TIRPrinter:
             return out
         if isinstance(s, _SCOPING) and not tail:
             return self.scoped_declaration(s, indent)
-        if isinstance(s, ts.BufferStore):
+        if isinstance(s, S.BufferStore):
             target = f"{self.buffer_name(s.buffer)}[{self.indices(s.indices)}]"
             return [f"{pad}{target} = {self.expr(s.value)}"]
-        if isinstance(s, ts.Evaluate):
-            if isinstance(s.value, te.Call):
+        if isinstance(s, S.Evaluate):
+            if isinstance(s.value, E.Call):
                 return [pad + self.expr(s.value)]
             return [f"{pad}T.evaluate({self.expr(s.value)})"]
-        if isinstance(s, ts.For):
+        if isinstance(s, S.For):
             self._push()
             try:
                 return self.for_loop(s, indent)
             finally:
                 self._pop()
-        if isinstance(s, ts.BlockRealize):
+        if isinstance(s, S.BlockRealize):
             self._push()
             try:
                 return self.block(s, indent)
             finally:
                 self._pop()
-        if isinstance(s, ts.IfThenElse):
+        if isinstance(s, S.IfThenElse):
             return self.if_then_else(s, indent, "if")
-        if isinstance(s, ts.While):
+        if isinstance(s, S.While):
             return [f"{pad}while {self.expr(s.condition)}:"] + self.scoped(s.body, indent + 1)
-        if isinstance(s, ts.LetStmt):
+        if isinstance(s, S.LetStmt):
             value = self.expr(s.value)
             name = self.names.define(s.var, s.var.name)
             return [f"{pad}{name}: T.{s.var.dtype} = {value}"] + self.stmt(s.body, indent)
-        if isinstance(s, ts.AssertStmt):
+        if isinstance(s, S.AssertStmt):
             return [f"{pad}assert {self.assert_args(s)}"] + self.stmt(s.body, indent)
-        if isinstance(s, ts.AttrStmt):
+        if isinstance(s, S.AttrStmt):
             return [f"{pad}with T.attr({self.attr_node(s.node)}, {str_literal(s.key)}, "
                     f"{self.expr(s.value)}):"] + self.scoped(s.body, indent + 1)
-        if isinstance(s, ts.Allocate):
+        if isinstance(s, S.Allocate):
             name, call = self.allocate_call(s)
             return [f"{pad}{name} = {call}"] + self.stmt(s.body, indent)
-        if isinstance(s, ts.DeclBuffer):
+        if isinstance(s, S.DeclBuffer):
             name, call = self.decl_buffer_call(s)
             return [f"{pad}{name} = {call}"] + self.stmt(s.body, indent)
-        if isinstance(s, ts.Block):
-            return self.block(ts.BlockRealize(iter_values=tuple(v.var for v in s.iter_vars),
-                                              predicate=te.const(True), block=s), indent)
+        if isinstance(s, S.Block):
+            return self.block(S.BlockRealize(iter_values=tuple(v.var for v in s.iter_vars),
+                                              predicate=E.const(True), block=s), indent)
         return [f"{pad}# <{type(s).__name__}>"]
 
     def attr_node(self, node: Any) -> str:
-        if isinstance(node, te.IterVar):
+        if isinstance(node, E.IterVar):
             # The iteration variable is defined here and scopes over the attribute's body.
             dom = node.dom
-            if isinstance(dom.min, te.IntImm) and dom.min.value == 0 and \
+            if isinstance(dom.min, E.IntImm) and dom.min.value == 0 and \
                     dom.min.dtype == dom.extent.dtype:
                 d = self.expr(dom.extent)
             else:
@@ -371,7 +371,7 @@ class TIRPrinter:
             name = self.names.define(node.var, node.var.name)
             return (f"T.iter_var({name}, {d}, {str_literal(node.iter_type)}, "
                     f"{str_literal(node.thread_tag)}{extra})")
-        if isinstance(node, te.PrimExpr):
+        if isinstance(node, E.PrimExpr):
             return self.expr(node)
         if isinstance(node, Buffer):
             return self.buffer_name(node)
@@ -379,17 +379,17 @@ class TIRPrinter:
             return str_literal(node)
         return repr(node) if isinstance(node, int) or node is None else "None"
 
-    def if_then_else(self, s: ts.IfThenElse, indent: int, kw: str) -> list[str]:
+    def if_then_else(self, s: S.IfThenElse, indent: int, kw: str) -> list[str]:
         pad = INDENT * indent
         out = [f"{pad}{kw} {self.expr(s.condition)}:"] + self.scoped(s.then_case, indent + 1)
         other = s.else_case
         if other is None:
             return out
-        if isinstance(other, ts.IfThenElse):
+        if isinstance(other, S.IfThenElse):
             return out + self.if_then_else(other, indent, "elif")
         return out + [f"{pad}else:"] + self.scoped(other, indent + 1)
 
-    def allocate_call(self, s: ts.Allocate) -> tuple[str, str]:
+    def allocate_call(self, s: S.Allocate) -> tuple[str, str]:
         """The name an allocation defines and its ``T.allocate(...)`` call."""
         extents = "[" + ", ".join(self.expr(x) for x in s.extents) + "]"
         args = [extents, str_literal(s.dtype), str_literal(s.scope)]
@@ -400,7 +400,7 @@ class TIRPrinter:
         name = self.names.define(s.buffer_var, s.buffer_var.name)
         return name, f"T.allocate({', '.join(args)})"
 
-    def decl_buffer_call(self, s: ts.DeclBuffer) -> tuple[str, str]:
+    def decl_buffer_call(self, s: S.DeclBuffer) -> tuple[str, str]:
         """The name a buffer declaration defines and its ``T.Buffer(..., data=...)``."""
         data = self.data_ref(s.buffer.data)
         args = self.buffer_args(s.buffer, always_dtype=False, data=data)
@@ -408,10 +408,10 @@ class TIRPrinter:
         self.data_text.setdefault(id(s.buffer.data), f"{name}.data")
         return name, f"T.Buffer({args})"
 
-    def assert_args(self, s: ts.AssertStmt) -> str:
+    def assert_args(self, s: S.AssertStmt) -> str:
         return f"{self.expr(s.condition)}, {str_literal(s.message)}"
 
-    def scoped_declaration(self, s: ts.Stmt, indent: int) -> list[str]:
+    def scoped_declaration(self, s: S.Stmt, indent: int) -> list[str]:
         """A declaration followed by more statements of its list: ``with T.allocate(...)
         as x:``, ``with T.Buffer(...) as B:``, ``with T.LetStmt(value) as v:`` or ``with
         T.Assert(cond, msg):``, its body indented (the flat form would take the
@@ -419,12 +419,12 @@ class TIRPrinter:
         pad = INDENT * indent
         self._push()
         try:
-            if isinstance(s, ts.LetStmt):
+            if isinstance(s, S.LetStmt):
                 value = self.expr(s.value)
                 head = f"T.LetStmt({value}) as {self.names.define(s.var, s.var.name)}"
-            elif isinstance(s, ts.AssertStmt):
+            elif isinstance(s, S.AssertStmt):
                 head = f"T.Assert({self.assert_args(s)})"
-            elif isinstance(s, ts.Allocate):
+            elif isinstance(s, S.Allocate):
                 name, call = self.allocate_call(s)
                 head = f"{call} as {name}"
             else:
@@ -434,7 +434,7 @@ class TIRPrinter:
         finally:
             self._pop()
 
-    def for_loop(self, s: ts.For, indent: int) -> list[str]:
+    def for_loop(self, s: S.For, indent: int) -> list[str]:
         """A loop; chains of plain serial loops print as one ``T.grid``."""
         pad = INDENT * indent
         if self._plain_serial(s):
@@ -443,7 +443,7 @@ class TIRPrinter:
             while True:
                 used.add(id(chain[-1].loop_var))
                 inner = chain[-1].body
-                if not (isinstance(inner, ts.For) and self._plain_serial(inner)
+                if not (isinstance(inner, S.For) and self._plain_serial(inner)
                         and not _uses_any(inner.extent, used)):
                     break
                 chain.append(inner)
@@ -468,27 +468,27 @@ class TIRPrinter:
         name = self._define_loop(s)
         return [f"{pad}for {name} in {func}({bounds}{extra}):"] + self.stmt(s.body, indent + 1)
 
-    def _define_loop(self, s: ts.For) -> str:
+    def _define_loop(self, s: S.For) -> str:
         self.loops[id(s.loop_var)] = s
         return self.names.define(s.loop_var, s.loop_var.name)
 
     @staticmethod
-    def _zero_min(s: ts.For) -> bool:
-        return isinstance(s.min, te.IntImm) and s.min.value == 0 and s.min.dtype == \
+    def _zero_min(s: S.For) -> bool:
+        return isinstance(s.min, E.IntImm) and s.min.value == 0 and s.min.dtype == \
             s.extent.dtype
 
-    def _plain_serial(self, s: ts.For) -> bool:
+    def _plain_serial(self, s: S.For) -> bool:
         return s.kind == "serial" and not s.annotations and self._zero_min(s)
 
     # ------------------------------------------------------------------ blocks
-    def block(self, r: ts.BlockRealize, indent: int) -> list[str]:
+    def block(self, r: S.BlockRealize, indent: int) -> list[str]:
         """``with T.block(...)``: header statements, then init and body."""
         pad = INDENT * indent
         inner = INDENT * (indent + 1)
         b = r.block
         out = [f"{pad}with T.block({str_literal(b.name)}):"]
         out += [inner + line for line in self.axes(r)]
-        if not (isinstance(r.predicate, te.IntImm) and r.predicate.dtype == "bool" and
+        if not (isinstance(r.predicate, E.IntImm) and r.predicate.dtype == "bool" and
                 r.predicate.value == 1):
             out.append(f"{inner}T.where({self.expr(r.predicate)})")
         out.append(f"{inner}T.reads({', '.join(self.region(x) for x in b.reads)})")
@@ -513,7 +513,7 @@ class TIRPrinter:
             out.append(f"{self.define_buffer(buf)} = T.alloc_buffer({args})")
         return out
 
-    def axes(self, r: ts.BlockRealize) -> list[str]:
+    def axes(self, r: S.BlockRealize) -> list[str]:
         """Iteration variables: one ``T.axis.remap`` when all bind loop variables."""
         ivs = r.block.iter_vars
         if len(ivs) >= 2 and all(self._remappable(iv, v) for iv, v in zip(ivs, r.iter_values)):
@@ -526,12 +526,12 @@ class TIRPrinter:
             dom = iv.dom
             # A bare literal domain adopts the binding's dtype when parsed.
             dim = self.expr if dom.extent.dtype == value.dtype else self._explicit
-            if isinstance(dom.min, te.IntImm) and dom.min.value == 0 and \
+            if isinstance(dom.min, E.IntImm) and dom.min.value == 0 and \
                     dom.min.dtype == dom.extent.dtype:
                 d = dim(dom.extent)
             else:
-                upper = te.IntImm(dtype=dom.min.dtype, value=dom.min.value + dom.extent.value) \
-                    if isinstance(dom.min, te.IntImm) and isinstance(dom.extent, te.IntImm) \
+                upper = E.IntImm(dtype=dom.min.dtype, value=dom.min.value + dom.extent.value) \
+                    if isinstance(dom.min, E.IntImm) and isinstance(dom.extent, E.IntImm) \
                     and dom.min.dtype == dom.extent.dtype else None
                 hi = dim(upper) if upper is not None else self._upper(dom.min, dom.extent)
                 d = f"({dim(dom.min)}, {hi})"
@@ -545,14 +545,14 @@ class TIRPrinter:
             out.append(f"{name} = T.axis.{_AXIS[iv.iter_type]}({d}, {v}{extra})")
         return out
 
-    def _explicit(self, e: te.PrimExpr) -> str:
+    def _explicit(self, e: E.PrimExpr) -> str:
         """An integer immediate with its dtype spelled out (``T.int32(4)``)."""
-        if isinstance(e, te.IntImm) and e.dtype != "bool":
+        if isinstance(e, E.IntImm) and e.dtype != "bool":
             return f"T.{e.dtype}({e.value})"
         return self.expr(e)
 
-    def _remappable(self, iv: te.IterVar, value: te.PrimExpr) -> bool:
-        loop = self.loops.get(id(value)) if isinstance(value, te.Var) else None
+    def _remappable(self, iv: E.IterVar, value: E.PrimExpr) -> bool:
+        loop = self.loops.get(id(value)) if isinstance(value, E.Var) else None
         return (loop is not None and loop.loop_var is value and iv.iter_type in _REMAP
                 and not iv.thread_tag
                 and iv.var.dtype == value.dtype
@@ -575,7 +575,7 @@ class TIRPrinter:
         if isinstance(v, dict):
             items = sorted(v.items(), key=lambda kv: str(kv[0]))
             return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}" for k, x in items) + "}"
-        if isinstance(v, te.PrimExpr):
+        if isinstance(v, E.PrimExpr):
             return self.expr(v)
         if isinstance(v, Buffer):
             return self.buffer_name(v)
@@ -587,7 +587,7 @@ class TIRPrinter:
         return str_literal(str(v))
 
     # ------------------------------------------------------------------ functions
-    def prim_func(self, f: ts.PrimFunc, name: str, indent: int = 0) -> list[str]:
+    def prim_func(self, f: S.PrimFunc, name: str, indent: int = 0) -> list[str]:
         """``@T.prim_func`` + ``def name(...)`` + body, at ``indent``."""
         pad = INDENT * indent
         inner = INDENT * (indent + 1)
@@ -595,7 +595,7 @@ class TIRPrinter:
         out = [pad + ("@T.prim_func(private=True)" if private else "@T.prim_func")]
         params, match_lines = [], []
         scalar_ok: set[int] = set()
-        deferred: list[tuple[te.Var, Buffer]] = []
+        deferred: list[tuple[E.Var, Buffer]] = []
         for p in f.params:
             buf = f.buffer_map.get(p)
             if buf is None:
@@ -627,7 +627,7 @@ class TIRPrinter:
         out[decl_at:decl_at] = decls + match_lines
         return out + body
 
-    def func_body(self, body: ts.Stmt, indent: int) -> list[str]:
+    def func_body(self, body: S.Stmt, indent: int) -> list[str]:
         pad = INDENT * indent
         if _is_implicit_root(body):
             out = [f'{pad}# with T.block("root"):']
@@ -637,43 +637,43 @@ class TIRPrinter:
 
 
 # Declarations that scope over the statements after them when printed flat.
-_SCOPING = (ts.LetStmt, ts.AssertStmt, ts.Allocate, ts.DeclBuffer)
+_SCOPING = (S.LetStmt, S.AssertStmt, S.Allocate, S.DeclBuffer)
 
 
-def _is_implicit_root(body: ts.Stmt) -> bool:
-    if not isinstance(body, ts.BlockRealize):
+def _is_implicit_root(body: S.Stmt) -> bool:
+    if not isinstance(body, S.BlockRealize):
         return False
     b = body.block
     pred = body.predicate
     return (b.name == "root" and not b.iter_vars and not b.reads and not b.writes
             and b.init is None and not b.match_buffers and not b.annotations
-            and isinstance(pred, te.IntImm) and pred.dtype == "bool" and pred.value == 1
+            and isinstance(pred, E.IntImm) and pred.dtype == "bool" and pred.value == 1
             and _has_block(b.body))
 
 
 def _has_block(s: Any) -> bool:
-    return bool(collect(s, lambda n: isinstance(n, ts.Block)))
+    return bool(collect(s, lambda n: isinstance(n, S.Block)))
 
 
-def _uses_any(e: te.PrimExpr, var_ids: set[int]) -> bool:
-    return bool(collect(e, lambda n: isinstance(n, te.Var) and id(n) in var_ids))
+def _uses_any(e: E.PrimExpr, var_ids: set[int]) -> bool:
+    return bool(collect(e, lambda n: isinstance(n, E.Var) and id(n) in var_ids))
 
 
-def _vars_of_buffer(buf: Buffer) -> list[te.Var]:
+def _vars_of_buffer(buf: Buffer) -> list[E.Var]:
     parts = [buf.shape, buf.strides, buf.elem_offset]
-    return collect(parts, lambda n: isinstance(n, te.Var))
+    return collect(parts, lambda n: isinstance(n, E.Var))
 
 
-def free_vars(f: ts.PrimFunc) -> list[te.Var]:
+def free_vars(f: S.PrimFunc) -> list[E.Var]:
     """Scalar variables used in ``f`` but bound by none of its constructs (parameters,
     loops, lets, block iteration variables, allocations, buffer data pointers), in order
     of first use; the printer declares them as ``n = T.int64()``."""
     bound: set[int] = {id(p) for p in f.params}
     seen: set[int] = set()
-    order: list[te.Var] = []
+    order: list[E.Var] = []
 
     class _V(Visitor):
-        def visit_Var(self, v: te.Var) -> None:
+        def visit_Var(self, v: E.Var) -> None:
             if id(v) not in bound and id(v) not in seen:
                 seen.add(id(v))
                 order.append(v)
@@ -682,23 +682,23 @@ def free_vars(f: ts.PrimFunc) -> list[te.Var]:
             bound.add(id(b.data))
             self.generic_visit(b)
 
-        def visit_For(self, s: ts.For) -> None:
+        def visit_For(self, s: S.For) -> None:
             bound.add(id(s.loop_var))
             self.generic_visit(s)
 
-        def visit_LetStmt(self, s: ts.LetStmt) -> None:
+        def visit_LetStmt(self, s: S.LetStmt) -> None:
             bound.add(id(s.var))
             self.generic_visit(s)
 
-        def visit_Let(self, e: te.Let) -> None:
+        def visit_Let(self, e: E.Let) -> None:
             bound.add(id(e.var))
             self.generic_visit(e)
 
-        def visit_Allocate(self, s: ts.Allocate) -> None:
+        def visit_Allocate(self, s: S.Allocate) -> None:
             bound.add(id(s.buffer_var))
             self.generic_visit(s)
 
-        def visit_IterVar(self, iv: te.IterVar) -> None:
+        def visit_IterVar(self, iv: E.IterVar) -> None:
             bound.add(id(iv.var))
             self.generic_visit(iv)
 
@@ -733,13 +733,13 @@ def tir_script(node: Any, show_meta: bool = False, metadata: Any = None,
     that ``irc.parse`` reads back, statements and expressions as fragments. (The options
     of the graph printer are accepted: loop functions hold no metadata constants.)"""
     del show_meta, metadata, meta_limit
-    if isinstance(node, ts.PrimFunc):
+    if isinstance(node, S.PrimFunc):
         name = node.attrs.get("global_symbol", "main")
         lines = TIRPrinter().prim_func(node, name if isinstance(name, str) else "main")
         lines = script_header(lines, module=False) + lines
-    elif isinstance(node, ts.Stmt):
+    elif isinstance(node, S.Stmt):
         lines = TIRPrinter().stmt(node, 0)
-    elif isinstance(node, te.PrimExpr):
+    elif isinstance(node, E.PrimExpr):
         lines = [TIRPrinter().expr(node)]
     else:
         lines = [tir_repr(node)]
@@ -748,22 +748,22 @@ def tir_script(node: Any, show_meta: bool = False, metadata: Any = None,
 
 def tir_repr(node: Any) -> str:
     """A short one-line description of a loop-IR node for ``repr()``."""
-    if isinstance(node, te.PrimExpr):
+    if isinstance(node, E.PrimExpr):
         return TIRPrinter().expr(node)
-    if isinstance(node, ts.PrimFunc):
+    if isinstance(node, S.PrimFunc):
         params = ", ".join(node.buffer_map[p].name if p in node.buffer_map else p.name
                            for p in node.params)
         return f"PrimFunc {node.attrs.get('global_symbol', '<private>')}({params})"
-    if isinstance(node, ts.Stmt):
+    if isinstance(node, S.Stmt):
         lines = TIRPrinter().stmt(node, 0)
         head = lines[0].strip() if lines else type(node).__name__
         return head if len(lines) <= 1 else f"{head} ... ({len(lines)} lines)"
     if isinstance(node, BufferRegion):
         return TIRPrinter().region(node)
-    if isinstance(node, te.Range):
+    if isinstance(node, E.Range):
         tp = TIRPrinter()
         return f"Range(min={tp.expr(node.min)}, extent={tp.expr(node.extent)})"
-    if isinstance(node, te.IterVar):
+    if isinstance(node, E.IterVar):
         tp = TIRPrinter()
         upper = tp._upper(node.dom.min, node.dom.extent)
         return (f"IterVar({tp.expr(node.var)} in [{tp.expr(node.dom.min)}, {upper}), "
@@ -772,5 +772,5 @@ def tir_repr(node: Any) -> str:
 
 
 _PRINTER = Printer(script=tir_script, repr=tir_repr)
-for _cls in (te.PrimExpr, ts.Stmt, ts.PrimFunc, BufferRegion, te.Range, te.IterVar):
+for _cls in (E.PrimExpr, S.Stmt, S.PrimFunc, BufferRegion, E.Range, E.IterVar):
     register_printer(_cls, _PRINTER)

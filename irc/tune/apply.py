@@ -81,7 +81,7 @@ def schedule_from_record(func: PrimFunc, record: TuningRecord | Any,
         staged = with_transform_stage(sch.mod["main"])
         new = Schedule(staged)
         # Keep the trace that made the kernel (printing the schedule shows it).
-        new._trace = sch.trace  # noqa: SLF001 - the replayed trace describes the kernel
+        new._trace = sch.trace
         return new
     return sch
 

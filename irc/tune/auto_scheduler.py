@@ -550,7 +550,7 @@ class ApplyHistoryBest:
         ApplyHistoryBest._stack.remove(self)
 
 
-def compile(mod: Any, target: Any = "llvm", params: Any = None) -> Any:  # noqa: A001
+def compile(mod: Any, target: Any = "llvm", params: Any = None) -> Any:
     """``irc.compile`` with the schedules of the innermost ``ApplyHistoryBest`` context
     (seed 004's ``with ApplyHistoryBest(log): build(...)``)."""
     if not ApplyHistoryBest._stack:

@@ -125,7 +125,7 @@ def _call_tir_sites(mod: IRModule) -> list[tuple[Call, PrimFunc]]:
                     found.append((c, callee))
             self.generic_visit(c)
 
-    for gv, f in mod.functions.items():
+    for f in mod.functions.values():
         if isinstance(f, Function):
             _Find().visit(f)
     return found

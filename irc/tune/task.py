@@ -328,7 +328,7 @@ def extract_tasks(mod: Any, target: Any = "llvm", params: dict | None = None, *,
     by_key: dict[str, TuneTask] = {}
     order: list[str] = []
     skipped_symbolic: set[str] = set()
-    for gv, func in mod.functions.items():
+    for func in mod.functions.values():
         if isinstance(func, PrimFunc):
             continue
         for callee in _call_tir_callees(func):

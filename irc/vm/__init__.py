@@ -1,7 +1,7 @@
 """The bytecode virtual machine: compiler, Executable and VirtualMachine."""
 
 from . import builtins  # registers the runtime functions the bytecode calls by name
-from .build import compile, link  # noqa: A004
+from .build import compile, link
 from .bytecode import AllocSpec, ValueCheck, VMFunction
 from .executable import Executable, load_executable
 from .vm import VirtualMachine

@@ -22,7 +22,7 @@ from .compiler import ConstantPool, compile_functions
 from .executable import Executable
 
 
-def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",  # noqa: A001
+def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
             params: dict | None = None) -> Executable:
     """Compile ``mod`` for ``target`` and return an :class:`Executable`.
 

@@ -212,7 +212,7 @@ class _PreparedFunction:
                 result = func(*[regs[a] for a in args])
             except VMError:
                 raise
-            except Exception as err:  # noqa: BLE001 - report which runtime function failed
+            except Exception as err:
                 raise VMError(f"{fname}: runtime function {name} failed: "
                               f"{type(err).__name__}: {err}") from err
             if dst >= 0:

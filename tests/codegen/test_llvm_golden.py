@@ -12,11 +12,11 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from llvm_kernels import bcast, buf, func, loop, ramp, store  # noqa: E402
+from llvm_kernels import bcast, buf, func, loop, ramp, store
 
-from irc import tir  # noqa: E402
-from irc.codegen import codegen_llvm  # noqa: E402
-from irc.tir import stmt as S  # noqa: E402
+from irc import tir
+from irc.codegen import codegen_llvm
+from irc.tir import stmt as S
 
 GOLDEN_DIR = os.path.join(os.path.dirname(__file__), "golden")
 # A fixed target: the text must not depend on the machine running the tests.

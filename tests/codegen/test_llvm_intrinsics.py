@@ -7,9 +7,10 @@ import pytest
 from llvm_kernels import bcast, buf, func, loop, ramp, run, store
 
 import irc
-from irc import tir
+from irc import tir, topi
+from irc.codegen import supported_intrinsics
+from irc.tir import Schedule, intrin, te
 from irc.tir import expr as E
-from irc.tir import intrin
 from irc.tir import stmt as S
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -179,8 +180,6 @@ def test_reinterpret_half_bits():
 
 
 def test_every_intrinsic_is_supported():
-    from irc.codegen import supported_intrinsics
-
     missing = set(intrin.INTRINSICS) - set(supported_intrinsics())
     assert not missing, f"intrinsics without LLVM lowering: {sorted(missing)}"
 
@@ -228,12 +227,6 @@ def test_vector_exp_declared_once_when_llvm_also_vectorizes_a_loop():
     """Regression: a kernel with an explicitly vectorized exp (which calls libmvec
     directly) and a plain loop that LLVM's vectorizer turns into llvm.exp.v16f32 (mapped
     to libmvec after optimization) declared the libmvec function twice."""
-    import numpy as np
-
-    import irc
-    from irc import topi
-    from irc.tir import Schedule, te
-
     x = te.placeholder((4, 64), name="x")
     z = topi.exp(topi.nn.softmax(x))
     f = te.create_prim_func([x, z])

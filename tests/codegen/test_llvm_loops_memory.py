@@ -6,6 +6,7 @@ from llvm_kernels import buf, func, loop, ramp, rand, run, store
 
 import irc
 from irc import tir
+from irc.codegen import codegen_llvm
 from irc.tir import stmt as S
 
 
@@ -76,8 +77,6 @@ def test_unrolled_loop_is_unrolled_by_codegen():
     x, y = rand(8, "float32"), np.zeros(8, "float32")
     run(f, x, y)
     np.testing.assert_allclose(y, x + np.arange(8))
-    from irc.codegen import codegen_llvm
-
     text = codegen_llvm({"main": f}, "llvm").text
     assert "for_head" not in text  # no loop left
 
@@ -88,8 +87,6 @@ def test_long_unrolled_and_vectorized_loops_get_metadata():
     i, j = tir.var("i"), tir.var("j")
     f = func([a, b, c], tir.seq(loop(i, n, store(b, i, a[i] * 2.0), kind="unrolled"),
                                loop(j, n, store(c, j, b[j] + a[j]), kind="vectorized")))
-    from irc.codegen import codegen_llvm
-
     text = codegen_llvm({"main": f}, "llvm").text
     assert "llvm.loop.unroll.enable" in text and "llvm.loop.vectorize.enable" in text
     x, y, z = rand(n, "float32"), np.zeros(n, "float32"), np.zeros(n, "float32")
@@ -190,15 +187,11 @@ def test_block_form_needs_lowering_message():
     blk = S.Block(name="b", iter_vars=(), reads=(), writes=(), body=store(a, 0, 1.0))
     realize = S.BlockRealize(iter_values=(), predicate=tir.const(True), block=blk)
     f = func([a], realize)
-    from irc.codegen import codegen_llvm
-
     with pytest.raises(irc.CodegenError, match="block form"):
         codegen_llvm({"main": f}, "llvm")
 
 
 def _codegen_text(f):
-    from irc.codegen import codegen_llvm
-
     return codegen_llvm({"main": f}, "llvm").text
 
 

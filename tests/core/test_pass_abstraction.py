@@ -15,6 +15,7 @@ from irc.core.transform import FunctionPass, Pass, PassContext, Sequential
 from irc.ir import IRModule
 from irc.tir import te
 from irc.tir.transform import LOWER_TIR, LOWERING_PASSES, PrimFuncPass
+from irc.tune import ms
 
 GRAPH = """
 @I.ir_module
@@ -142,11 +143,9 @@ def test_prim_func_pass_class_decorator():
 
 
 def test_tuning_passes_are_reachable_from_irc_passes():
-    from irc.tune import ms
-
     assert passes.MetaScheduleTuneTIR is ms.MetaScheduleTuneTIR
     assert passes.MetaScheduleApplyDatabase is ms.MetaScheduleApplyDatabase
     p = passes.MetaScheduleTuneTIR(work_dir="w", max_trials_global=4)
     assert isinstance(p, Pass) and "max_trials_global=4" in repr(p)
     with pytest.raises(AttributeError, match="no attribute 'NoSuchPass'"):
-        passes.NoSuchPass  # noqa: B018 - the attribute access is the test
+        _ = passes.NoSuchPass

@@ -9,7 +9,7 @@ import irc
 from irc import passes
 from irc.target import Target
 from irc.tir.interpreter import run as interpret
-from irc.tir.stmt import PrimFunc
+from irc.tir.stmt import Block, BlockRealize, For, PrimFunc, SeqStmt
 
 
 def graph(params: dict[str, tuple], body: str, out: tuple, dtype: str = "float32") -> str:
@@ -80,8 +80,6 @@ def schedule(func: PrimFunc, rule, target: str):
 
 def loop_kinds(func: PrimFunc) -> list[str]:
     """Kinds of every loop of ``func`` (with thread tags), in pre-order."""
-    from irc.tir.stmt import Block, BlockRealize, For, SeqStmt
-
     out: list[str] = []
 
     def walk(s) -> None:

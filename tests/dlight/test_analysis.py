@@ -2,6 +2,7 @@
 
 from dlight_helpers import graph, kernels
 
+import irc
 from irc import dlight as dl
 from irc.dlight.analysis import row_depth
 from irc.tir import Schedule, decl_buffer, var
@@ -60,8 +61,6 @@ def test_softmax_blocks_share_one_row():
 
 
 def test_infos_are_none_for_lowered_functions():
-    import irc
-
     ks = kernels(graph({"x": (3, 5)}, "gv = R.nn.relu(x)", (3, 5)))
     lowered = irc.lower(next(iter(ks.values())))["main"]
     assert get_block_infos(Schedule(lowered)) is None or dl.cpu.Fallback().apply(

@@ -7,8 +7,8 @@ import pytest
 from dlight_helpers import graph, kernels
 
 import irc
+from irc import dlight, passes
 from irc import dlight as dl
-from irc import passes
 from irc.core.diagnostics import IRCError, ScheduleError
 from irc.target import Target
 from irc.tir import Schedule
@@ -141,8 +141,6 @@ def test_default_pipeline_schedules_under_llvm_only():
 
 
 def test_dlight_is_importable_as_in_the_design():
-    from irc import dlight
-
     assert dlight is irc.dlight
     assert [r.name for r in dl.gpu.default_rules()] == [
         "Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback"]

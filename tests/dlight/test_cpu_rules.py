@@ -14,8 +14,10 @@ from dlight_helpers import (
 
 import irc
 from irc import dlight as dl
+from irc import te, topi
 from irc.target import Target
 from irc.testing import ref
+from irc.tir import Schedule
 
 
 def _sigmoid(x):
@@ -233,9 +235,6 @@ def test_strided_weights_are_packed_once_per_call():
 def test_compute_at_keeps_the_predicate_of_a_partial_split():
     # rfactor after a split that does not divide leaves a T.where on the partial
     # block; moving it under the consumer's row must keep it (core fix).
-    from irc import te, topi
-    from irc.tir import Schedule
-
     a = te.placeholder((4, 100), name="A")
     s_ = topi.sum(a, axis=1)
     c = te.compute((4, 100), lambda i, j: a[i, j] / s_[i], name="C")

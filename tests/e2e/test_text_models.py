@@ -1,9 +1,13 @@
 """Models written as text compile with irc.compile and match numpy references."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
 import irc
+from irc.cli import main
+from irc.frontend import nn
 from irc.testing import ref
 
 EXAMPLE = "examples/convnet.ir"
@@ -19,8 +23,6 @@ def _convnet_reference(data, w1, b1, w2, fw, fb):
 
 @pytest.fixture(scope="module")
 def convnet_vm():
-    import pathlib
-
     root = pathlib.Path(__file__).resolve().parents[2]
     text = (root / EXAMPLE).read_text()
     mod = irc.parse(text, source_name=EXAMPLE)
@@ -38,10 +40,6 @@ def test_example_convnet_matches_numpy(convnet_vm):
 
 
 def test_cli_runs_the_bundled_example(capsys):
-    import pathlib
-
-    from irc.cli import main
-
     root = pathlib.Path(__file__).resolve().parents[2]
     assert main(["run", str(root / EXAMPLE), "--repeat", "3"]) == 0
     printed = capsys.readouterr().out
@@ -50,8 +48,6 @@ def test_cli_runs_the_bundled_example(capsys):
 
 
 def test_cli_reports_errors_without_traceback(tmp_path, capsys):
-    from irc.cli import main
-
     bad = tmp_path / "bad.ir"
     bad.write_text("@I.ir_module\nclass Module:\n    @R.function\n    def main(x):\n")
     assert main(["run", str(bad)]) == 1
@@ -90,8 +86,6 @@ def test_symbolic_batch_through_the_whole_pipeline():
 def test_padded_conv_with_symbolic_batch():
     """Regression: the padded intermediate of a conv with a symbolic batch once got a
     wrong (overflowed) allocation size."""
-    from irc.frontend import nn
-
     mod, _ = nn.Conv2D(3, 8, 3, padding=1, bias=False).export_ir(
         {"forward": {"x": nn.spec.Tensor(("n", 3, 8, 8), "float32")}})
     vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))

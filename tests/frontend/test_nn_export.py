@@ -3,6 +3,7 @@ text), symbolic dimensions, several methods, tuple outputs, debug spans."""
 
 import textwrap
 
+import numpy as np
 import pytest
 
 import irc
@@ -17,7 +18,7 @@ from irc.ir import (
     ops,
     tensor_sinfo,
 )
-from irc.tir import expr as tir
+from irc.tir import expr as E
 
 
 class RelaxModel(nn.Module):
@@ -137,7 +138,7 @@ def test_symbolic_batch_shared_by_name_and_tuple_output():
     mod, params = TwoHeads().export_ir(spec)
     func = mod["forward"]
     n = func.params[0].struct_info.shape[0]
-    assert isinstance(n, tir.Var) and n.dtype == "int64" and n.name == "n"
+    assert isinstance(n, E.Var) and n.dtype == "int64" and n.name == "n"
     ret = func.ret_struct_info
     assert isinstance(ret, TupleStructInfo)
     assert ret.fields[0].shape[0] is n and ret.fields[0].shape[1].value == 3
@@ -212,8 +213,6 @@ def test_tensor_operators_emit_named_bindings():
 
 
 def test_split_returns_tensors_and_from_const_embeds_arrays():
-    import numpy as np
-
     class Model(nn.Module):
         def forward(self, x):
             a, b = nn.op.split(x, 2, axis=1)
@@ -242,7 +241,7 @@ def test_tensor_shape_and_dtype_seen_by_forward():
 
     Model().export_ir({"forward": {"x": nn.spec.Tensor(("n", 4), "float32")}})
     (n, four), ndim, dtype = seen["x"]
-    assert isinstance(n, tir.Var) and four == 4 and ndim == 2 and dtype == "float32"
+    assert isinstance(n, E.Var) and four == 4 and ndim == 2 and dtype == "float32"
     assert seen["y"][1] == 6 and seen["y"][0] is n
     assert seen["w"] == (6, 4)
 

@@ -5,7 +5,17 @@ import re
 import pytest
 from graph_helpers import inferred, tensor_var
 
-from irc.ir import IRTypeError, SourceFile, Span, get_op_def, make_call, normalize, ops
+from irc.ir import (
+    IRTypeError,
+    SourceFile,
+    Span,
+    TensorStructInfo,
+    Var,
+    get_op_def,
+    make_call,
+    normalize,
+    ops,
+)
 from irc.ir.op import BROADCAST, ELEMWISE
 from irc.ir.struct_info_analysis import format_sinfo
 
@@ -138,8 +148,6 @@ def test_symbolic_broadcasting(n, m):
 
 
 def test_unknown_shapes_and_dtypes_propagate():
-    from irc.ir import TensorStructInfo, Var
-
     a = Var(name_hint="a", struct_info=TensorStructInfo(dtype="float32", ndim=2))
     b = Var(name_hint="b", struct_info=TensorStructInfo(ndim=-1))
     assert inferred(ops.add(a, tensor_var((3,)))) == 'R.Tensor(ndim=2, "float32")'

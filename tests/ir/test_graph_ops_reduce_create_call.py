@@ -8,7 +8,9 @@ from graph_helpers import inferred, tensor_var
 from irc import tir
 from irc.ir import (
     ExternFunc,
+    FuncStructInfo,
     GlobalVar,
+    IRModule,
     IRTypeError,
     PrimValue,
     Tuple,
@@ -72,8 +74,6 @@ def test_arange(n):
 
 
 def test_call_tir_and_its_module_checks():
-    from irc.ir import IRModule
-
     x = tensor_var((1, 256))
     gv = GlobalVar(name_hint="relu_kernel")
     call = ops.call_tir(gv, [x], tensor_sinfo((1, 256)))
@@ -114,8 +114,6 @@ def test_shape_of(n):
 
 
 def _func_sinfo():
-    from irc.ir import FuncStructInfo
-
     return FuncStructInfo(params=None, ret=tensor_sinfo((1, 256)))
 
 

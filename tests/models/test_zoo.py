@@ -8,6 +8,7 @@ from irc import IRCError
 from irc.frontend import nn
 from irc.ir.struct_info import TensorStructInfo
 from irc.testing.models import bert, get_model, list_models, mobilenet, resnet
+from irc.testing.models._layers import BatchNorm
 
 _STATS = ("running_mean", "running_var")
 
@@ -133,7 +134,5 @@ def test_reference_rejects_wrong_input_shape():
 
 
 def test_batch_norm_layer_rejects_unknown_layout():
-    from irc.testing.models._layers import BatchNorm
-
     with pytest.raises(nn.NNError, match="layout"):
         BatchNorm(4, layout="CHWN")

@@ -7,6 +7,7 @@ import pytest
 
 import irc
 from irc.ir import BlockBuilder, Var, ops, tensor_sinfo
+from irc.ir.op import AttrSpec, register_op
 from irc.testing import ref
 
 RNG = np.random.default_rng(0)
@@ -195,8 +196,6 @@ def test_astype_and_clip():
 
 
 def test_missing_legalization_names_the_operator():
-    from irc.ir.op import AttrSpec, get_op_def, register_op  # noqa: F401
-
     name = "test.no_rule_identity"
     if not irc.ir.op.has_op(name):
         @register_op(name, operands=["x"], attrs=[AttrSpec("note", default="")])

@@ -1,6 +1,7 @@
 """Modules: calling with checks, errors, files, timing, the build cache."""
 
 import os
+import select
 import sys
 
 import numpy as np
@@ -8,9 +9,10 @@ import pytest
 
 import irc
 from irc import tir
+from irc.target import Target
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from llvm_kernels import buf, func, loop, rand, store  # noqa: E402
+from llvm_kernels import buf, func, loop, rand, store
 
 
 def _add_one(n=8, dtype="float32", name="add_one"):
@@ -171,8 +173,6 @@ def test_build_cache_and_inputs():
 
 
 def test_build_uses_current_target():
-    from irc.target import Target
-
     f = _add_one(4, name="curr")
     with Target("llvm -num-cores=1"):
         mod = irc.build(f)
@@ -245,8 +245,6 @@ def test_parallel_kernels_work_in_a_forked_child():
         finally:
             os._exit(0)
     os.close(w)
-    import select
-
     ready, _, _ = select.select([r], [], [], 60)
     msg = os.read(r, 8) if ready else b"timeout"
     os.waitpid(pid, 0)

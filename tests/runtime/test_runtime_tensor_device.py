@@ -5,6 +5,7 @@ import pytest
 
 import irc
 from irc.runtime import ndarray as tensor_mod
+from irc.target import Target, TargetError
 
 
 def test_devices():
@@ -101,8 +102,6 @@ def test_cuda_tensor_without_gpu_raises_irc_error():
 
 
 def test_target_parsing_and_current():
-    from irc.target import Target, TargetError
-
     t = Target("llvm -mcpu=znver4 -num-cores 2")
     assert t.kind.name == "llvm" and t.mcpu == "znver4" and t.num_cores == 2
     assert str(t) == "llvm -mcpu=znver4 -num-cores=2"

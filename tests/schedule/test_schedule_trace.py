@@ -210,7 +210,7 @@ def test_module_with_several_functions():
     assert sch.get(sch.get_loops(c)[2]).extent.value == 32
     i, j = sch.get_loops(d)
     sch.split(j, factors=[None, 8])
-    mi, mj, mk = sch.get_loops(c)
+    mi, _, _ = sch.get_loops(c)
     with pytest.raises(irc.ScheduleError, match="different functions"):
         sch.fuse(i, mi)
     with pytest.raises(irc.ScheduleError, match="function 'main' but the block is in 'other'"):

@@ -5,6 +5,7 @@ import pytest
 from script_helpers import parse_error
 
 import irc
+from irc.script_parser import syntax, syntax_errors
 
 RELAX = '''@I.ir_module
 class Module:
@@ -154,7 +155,6 @@ def test_messages_name_the_arrow_and_keywords_not_lark_terminals():
 
 
 def test_error_messages_use_only_terminals_the_grammar_names():
-    from irc.script_parser import syntax, syntax_errors
     lark, _, _ = syntax._parser()
     names = {t.name for t in lark.terminals}
     assert not [n for n in names if n.startswith("__")], "every terminal is named in grammar.lark"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import irc
 from irc import te
+from irc.ir.op import get_op_def, list_ops
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -142,8 +143,6 @@ ARG_VALUES = ["x", "s", "p", "1", "-1", "1.5", '"a"', "None", "True", "[1, 2]", 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_operator_calls_with_any_arguments_raise_only_irc_errors(data):
-    from irc.ir.op import get_op_def, list_ops
-
     op = data.draw(st.sampled_from(list_ops()))
     opdef = get_op_def(op)
     args = data.draw(st.lists(st.sampled_from(ARG_VALUES), max_size=4))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from irc import tir
+from irc import IRCError, tir
 from irc.ir import assert_structural_equal
 from irc.tir import Range, const
 from irc.tir import expr as E
-from irc.tir.arith import Analyzer
+from irc.tir.arith import Analyzer, simplify
 
 i, j, k, f = tir.var("i"), tir.var("j"), tir.var("k"), tir.var("f")
 x, y, n = tir.var("x"), tir.var("y"), tir.var("n")
@@ -220,8 +220,6 @@ def test_modular_set():
 
 
 def test_rebinding_needs_override():
-    from irc import IRCError
-
     an = analyzer()
     an.bind(i, Range.from_min_extent(0, 64))  # the same range again is fine
     with pytest.raises(IRCError, match="bound twice"):
@@ -239,7 +237,5 @@ def test_simplify_is_memoized_and_idempotent():
 
 
 def test_module_level_simplify():
-    from irc.tir.arith import simplify
-
     assert_structural_equal(simplify(x * 4 + x * 4 - x * 8), const(0))
     assert_structural_equal(simplify((i * 16 + j) % 16, analyzer()), j)

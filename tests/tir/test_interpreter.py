@@ -1,9 +1,11 @@
 """The reference interpreter on hand-written loop IR (block form and lowered form)."""
 
+import math
+
 import numpy as np
 import pytest
 
-from irc import te
+from irc import te, tir
 from irc.tir import (
     Allocate,
     AssertStmt,
@@ -23,13 +25,17 @@ from irc.tir import (
     PrimFunc,
     Ramp,
     Range,
+    Select,
     Var,
     While,
     const,
     decl_buffer,
     floordiv,
     floormod,
+    if_then_else,
     seq,
+    truncdiv,
+    truncmod,
     var,
 )
 from irc.tir.interpreter import InterpreterError, compile_func, run
@@ -106,7 +112,6 @@ def _eval(dtype, out_dtype, make, a, b):
 
 
 def test_integer_division_truncates_and_floors_like_c():
-    from irc.tir import truncdiv, truncmod
     a = [7, -7, 7, -7, 0, -128]
     b = [2, 2, -2, -2, 3, 3]
     np.testing.assert_array_equal(_eval("int32", "int32", truncdiv, a, b), [3, -3, -3, 3, 0, -42])
@@ -143,7 +148,6 @@ def test_narrow_integers_wrap_around():
 
 
 def test_shifts_and_bitwise_intrinsics():
-    from irc import tir
     a, b = [1, -8, 255, 3, 5, 6], [3, 1, 4, 0, 2, 1]
     np.testing.assert_array_equal(_eval("int32", "int32", tir.shift_left, a, b),
                                   np.left_shift(np.array(a, "int32"), b))
@@ -200,7 +204,6 @@ def test_out_of_bounds_access_names_buffer_and_index():
 
 
 def test_if_then_else_reads_lazily_select_reads_both():
-    from irc.tir import Select, if_then_else
     A = decl_buffer((4,), "float32", "A")
     B = decl_buffer((5,), "float32", "B")
     i = var("i")
@@ -359,7 +362,6 @@ def test_block_init_runs_on_first_reduction_iteration():
 
 
 def test_intrinsics_match_numpy():
-    from irc import tir
     x = np.array([-2.0, -0.5, 0.0, 0.3, 1.0, 2.5], "float32")
     for name, ref in [("exp", np.exp), ("tanh", np.tanh), ("sqrt", lambda v: np.sqrt(abs(v))),
                       ("sigmoid", lambda v: 1 / (1 + np.exp(-v))), ("round", np.round),
@@ -369,7 +371,6 @@ def test_intrinsics_match_numpy():
             return getattr(tir, name)(arg)
         out = _eval("float32", "float32", make, x, x)
         if ref is None:
-            import math
             ref_v = np.array([math.erf(v) for v in x], "float32")
         else:
             ref_v = ref(x).astype("float32")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from irc import tir
+from irc.ir import collect
 from irc.tir import (
     Block,
     BlockRealize,
@@ -118,41 +119,6 @@ def test_tiled_matmul_block_regions():
 
 
 def tir_blocks(stmt):
-    from irc.ir import collect
-
     return collect(stmt, lambda x: type(x) is tir.Block)
 
 
-def multilevel_tiled_matmul(n=1024, m=1024, k=1024, i_tiles=(4, 8, 2, 16), j_tiles=(4, 4, 4, 16),
-                            k_tiles=(256, 4), unroll=64):
-    """``C = A @ B`` with the SSRSRS multi-level tiling an auto-scheduler produces: four
-    spatial levels per axis (outer two fused and parallel), the reduction split in two,
-    the innermost j loop vectorized, results accumulated in a ``local`` cache written back
-    under the second tile level, an auto-unroll pragma on the outer loop."""
-    A = decl_buffer((n, k), "float32", "A")
-    B = decl_buffer((k, m), "float32", "B")
-    C = decl_buffer((n, m), "float32", "C")
-    local = decl_buffer((n, m), "float32", "C_local", scope="local")
-    i0, i1, i2, i3 = (var(f"i{t}") for t in range(4))
-    j0, j1, j2, j3 = (var(f"j{t}") for t in range(4))
-    k0, k1 = var("k0"), var("k1")
-    fused = var("i0_j0_fused")
-    ti, tj = i_tiles, j_tiles
-    i_expr = ((fused // tj[0] * ti[1] + i1) * ti[2] + i2) * ti[3] + i3
-    j_expr = ((fused % tj[0] * tj[1] + j1) * tj[2] + j2) * tj[3] + j3
-    mm = block("C_local", [("vi", "S", n, i_expr), ("vj", "S", m, j_expr),
-                           ("vk", "R", k, k0 * k_tiles[1] + k1)],
-               lambda vi, vj, vk: BufferStore(buffer=local, indices=(vi, vj),
-                                              value=local[vi, vj] + A[vi, vk] * B[vk, vj]),
-               lambda vi, vj, vk: BufferStore(buffer=local, indices=(vi, vj),
-                                              value=const(0.0)))
-    nest = loop(k0, k_tiles[0], loop(i2, ti[2], loop(j2, tj[2], loop(
-        k1, k_tiles[1], loop(i3, ti[3], loop(j3, tj[3], mm, kind="vectorized"))))))
-    a0, a1 = var("ax0"), var("ax1")
-    wb = block("C", [("vi", "S", n, (fused // tj[0] * ti[1] + i1) * ti[2] * ti[3] + a0),
-                     ("vj", "S", m, (fused % tj[0] * tj[1] + j1) * tj[2] * tj[3] + a1)],
-               lambda vi, vj: BufferStore(buffer=C, indices=(vi, vj), value=local[vi, vj]))
-    write_back = loop(a0, ti[2] * ti[3], loop(a1, tj[2] * tj[3], wb, kind="vectorized"))
-    body = loop(fused, ti[0] * tj[0], loop(i1, ti[1], loop(j1, tj[1], seq(nest, write_back))),
-                kind="parallel", annotations={"pragma_auto_unroll_max_step": unroll})
-    return func([A, B, C], body, alloc=[local])

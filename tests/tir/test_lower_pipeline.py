@@ -11,6 +11,7 @@ from test_lower_cases import matmul, tiled_matmul_add
 import irc
 from irc import LoweringError, tir
 from irc.ir import IRModule, assert_structural_equal, collect
+from irc.script_parser import parse
 from irc.tir import te
 from irc.tir.analysis import verify_lowered
 from irc.tir.interpreter import run
@@ -197,8 +198,6 @@ def test_symbolic_int64_shapes():
 
 
 def test_gpu_shared_buffer_allocated_per_thread_block():
-    from irc.script_parser import parse
-
     f = parse('''
 @T.prim_func
 def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from irc import IRCError, te, topi
+from irc.tir import Select, const
 
 
 def matmul_add(n, kk, m, dtype="float32"):
@@ -109,7 +110,6 @@ def test_select_floordiv_cast_and_bool_forms():
     line = str(te.ComputeDAG([A, out])).splitlines()[1]
     assert line == ("B(i, j) = tir.if_then_else(((floormod(i, 4) == 3) && (floordiv(j, 2) == 1)), "
                     "float32(A[((i*4) + j)]), 0.5f)")
-    from irc.tir import Select, const
     sel = te.compute((4,), lambda i: Select(dtype="float32", condition=const(True),
                                             true_value=te.const(1.0), false_value=te.const(0.0)),
                      name="S")

@@ -12,6 +12,7 @@ from irc.tir import (
     BufferStore,
     FloatImm,
     For,
+    IntImm,
     IterVar,
     PrimFunc,
     Range,
@@ -133,7 +134,6 @@ def test_int64_index_override_matches_int64_shapes():
     assert_structural_equal(func, expected_matmul(16, 8, 4, index="int64"))
     check_prim_func(func)
     # te written directly with int64 shapes gives the same function.
-    from irc.tir import IntImm
     i64 = [IntImm(dtype="int64", value=v) for v in (16, 8, 4)]
     A2 = te.placeholder((i64[0], i64[2]), name="A")
     B2 = te.placeholder((i64[2], i64[1]), name="B")

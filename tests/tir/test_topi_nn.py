@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from irc import IRCError, te, topi
+from irc.tir import IntImm, var
 from irc.tir.interpreter import run
 from irc.tir.well_formed import check_prim_func
 
@@ -273,8 +274,6 @@ def test_layer_norm_group_norm_batch_norm():
 
 def test_int64_shapes_with_a_symbolic_batch():
     # What graph-level legalization builds: int64 shapes, a symbolic batch dimension.
-    from irc.tir import IntImm, var
-
     def i64(v):
         return IntImm(dtype="int64", value=v)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from irc import LoweringError
-from irc.ir import assert_structural_equal
+from irc.ir import IRModule, assert_structural_equal
 from irc.script_parser import parse
 from irc.tir import transform as T
 
@@ -308,8 +308,6 @@ def main(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16,), "float32")):
 
 
 def test_passes_apply_to_modules():
-    from irc.ir import IRModule
-
     mod = IRModule(functions={"main": parse(REDUCE)})
     out = T.LowerInitBlock()(mod)
     assert_structural_equal(out["main"], parse(REDUCE_INIT_LOWERED))

@@ -4,6 +4,10 @@ best, build, check against numpy, print the schedule, resume without re-measurin
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,6 +15,7 @@ import irc
 from irc import te, topi
 from irc.core.diagnostics import TuningError
 from irc.frontend import nn
+from irc.testing import ref
 from irc.tune import JSONDatabase, auto_scheduler
 from irc.tune.apply import LayoutRewriteOption
 
@@ -150,8 +155,6 @@ def test_seed_000_conv_layer(tmp_path):
     data = g.uniform(size=(1, 8, 7, 7)).astype(np.float32)
     weight = g.uniform(size=(16, 8, 3, 3)).astype(np.float32)
     bias = g.uniform(size=(1, 16, 1, 1)).astype(np.float32)
-    from irc.testing import ref
-
     want = np.maximum(ref.conv2d_nchw(data, weight, padding=1) + bias, 0.0)
     out = irc.runtime.empty(want.shape, "float32")
     func(irc.tensor(data), irc.tensor(weight), irc.tensor(bias), out)
@@ -217,10 +220,6 @@ def test_option_and_usage_errors(tmp_path):
     ("tune_seed000_conv2d.py", []),
 ])
 def test_seed_examples_run(tmp_path, script, extra):
-    import os
-    import subprocess
-    import sys
-
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "examples", script)
     res = subprocess.run([sys.executable, path, "--trials", "3",

@@ -8,8 +8,9 @@ import sys
 
 import numpy as np
 import pytest
-from tune_workloads import add_one, matmul
+from tune_workloads import add_one, matmul, tiling_trace
 
+import irc.tune.cost_model as cm
 from irc.core.diagnostics import MissingDependencyError
 from irc.target import Target
 from irc.tune import (
@@ -100,8 +101,6 @@ def test_save_and_load(tmp_path, cls):
 
 
 def test_update_from_measurements_and_record_files(tmp_path):
-    from tune_workloads import tiling_trace
-
     wl = Workload.from_func(matmul(32))
     traces = [None] + [tiling_trace(wl.func, seed=s) for s in range(5)]
     inputs = [MeasureInput(wl, t) for t in traces]
@@ -148,8 +147,6 @@ def test_normalized_throughput_and_pairwise_loss():
 
 
 def test_create_cost_model_falls_back_without_xgboost(monkeypatch):
-    import irc.tune.cost_model as cm
-
     assert isinstance(create_cost_model("auto"), XGBModel)
     monkeypatch.setattr(cm, "xgboost_available", lambda: False)
     assert isinstance(cm.create_cost_model("auto"), NumpyModel)

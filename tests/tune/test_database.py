@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 from tune_workloads import add_one, matmul
@@ -259,10 +262,6 @@ while True:
 
 
 def test_killed_writer_loses_at_most_the_record_in_flight(tmp_path):
-    import signal
-    import subprocess
-    import sys
-
     path = str(tmp_path / "log.json")
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, path], stdout=subprocess.PIPE,
                             text=True)

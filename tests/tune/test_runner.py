@@ -4,10 +4,11 @@ records while the others are measured."""
 from __future__ import annotations
 
 import pytest
-from tune_workloads import add_one, calls_abort, hangs, matmul, writes_out_of_bounds
+from tune_workloads import add_one, calls_abort, hangs, matmul, slow_add_one, writes_out_of_bounds
 
 from irc.core.diagnostics import TuningError
 from irc.tune import (
+    BuildResult,
     JSONDatabase,
     LocalBuilder,
     LocalRunner,
@@ -73,8 +74,6 @@ def test_hanging_and_wrong_candidates(builder, checking_runner):
 
 
 def test_run_timeout_starts_with_the_kernel(builder):
-    from tune_workloads import slow_add_one
-
     # Computing the reference outputs with this workload's unscheduled function takes
     # longer than the run timeout; only the candidate's own time counts against it.
     wl = Workload.from_func(slow_add_one(64, 5_000_000))
@@ -100,8 +99,6 @@ def test_without_check_a_wrong_kernel_is_just_timed(builder):
 
 
 def test_build_errors_pass_through_and_options_are_checked(builder):
-    from irc.tune import BuildResult
-
     runner = LocalRunner()
     res = runner.run([MeasureInput(add_one(8))],
                      [BuildResult(None, MeasureErrorKind.BUILD_ERROR, "no")])

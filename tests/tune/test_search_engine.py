@@ -13,10 +13,11 @@ import time
 
 import numpy as np
 import pytest
-from tune_workloads import calls_abort, hangs, matmul
+from tune_workloads import add_one, calls_abort, hangs, matmul
 
 import irc
 from irc.core.diagnostics import TuningError
+from irc.core.functor import Mutator
 from irc.tune import (
     EvolutionaryStrategy,
     JSONDatabase,
@@ -28,6 +29,7 @@ from irc.tune import (
     TuneComponents,
     TuneConfig,
     TuneTask,
+    Workload,
     schedule_from_record,
 )
 from irc.tune.measure import Builder
@@ -117,8 +119,6 @@ class SabotagingBuilder(Builder):
 
 def _wrong(func):
     """``func`` with every stored value doubled (a wrong result)."""
-    from irc.core.functor import Mutator
-
     class Double(Mutator):
         def visit_BufferStore(self, store):
             return store.replace(value=store.value * 2.0)
@@ -244,10 +244,6 @@ def test_correctness_references_survive_many_interleaved_tasks():
     """Tuning a network measures tasks in any order; the runner process keeps a few
     reference outputs and the tuner must resend those it evicted (ResNet-18 regression:
     'the runner process has no reference for this workload')."""
-    from tune_workloads import add_one
-
-    from irc.tune import Workload
-
     builder = LocalBuilder()
     runner = LocalRunner(timeout=2, number=1, repeat=1, min_repeat_ms=1, check_correctness=True)
     try:

@@ -11,7 +11,10 @@ from tune_workloads import add_one, matmul
 
 import irc
 from irc import te, topi
+from irc.testing import ref
 from irc.tir import Schedule
+from irc.tir import expr as E
+from irc.tir import stmt as S
 from irc.tir.schedule import Trace, pack_params
 from irc.tir.schedule.block_info import index_of, realize_of
 from irc.tune import extract_features
@@ -131,8 +134,6 @@ def test_conv_padding_stays_a_sampled_compute_location():
     data = g.random((1, 8, 7, 7), dtype=np.float32)
     kernel = g.random((16, 8, 3, 3), dtype=np.float32)
     bias = g.random((1, 16, 1, 1), dtype=np.float32)
-    from irc.testing import ref
-
     want = np.maximum(ref.conv2d_nchw(data, kernel, padding=1) + bias, 0)
     for k in range(4):
         cand = sp.sample(func, sketches[k % len(sketches)], rng)
@@ -205,8 +206,6 @@ def test_rfactor_sketch_for_a_long_reduction():
 
 
 def test_verify_loop_bounds_rejects_symbolic_loops():
-    from irc.tir import expr as E
-
     n = E.Var(name="n", dtype="int32")
     a = te.placeholder((n,), name="A")
     b = te.compute((n,), lambda i: a[i] * 2.0, name="B")
@@ -244,8 +243,6 @@ def test_gpu_space_binds_threads_and_stages_shared_memory():
 
 
 def _all_loops(stmt):
-    from irc.tir import stmt as S
-
     out, stack = [], [stmt]
     while stack:
         s = stack.pop()
@@ -285,8 +282,6 @@ def test_nchw_conv_gets_a_channel_vectorized_layout_sketch():
     data = g.random((1, 16, 7, 7), dtype=np.float32)
     kernel = g.random((32, 16, 3, 3), dtype=np.float32)
     bias = g.random((1, 32, 1, 1), dtype=np.float32)
-    from irc.testing import ref
-
     want = np.maximum(ref.conv2d_nchw(data, kernel, padding=1) + bias, 0)
     rng = random.Random(8)
     for _ in range(3):

@@ -8,6 +8,7 @@ import math
 from irc import te, tir
 from irc.tir import stmt as S
 from irc.tir.expr import Var, const
+from irc.tir.schedule import Schedule
 
 
 def matmul(n: int = 64, m: int | None = None, k: int | None = None,
@@ -140,8 +141,6 @@ def replace_with_add_two(func: tir.PrimFunc, target) -> tir.PrimFunc:
 def tiling_trace(func: tir.PrimFunc, seed: int = 0, block: str = "C") -> list:
     """The JSON trace of a random SSRSRS tiling of ``block`` (parallel outer loop,
     vectorized inner loop) sampled with ``irc.tir.Schedule``."""
-    from irc.tir.schedule import Schedule
-
     sch = Schedule(func, seed=seed)
     b = sch.get_block(block)
     i, j, k = sch.get_loops(b)

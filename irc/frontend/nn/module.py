@@ -406,7 +406,7 @@ def _export_method(bb: BlockBuilder, module: Module, method_name: str, method_sp
                         module_paths, debug)
     positional: list[Any] = []
     keywords: dict[str, Any] = {}
-    for (name, item, kind), var in zip(args, inputs):
+    for (name, _, kind), var in zip(args, inputs):
         value = Tensor(_expr=var, _frame=frame) if isinstance(var.sinfo, TensorStructInfo) \
             else var.sinfo.value  # nn.spec.Int: the method gets the int64 variable
         if kind is inspect.Parameter.POSITIONAL_ONLY:

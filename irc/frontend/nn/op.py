@@ -248,10 +248,10 @@ def _reduction(op_name: str, builder: Any, doc: str):
     return fn
 
 
-sum = _reduction("sum", ops.sum, "sum")  # noqa: A001 - the operator's name
+sum = _reduction("sum", ops.sum, "sum")
 mean = _reduction("mean", ops.mean, "mean")
-max = _reduction("max", ops.max, "maximum")  # noqa: A001 - the operator's name
-min = _reduction("min", ops.min, "minimum")  # noqa: A001 - the operator's name
+max = _reduction("max", ops.max, "maximum")
+min = _reduction("min", ops.min, "minimum")
 
 
 def zeros(shape: Sequence[Any], dtype: str = "float32", name: str = "zeros") -> Tensor:

@@ -17,7 +17,7 @@ from ...core import dtype as dt
 from ...core.diagnostics import IRCError
 from ...ir.expr import Var
 from ...ir.struct_info import PrimStructInfo, TensorStructInfo
-from ...tir import expr as tir
+from ...tir import expr as E
 from .core import NNError
 
 
@@ -25,13 +25,13 @@ class SymbolTable:
     """The symbolic dimensions of one method's spec, by name."""
 
     def __init__(self) -> None:
-        self.vars: dict[str, tir.Var] = {}
+        self.vars: dict[str, E.Var] = {}
 
-    def get(self, name: str) -> tir.Var:
+    def get(self, name: str) -> E.Var:
         """The int64 variable called ``name`` (created on first use)."""
         v = self.vars.get(name)
         if v is None:
-            v = self.vars[name] = tir.Var(name=name, dtype="int64")
+            v = self.vars[name] = E.Var(name=name, dtype="int64")
         return v
 
 
@@ -66,7 +66,7 @@ class Tensor:
 
     def make_var(self, name: str, symbols: SymbolTable) -> Var:
         """The graph parameter ``name`` of this spec (symbolic dims from ``symbols``)."""
-        dims = [symbols.get(d) if isinstance(d, str) else tir.IntImm(dtype="int64", value=d)
+        dims = [symbols.get(d) if isinstance(d, str) else E.IntImm(dtype="int64", value=d)
                 for d in self.shape]
         return Var(name_hint=name, struct_info=TensorStructInfo(shape=tuple(dims),
                                                                 dtype=self.dtype))

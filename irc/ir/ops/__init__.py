@@ -45,10 +45,10 @@ from .manipulate import (
     tile,
 )
 from .reduce import argmax, argmin, mean, prod, variance
-from .reduce import max as max  # noqa: A004 - the operator's name
-from .reduce import min as min  # noqa: A004 - the operator's name
-from .reduce import sum as sum  # noqa: A004 - the operator's name
-from .unary import abs as abs  # noqa: A004 - the operator's name
+from .reduce import max as max
+from .reduce import min as min
+from .reduce import sum as sum
+from .unary import abs as abs
 from .unary import (
     astype,
     ceil,
@@ -66,7 +66,7 @@ from .unary import (
     sqrt,
     tanh,
 )
-from .unary import round as round  # noqa: A004 - the operator's name
+from .unary import round as round
 
 __all__ = [
     "binary", "call", "create", "linear_algebra", "manipulate", "nn", "nn_conv", "reduce",

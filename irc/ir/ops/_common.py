@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
-from ...tir import expr as te
+from ...tir import expr as E
 from ...tir.expr import PrimExpr
 from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
 from ..op import _err, _py_int, get_op_def
@@ -146,9 +146,9 @@ def broadcast_shapes(call: Call, shapes: Sequence[Shape], what: str = "shapes") 
             shown = " and ".join(format_shape(s) for s in shapes)
             raise fail(call, f"{what} {shown} do not broadcast")
         if constants:
-            out.append(te.const(constants.pop(), "int64"))
+            out.append(E.const(constants.pop(), "int64"))
         elif not non_one:
-            out.append(te.const(1, "int64"))
+            out.append(E.const(1, "int64"))
         elif all(prove_equal(non_one[0], d) for d in non_one[1:]):
             out.append(non_one[0])
         else:
@@ -215,17 +215,17 @@ def to_prim_value(value: Any, what: str, dtype: str | None = None) -> Any:
     if isinstance(value, PrimExpr):
         return PrimValue(value=value)
     if isinstance(value, bool):
-        return PrimValue(value=te.const(value, "bool"))
+        return PrimValue(value=E.const(value, "bool"))
     if isinstance(value, int):
         if dtype is not None and dt.is_float(dtype):
-            return PrimValue(value=te.const(float(value), dtype))
+            return PrimValue(value=E.const(float(value), dtype))
         if dtype is not None and not dt.is_integer(dtype):
             dtype = None
-        return PrimValue(value=te.const(value, dtype or "int64"))
+        return PrimValue(value=E.const(value, dtype or "int64"))
     if isinstance(value, float):
         if dtype is not None and not dt.is_float(dtype):
             dtype = None
-        return PrimValue(value=te.const(value, dtype or "float32"))
+        return PrimValue(value=E.const(value, dtype or "float32"))
     try:
         if isinstance(value, np.generic):
             return to_prim_value(value.item(), what, dtype)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ...core import dtype as dt
-from ...tir import expr as te
+from ...tir import expr as E
 from ..expr import Call, Expr, PrimValue
 from ..op import INJECTIVE, AttrSpec, conv_dtype, make_call, register_op
 from ..struct_info import PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo
@@ -106,10 +106,10 @@ def _prim(call: Call, i: int) -> PrimStructInfo:
     return s
 
 
-def _value_of(call: Call, i: int) -> int | float | te.PrimExpr | None:
+def _value_of(call: Call, i: int) -> int | float | E.PrimExpr | None:
     arg = call.args[i]
     value = arg.value if isinstance(arg, PrimValue) else _prim(call, i).value
-    if isinstance(value, (te.IntImm, te.FloatImm)):
+    if isinstance(value, (E.IntImm, E.FloatImm)):
         return value.value
     return value
 
@@ -132,12 +132,12 @@ def _infer_arange(call: Call, ctx: Any) -> StructInfo:
     numbers = (int, float)
     if all(isinstance(v, numbers) for v in (start, end, step)):
         length = max(0, math.ceil((end - start) / step))
-        return TensorStructInfo(shape=(te.const(length, "int64"),), dtype=dtype)
+        return TensorStructInfo(shape=(E.const(length, "int64"),), dtype=dtype)
     if isinstance(step, int) and step > 0 and all(
-            isinstance(v, int) or (isinstance(v, te.PrimExpr) and dt.is_integer(v.dtype))
+            isinstance(v, int) or (isinstance(v, E.PrimExpr) and dt.is_integer(v.dtype))
             for v in (start, end)):
-        length = simplify(te.max_((te.convert(end, "int64") - start + (step - 1)) // step,
-                                  te.const(0, "int64")))
+        length = simplify(E.max_((E.convert(end, "int64") - start + (step - 1)) // step,
+                                  E.const(0, "int64")))
         return TensorStructInfo(shape=(length,), dtype=dtype)
     return TensorStructInfo(dtype=dtype, ndim=1)
 
@@ -178,7 +178,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: str | None = None)
     if end is None:
         start, end = 0, start
     if dtype is None:
-        ints = all(isinstance(v, int) or (isinstance(v, te.PrimExpr) and dt.is_integer(v.dtype))
+        ints = all(isinstance(v, int) or (isinstance(v, E.PrimExpr) and dt.is_integer(v.dtype))
                    for v in (start, end, step))
         dtype = "int64" if ints else "float32"
     return make_call("arange", *(to_prim_value(v, "R.arange: bound") for v in (start, end, step)),

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
-from ...tir import expr as te
+from ...tir import expr as E
 from ...tir.expr import PrimExpr
 from ..expr import Call, Expr, ShapeExpr
 from ..op import (
@@ -95,7 +95,7 @@ def _resolve_reshape(call: Call | None, in_shape: Sequence[PrimExpr],
                     f"{format_shape(target)}: {t} is not a multiple of {k}")
     inferred = exact_divide(total, known)
     if inferred is None:
-        inferred = simplify(te.floordiv(total, known))
+        inferred = simplify(E.floordiv(total, known))
     out = list(target)
     out[neg[0]] = inferred
     return tuple(out)
@@ -173,7 +173,7 @@ def _infer_expand_dims(call: Call, ctx: Any) -> StructInfo:
     if x.shape is None:
         return _unknown(x, ndim=out_ndim)
     dims = iter(x.shape)
-    one = te.const(1, "int64")
+    one = E.const(1, "int64")
     return TensorStructInfo(shape=tuple(one if k in axes else next(dims)
                                         for k in range(out_ndim)),
                             dtype=x.dtype, vdevice=x.vdevice)
@@ -267,7 +267,7 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
 
 def sum_dims(dims: Any) -> PrimExpr:
     """The simplified sum of dimensions."""
-    total: PrimExpr = te.const(0, "int64")
+    total: PrimExpr = E.const(0, "int64")
     for d in dims:
         total = total + d
     return simplify(total)
@@ -315,10 +315,10 @@ def _infer_split(call: Call, ctx: Any) -> StructInfo:
             lo = bounds[k]
             if k + 1 < len(bounds):
                 hi = bounds[k + 1]
-                lengths.append(te.const(max(0, (min(hi, s) if s is not None else hi)
+                lengths.append(E.const(max(0, (min(hi, s) if s is not None else hi)
                                             - (min(lo, s) if s is not None else lo)), "int64"))
             else:
-                lengths.append(te.const(max(0, s - min(lo, s)), "int64") if s is not None
+                lengths.append(E.const(max(0, s - min(lo, s)), "int64") if s is not None
                                else simplify(size - lo))
     fields = []
     for length in lengths:
@@ -339,15 +339,15 @@ def _slice_length(size: PrimExpr, begin: int, end: int, stride: int,
                   assume_inbound: bool) -> PrimExpr:
     s = const_value(size)
     if s is not None:
-        return te.const(len(range(*slice(begin, end, stride).indices(s))), "int64")
+        return E.const(len(range(*slice(begin, end, stride).indices(s))), "int64")
     if stride < 0:
         raise ValueError("negative strides on symbolic dimensions")
-    b = size + begin if begin < 0 else te.const(begin, "int64")
-    e = size if end >= _END_OF_AXIS else (size + end if end < 0 else te.const(end, "int64"))
+    b = size + begin if begin < 0 else E.const(begin, "int64")
+    e = size if end >= _END_OF_AXIS else (size + end if end < 0 else E.const(end, "int64"))
     if not assume_inbound:
-        b = te.min_(b, size) if begin >= 0 else te.max_(b, te.const(0, "int64"))
-        e = te.min_(e, size) if end >= 0 and end < _END_OF_AXIS else e
-    return simplify(te.max_((e - b + (stride - 1)) // stride, te.const(0, "int64")))
+        b = E.min_(b, size) if begin >= 0 else E.max_(b, E.const(0, "int64"))
+        e = E.min_(e, size) if end >= 0 and end < _END_OF_AXIS else e
+    return simplify(E.max_((e - b + (stride - 1)) // stride, E.const(0, "int64")))
 
 
 @register_op("strided_slice", ["x"], [
@@ -455,7 +455,7 @@ def _infer_tile(call: Call, ctx: Any) -> StructInfo:
     ndim = max(x.ndim, len(reps))
     if x.shape is None:
         return _unknown(x, ndim=ndim)
-    one = te.const(1, "int64")
+    one = E.const(1, "int64")
     dims = [one] * (ndim - x.ndim) + list(x.shape)
     reps = (1,) * (ndim - len(reps)) + tuple(reps)
     return tensor([d * r for d, r in zip(dims, reps)], x.dtype, vdevice=x.vdevice)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...tir import expr as te
+from ...tir import expr as E
 from ...tir.expr import PrimExpr
 from ..expr import Call, Expr
 from ..op import (
@@ -242,7 +242,7 @@ def _infer_adaptive_avg_pool2d(call: Call, ctx: Any) -> StructInfo:
     n, c, h, w = to_canonical(data.shape, layout, "NCHW")
     size = call.attrs["output_size"]
     if size is not None:
-        h, w = te.const(size[0], "int64"), te.const(size[1], "int64")
+        h, w = E.const(size[0], "int64"), E.const(size[1], "int64")
     return TensorStructInfo(shape=from_canonical([n, c, h, w], ol, "NCHW"), dtype=data.dtype,
                             vdevice=data.vdevice)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...tir import expr as te
+from ...tir import expr as E
 from ..expr import Call, Expr
 from ..op import COMM_REDUCE, AttrSpec, conv_bool, conv_int, make_call, register_op
 from ..struct_info import StructInfo, TensorStructInfo
@@ -31,7 +31,7 @@ def reduce_sinfo(call: Call, x: TensorStructInfo, axes: Sequence[int] | None, ke
     out_ndim = x.ndim if keepdims else x.ndim - len(reduced)
     if x.shape is None:
         return TensorStructInfo(dtype=dtype, ndim=out_ndim, vdevice=x.vdevice)
-    one = te.const(1, "int64")
+    one = E.const(1, "int64")
     dims = []
     for k, d in enumerate(x.shape):
         if k not in reduced:
@@ -89,10 +89,10 @@ def _builder(name: str):
     return build
 
 
-sum = _builder("sum")  # noqa: A001 - the operator's name
+sum = _builder("sum")
 mean = _builder("mean")
-max = _builder("max")  # noqa: A001 - the operator's name
-min = _builder("min")  # noqa: A001 - the operator's name
+max = _builder("max")
+min = _builder("min")
 prod = _builder("prod")
 variance = _builder("variance")
 argmax = _builder("argmax")

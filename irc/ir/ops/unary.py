@@ -122,15 +122,15 @@ sigmoid = unary_builder("sigmoid", _UNARY["sigmoid"][1])
 erf = unary_builder("erf", _UNARY["erf"][1])
 sin = unary_builder("sin", _UNARY["sin"][1])
 cos = unary_builder("cos", _UNARY["cos"][1])
-abs = unary_builder("abs", _UNARY["abs"][1])  # noqa: A001 - the operator's name
+abs = unary_builder("abs", _UNARY["abs"][1])
 negative = unary_builder("negative", _UNARY["negative"][1])
 floor = unary_builder("floor", _UNARY["floor"][1])
 ceil = unary_builder("ceil", _UNARY["ceil"][1])
-round = unary_builder("round", _UNARY["round"][1])  # noqa: A001 - the operator's name
+round = unary_builder("round", _UNARY["round"][1])
 logical_not = unary_builder("logical_not", "elementwise negation of a bool tensor")
 
 
-def clip(x: Expr, min: Any, max: Any) -> Expr:  # noqa: A002 - TVM's parameter names
+def clip(x: Expr, min: Any, max: Any) -> Expr:
     """``R.clip(x, min, max)``; Python numbers become ``R.prim_value`` operands."""
     return make_call("clip", x, min, max)
 

@@ -159,7 +159,7 @@ def uses_var(e, predicate: Callable[[Var], bool] | set | frozenset) -> bool:
     ``predicate`` (a function, or a set of variables)."""
     if isinstance(predicate, (set, frozenset)):
         ids = {id(v) for v in predicate}
-        test = lambda v: id(v) in ids  # noqa: E731 - tiny adapter
+        test = lambda v: id(v) in ids
     else:
         test = predicate
     stack = [e]

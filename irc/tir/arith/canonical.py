@@ -277,11 +277,11 @@ class Canonicalizer:
                 rest = Lin(x.dtype, x.const, {kk: v for kk, v in x.terms.items() if kk != k})
                 rem = self.floormod(inner, c)
                 if rem.terms and _contains(x, rem, m):
-                    # d*(e // c) + m*(e % c) == m*e
+                    # d*(e // c) + m*(e % c)  ->  m*e
                     rewritten = add(add(rest, scale(rem, -m)), scale(inner, m))
                     break
                 if inner.terms and _contains(x, inner, -m):
-                    # -m*e + d*(e // c) == -m*(e % c)
+                    # -m*e + d*(e // c)  ->  -m*(e % c)
                     rewritten = add(add(rest, scale(inner, m)), scale(rem, -m))
                     break
             if rewritten is None:

@@ -179,7 +179,7 @@ def oob(buffer: str, shape: tuple, indices: tuple) -> Any:
 def vflat(buffer: str, shape: tuple, strides: tuple, offset: int, *indices: Any) -> np.ndarray:
     """Flat element offsets of a vector access, after checking every lane is in bounds."""
     flat = np.asarray(offset, dtype=np.int64)
-    for d, (i, s, st) in enumerate(zip(indices, shape, strides)):
+    for i, s, st in zip(indices, shape, strides):
         arr = np.asarray(i, dtype=np.int64)
         if np.any(arr < 0) or np.any(arr >= s):
             oob(buffer, shape, tuple(np.asarray(x, dtype=np.int64) for x in indices))

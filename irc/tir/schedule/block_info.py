@@ -78,7 +78,7 @@ BlockRef = Union[BlockRV, str]  # a block handle or a block name
 def index_of(sch: Schedule) -> FuncIndex:
     """The lookup tables of the schedule's current function (the schedule's own cached
     index, rebuilt by every primitive that changes the function)."""
-    return sch._indexed(sch._current)  # noqa: SLF001 - the schedule's cached index
+    return sch._indexed(sch._current)
 
 
 def realize_of(sch: Schedule, block: BlockRef) -> BlockRealize:

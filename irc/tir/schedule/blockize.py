@@ -382,7 +382,7 @@ def _fma(lanes: int, kind: str) -> PrimFunc:
     iv = IterVar(var=vi, dom=Range(min=const(0), extent=const(lanes)), iter_type="spatial")
     value = c[vi] + a[vi] * b[vi]
     store = BufferStore(buffer=c, value=value, indices=(vi,))
-    point = lambda buf: BufferRegion.from_indices(buf, (vi,))  # noqa: E731
+    point = lambda buf: BufferRegion.from_indices(buf, (vi,))
     block = Block(name="update", iter_vars=(iv,), reads=(point(c), point(a), point(b)),
                   writes=(point(c),), body=store)
     loop = For(loop_var=i, min=const(0), extent=const(lanes), kind=kind,

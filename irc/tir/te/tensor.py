@@ -458,10 +458,10 @@ def _make_reducer(kind: str, combine: Callable[[PrimExpr, PrimExpr], PrimExpr]):
     return reducer
 
 
-sum = _make_reducer("sum", lambda a, b: convert(a) + b)  # noqa: A001 - the domain's name
+sum = _make_reducer("sum", lambda a, b: convert(a) + b)
 prod = _make_reducer("prod", lambda a, b: convert(a) * b)
-max = _make_reducer("max", lambda a, b: _max(a, b))  # noqa: A001 - the domain's name
-min = _make_reducer("min", lambda a, b: _min(a, b))  # noqa: A001 - the domain's name
+max = _make_reducer("max", lambda a, b: _max(a, b))
+min = _make_reducer("min", lambda a, b: _min(a, b))
 
 
 _TENSOR_OPERATORS: dict[str, Callable[..., Tensor]] = {}

@@ -72,11 +72,11 @@ def _rounding(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable[[Tensor
 
 floor = _rounding("floor", intrin.floor)
 ceil = _rounding("ceil", intrin.ceil)
-round = _rounding("round", intrin.round)  # noqa: A001 - the domain's name
+round = _rounding("round", intrin.round)
 trunc = _rounding("trunc", intrin.trunc)
 
 
-def abs(x: Tensor) -> Tensor:  # noqa: A001 - the domain's name
+def abs(x: Tensor) -> Tensor:
     """Elementwise absolute value."""
     return unary("abs", intrin.abs, x)
 

@@ -68,7 +68,7 @@ def comm_reduce(data: Tensor, axis: Any, keepdims: bool,
                    axis_names=axis_names(len(out_shape)))
 
 
-def sum(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The sum over ``axis``."""
     data = _check(data, "sum")
     return comm_reduce(data, axis, keepdims, te.sum, f"{data.name}_red")
@@ -80,13 +80,13 @@ def prod(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     return comm_reduce(data, axis, keepdims, te.prod, f"{data.name}_red")
 
 
-def max(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def max(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The maximum over ``axis``."""
     data = _check(data, "max")
     return comm_reduce(data, axis, keepdims, te.max, f"{data.name}_red")
 
 
-def min(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def min(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The minimum over ``axis``."""
     data = _check(data, "min")
     return comm_reduce(data, axis, keepdims, te.min, f"{data.name}_red")
@@ -217,11 +217,11 @@ def _bool_reduce(data: Tensor, axis: Any, keepdims: bool, kind: str) -> Tensor:
                    tag="elemwise", axis_names=axis_names(red.ndim))
 
 
-def all(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def all(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """True where every element along ``axis`` is true (non-zero)."""
     return _bool_reduce(_check(data, "all"), axis, keepdims, "all")
 
 
-def any(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def any(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """True where some element along ``axis`` is true (non-zero)."""
     return _bool_reduce(_check(data, "any"), axis, keepdims, "any")
