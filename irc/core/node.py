@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, NamedTuple, TypeVar
 
-from .diagnostics import Span
+from .diagnostics import IRCError, Span
 
 N = TypeVar("N", bound="Node")
 
@@ -113,7 +113,8 @@ def script(node: Any, **options: Any) -> str:
     (modules and functions print as text ``irc.parse`` reads back)."""
     printer = printer_for(type(node))
     if printer is None:
-        return f"{repr_node(node)}\n"
+        raise IRCError(f"{type(node).__name__} has no text form: no printer is registered "
+                       "for it (irc.core.node.register_printer)")
     return printer.script(node, **options)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -78,7 +79,9 @@ class PassContext:
     ``disabled_pass`` by name, ``config`` (pass-specific options such as
     ``{"relax.backend.use_cuda_graph": False}``) and ``instruments``.
 
-    Use as a context manager; ``PassContext.current()`` returns the innermost one.
+    Use as a context manager; ``PassContext.current()`` returns the innermost one entered
+    by the calling thread (each thread has its own stack, so a context entered in one
+    thread never changes how another thread's passes run).
     """
 
     opt_level: int = 2
@@ -87,7 +90,7 @@ class PassContext:
     config: dict[str, Any] = field(default_factory=dict)
     instruments: Sequence[PassInstrument] = ()
 
-    _stack: ClassVar[list[PassContext]] = []
+    _local: ClassVar[threading.local] = threading.local()
 
     def __post_init__(self) -> None:
         if not isinstance(self.opt_level, int) or isinstance(self.opt_level, bool):
@@ -104,17 +107,38 @@ class PassContext:
                 raise IRCError(f"PassContext: instruments must be PassInstrument objects, "
                                f"got {type(inst).__name__}")
 
+    @staticmethod
+    def _stack() -> list[PassContext]:
+        stack = getattr(PassContext._local, "stack", None)  # threading.local: per thread
+        if stack is None:
+            stack = PassContext._local.stack = []
+        return stack
+
     def __enter__(self) -> PassContext:
-        PassContext._stack.append(self)
-        for inst in self.instruments:
-            inst.enter_pass_ctx()
+        stack = PassContext._stack()
+        stack.append(self)
+        entered: list[PassInstrument] = []
+        try:
+            for inst in self.instruments:
+                inst.enter_pass_ctx()
+                entered.append(inst)
+        except BaseException:
+            # An instrument that fails to start leaves no context half entered.
+            for inst in reversed(entered):
+                inst.exit_pass_ctx()
+            self._remove_from(stack)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for inst in self.instruments:
-            inst.exit_pass_ctx()
+        try:
+            for inst in self.instruments:
+                inst.exit_pass_ctx()
+        finally:
+            self._remove_from(PassContext._stack())
+
+    def _remove_from(self, stack: list[PassContext]) -> None:
         # By identity: two contexts with equal options compare equal as dataclasses.
-        stack = PassContext._stack
         for i in range(len(stack) - 1, -1, -1):
             if stack[i] is self:
                 del stack[i]
@@ -122,10 +146,10 @@ class PassContext:
 
     @staticmethod
     def current() -> PassContext:
-        """The innermost entered context (a default one when none is entered)."""
-        if PassContext._stack:
-            return PassContext._stack[-1]
-        return _DEFAULT_CONTEXT
+        """The innermost context the calling thread entered (a default one when it
+        entered none)."""
+        stack = PassContext._stack()
+        return stack[-1] if stack else _DEFAULT_CONTEXT
 
     def pass_enabled(self, info: PassInfo) -> bool:
         """Whether a pass with ``info`` runs in this context (see the class docstring)."""
@@ -176,6 +200,13 @@ class Pass:
         return PassInfo(opt_level=self.opt_level, name=self.name,
                         required=tuple(self.required))
 
+    @info.setter
+    def info(self, value: Any) -> None:
+        raise IRCError(f"{type(self).__name__}: a pass's info is not assigned; an irc pass "
+                       "is a frozen dataclass named after its class, with class attributes "
+                       "opt_level (and required) and its options as fields",
+                       hint="see irc.core.transform, or make it with passes.module_pass")
+
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         raise NotImplementedError(f"{type(self).__name__} does not implement transform_module")
 
@@ -184,7 +215,7 @@ class Pass:
         if not isinstance(mod, IRModule):
             raise IRCError(f"pass {self.name} expects an IRModule, got "
                            f"{type(mod).__name__}; wrap a function with "
-                           "irc.IRModule({'main': func})")
+                           "irc.IRModule(functions={'main': func})")
         return run_pass(self, mod, PassContext.current())
 
 
@@ -226,6 +257,10 @@ class Sequential(Pass):
         if isinstance(self.passes, Pass) or callable(self.passes):
             raise IRCError("Sequential takes a list of passes, not one pass: write "
                            "Sequential([p])")
+        if not isinstance(self.passes, (list, tuple)):
+            raise IRCError(f"Sequential takes a list of passes, got "
+                           f"{type(self.passes).__name__}")
+        check_pass_options("Sequential", self.name, self.opt_level)
         object.__setattr__(self, "passes",
                            tuple(_as_pass(p, i) for i, p in enumerate(self.passes)))
         object.__setattr__(self, "required", pass_names(self.required, "required"))
@@ -238,7 +273,17 @@ class Sequential(Pass):
 
     def __repr__(self) -> str:
         inner = ", ".join(repr(p) for p in self.passes)
-        return f"Sequential(name={self.name!r}, passes=[{inner}])"
+        level = f", opt_level={self.opt_level}" if self.opt_level else ""
+        required = f", required={list(self.required)}" if self.required else ""
+        return f"Sequential(name={self.name!r}{level}{required}, passes=[{inner}])"
+
+
+def check_pass_options(what: str, name: Any, opt_level: Any) -> None:
+    """An IRCError unless ``name`` is a string and ``opt_level`` an int."""
+    if not isinstance(name, str) or not name:
+        raise IRCError(f"{what}: a pass name must be a non-empty string, got {name!r}")
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool):
+        raise IRCError(f"{what} {name}: opt_level must be an int (0-3), got {opt_level!r}")
 
 
 def _as_pass(p: Any, index: int) -> Pass:
@@ -309,9 +354,10 @@ def _kind_name(kinds: type | tuple[type, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class _DecoratedFunctionPass(FunctionPass):
-    """A function pass from ``fn(func, mod, ctx) -> func`` over functions of
-    ``kinds`` (what ``function_pass`` / ``prim_func_pass`` make)."""
+class PerFunctionPass(Pass):
+    """A pass applying ``fn(func, mod, ctx) -> func`` to every function of ``kinds`` in a
+    module (what ``function_pass`` / ``prim_func_pass`` make); a None result removes the
+    function. It runs on modules only, since ``fn`` sees the module of the function."""
 
     fn: Callable[[Any, IRModule, PassContext], Any] = field(default=None,  # type: ignore
                                                              repr=False)
@@ -322,9 +368,6 @@ class _DecoratedFunctionPass(FunctionPass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.map_functions(lambda func: self.fn(func, mod, ctx), self.kinds)
-
-    def __call__(self, mod: IRModule) -> IRModule:
-        return Pass.__call__(self, mod)  # a module only: the function sees its module
 
 
 def make_pass_decorator(kind: str, function_type: type | tuple[type, ...] | None = None,
@@ -338,11 +381,12 @@ def make_pass_decorator(kind: str, function_type: type | tuple[type, ...] | None
     def decorator(pass_func: Any = None, *, opt_level: int = 0, name: str | None = None,
                   required: Sequence[str] = ()) -> Any:
         def make(fn: Callable[..., Any], pname: str) -> Pass:
+            check_pass_options(f"{kind}_pass", pname, opt_level)
             req = pass_names(required, "required")
             if kind == "module":
                 return ModulePass(fn=fn, name=pname, opt_level=opt_level, required=req)
-            return _DecoratedFunctionPass(fn=fn, kinds=function_type or object, name=pname,
-                                          opt_level=opt_level, required=req)
+            return PerFunctionPass(fn=fn, kinds=function_type or object, name=pname,
+                                   opt_level=opt_level, required=req)
 
         def deco(obj: Any) -> Any:
             pname = name or getattr(obj, "__name__", "pass")

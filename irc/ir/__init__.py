@@ -7,6 +7,8 @@ exceptions, ``IRModule``, ``structural_equal``, ``Visitor``/``Mutator``, ``dtype
 re-exported here.
 """
 
+import sys as _sys
+
 from ..core import dtype
 from ..core.diagnostics import (
     BuildError,
@@ -87,3 +89,8 @@ from .struct_info_analysis import struct_info_lca as struct_info_lca
 from .well_formed import WellFormedInstrument as WellFormedInstrument
 from .well_formed import is_well_formed as is_well_formed
 from .well_formed import well_formed as well_formed
+
+# The core modules lived here before irc.core existed; their old paths
+# (``from irc.ir.diagnostics import IRParseError``, ``irc.ir.dtype.to_numpy``) stay valid.
+for _name in ("diagnostics", "dtype", "functor", "module", "node", "structural"):
+    _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"irc.core.{_name}"]

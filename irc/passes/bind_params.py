@@ -55,7 +55,7 @@ class BindParams(Pass):
     """Bind the parameters of ``func_name`` named in ``params`` to constant arrays."""
 
     func_name: str
-    params: dict[str, Any] = field(repr=False)
+    params: dict[str, Any] = field(repr=False, hash=False)
 
     def __post_init__(self) -> None:
         params = self.params

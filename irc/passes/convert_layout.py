@@ -26,7 +26,7 @@ the desired data and kernel layouts; block outputs keep their original layouts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.diagnostics import IRCError
@@ -284,7 +284,7 @@ class ConvertLayout(Pass):
     """Convert ``nn.conv2d`` (and the operators around it) to ``desired_layouts``, e.g.
     ``{"nn.conv2d": ["NHWC", "default"]}`` (data layout, kernel layout)."""
 
-    desired_layouts: dict[str, Any] | None = None
+    desired_layouts: dict[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         desired_layouts = self.desired_layouts

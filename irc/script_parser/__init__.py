@@ -27,6 +27,12 @@ def parse(text: str, source_name: str = "<string>", metadata: dict[str, list[Any
     if not isinstance(text, str):
         raise IRParseError(f"irc.parse expects the script as a string, got "
                            f"{type(text).__name__}")
+    if metadata is not None and not (
+            isinstance(metadata, dict) and all(isinstance(k, str) and isinstance(v, list)
+                                               for k, v in metadata.items())):
+        raise IRParseError("irc.parse: metadata must map kinds to lists of values, e.g. "
+                           "{\"relax.expr.Constant\": [array, ...]}, got "
+                           f"{type(metadata).__name__} {metadata!r:.80}")
     source = SourceFile(source_name, text)
     try:
         stmts = parse_syntax(source)

@@ -22,7 +22,7 @@ from ..core.node import Printer, register_printer
 from ..core.structural import structural_equal
 from . import expr as E
 from . import stmt as S
-from .buffer import Buffer, BufferRegion
+from .buffer import Buffer, BufferRegion, MatchBufferRegion
 from .intrin import INTRINSICS, infer_dtype
 
 INDENT = "    "
@@ -760,6 +760,10 @@ def tir_repr(node: Any) -> str:
         return head if len(lines) <= 1 else f"{head} ... ({len(lines)} lines)"
     if isinstance(node, BufferRegion):
         return TIRPrinter().region(node)
+    if isinstance(node, MatchBufferRegion):
+        return f"{node.buffer.name} = T.match_buffer({TIRPrinter().region(node.source)})"
+    if isinstance(node, Buffer):
+        return repr(node)
     if isinstance(node, E.Range):
         tp = TIRPrinter()
         return f"Range(min={tp.expr(node.min)}, extent={tp.expr(node.extent)})"
@@ -772,5 +776,6 @@ def tir_repr(node: Any) -> str:
 
 
 _PRINTER = Printer(script=tir_script, repr=tir_repr)
-for _cls in (E.PrimExpr, S.Stmt, S.PrimFunc, BufferRegion, E.Range, E.IterVar):
+for _cls in (E.PrimExpr, S.Stmt, S.PrimFunc, Buffer, BufferRegion, MatchBufferRegion,
+             E.Range, E.IterVar):
     register_printer(_cls, _PRINTER)

@@ -29,6 +29,7 @@ that takes the packed weight (its ``layout_rewrite`` attribute says how; pack wi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -396,19 +397,13 @@ def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
                           f"{type(options).__name__}")
     files = options.record_files()
     out = sys.stdout
-    tmp = None
-    if files:
-        db_path = files[0]
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="irc-tune-")
-        db_path = os.path.join(tmp.name, "records.json")
-    extra = [RecordToDatabase(f) for f in files[1:]]
     others = [cb for cb in options.measure_callbacks if not isinstance(cb, RecordToFile)]
     for cb in others:
         if not callable(cb):
             raise TuningError(f"measure callback {cb!r} is not callable; use RecordToFile or "
                               "a function (inputs, results)")
-    db = open_database(db_path, tasks[0].target)
+    # Every option is checked before a file or directory is opened, so bad options leave
+    # nothing open behind them.
     cost_model: CostModel | str = "auto"
     search_options: dict = {}
     seed = options.seed
@@ -432,18 +427,31 @@ def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
                         early_stopping=options.early_stopping,
                         task_weights=None if weights is None else tuple(weights),
                         task_scheduling=strategy, seed=seed, verbose=options.verbose, out=out)
-    components = TuneComponents(
-        builder=_make_builder(options.builder), runner=runner, cost_model=cost_model,
-        search_strategy=EvolutionaryStrategy(SearchOptions.from_dict(search_options)),
-        callbacks=(*extra, *others))
+    strategy_object = EvolutionaryStrategy(SearchOptions.from_dict(search_options))
+    components = TuneComponents(builder=_make_builder(options.builder), runner=runner,
+                                cost_model=cost_model, search_strategy=strategy_object,
+                                callbacks=tuple(others))
+    tmp = None
+    extra: list[RecordToDatabase] = []
+    db = None
     try:
+        if files:
+            db_path = files[0]
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="irc-tune-")
+            db_path = os.path.join(tmp.name, "records.json")
+        for f in files[1:]:
+            extra.append(RecordToDatabase(f))
+        db = open_database(db_path, tasks[0].target)
+        components = dataclasses.replace(components, callbacks=(*extra, *others))
         summary, engine = tune_tasks(
             [t.tune_task for t in tasks], db, config, components,
             before=lambda eng: _preload(eng, preload, tasks, options.verbose, out))
     finally:
         for cb in extra:
             cb.database.close()
-        db.close()
+        if db is not None:
+            db.close()
         if tmp is not None:
             tmp.cleanup()
     return summary, engine

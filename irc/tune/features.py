@@ -33,8 +33,9 @@ of the lowered function and never prints or parses IR.
 
 from __future__ import annotations
 
+import logging
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -45,6 +46,11 @@ from ..tir import stmt as S
 from ..tir.arith.affine import approximate_coefficients
 from ..tir.stmt import PrimFunc
 from ..tir.transform import LOWERING_PASSES
+
+if TYPE_CHECKING:  # measure builds on this module
+    from .measure import MeasureInput
+
+logger = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------------------
 # Layout of a feature vector
@@ -588,17 +594,20 @@ def extract_features_batch(funcs: Sequence[PrimFunc], lowered: bool = False
     return [extract_features(f, lowered=lowered) for f in funcs]
 
 
-def features_of_inputs(inputs: Sequence[Any]) -> list[np.ndarray]:
+def features_of_inputs(inputs: Sequence[MeasureInput]) -> list[np.ndarray]:
     """Features of measure inputs: each input's cached ``features`` when the search set
     them, else extracted from its scheduled function (and cached on the input). A
-    candidate whose schedule cannot be replayed gets an empty feature set."""
+    candidate whose schedule cannot be replayed or lowered gets an empty feature set (the
+    cost model learns nothing from it), and a DEBUG line on the ``irc.tune`` logger."""
     out = []
     for inp in inputs:
-        feats = getattr(inp, "features", None)
+        feats = inp.features
         if feats is None:
             try:
                 feats = extract_features(inp.scheduled_func())
-            except IRCError:
+            except IRCError as err:
+                logger.debug("no features for a candidate of %s: %s", inp.workload.name,
+                             err.message)
                 feats = np.zeros((0, NUM_FEATURES), dtype=np.float32)
             inp.features = feats
         out.append(np.asarray(feats, dtype=np.float32))

@@ -16,6 +16,7 @@ default (unscheduled) schedule; a record slower than the default is never chosen
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,8 @@ from .apply import LayoutRewriteOption, schedule_from_record
 from .database import Database, open_database
 from .record import workload_key
 from .task import TuneTask, flop_count
+
+logger = logging.getLogger(__name__)
 
 OPAQUE_PATTERN = 8
 
@@ -314,12 +317,21 @@ class _Applier:
                 nf = self.rewrite_function(f)
                 if nf is not f:
                     updates[gv] = nf
+        _log_kept_default(sum(1 for v in self.scheduled.values() if v is None),
+                          len(self.scheduled))
         if not updates and not self.new_funcs:
             return self.mod
         mod = self.mod.with_functions(updates) if updates else self.mod
         for gv, f in self.new_funcs.items():
             mod = mod.with_function(gv, f)
         return _drop_unused(mod)
+
+
+def _log_kept_default(kept: int, total: int) -> None:
+    """Say how many loop functions keep their default schedule (no record faster)."""
+    if kept:
+        logger.info("apply_database: %d of %d loop functions have no tuned record faster than "
+                    "their default schedule; they keep it", kept, total)
 
 
 def _drop_unused(mod: IRModule) -> IRModule:
@@ -346,9 +358,11 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
             return _Applier(mod, db, opt).run()
         opt = LayoutRewriteOption.INSERT_TRANSFORM_STAGE if option is None else option
         updates = {}
+        candidates = 0
         for gv, f in mod.functions.items():
             if not isinstance(f, PrimFunc) or f.attrs.get("tir.is_scheduled"):
                 continue
+            candidates += 1
             rec = db.best_record(workload_key(f))
             if rec is None or rec.is_default:
                 continue
@@ -358,6 +372,7 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
             if "global_symbol" in f.attrs:
                 attrs["global_symbol"] = f.attrs["global_symbol"]
             updates[gv] = new.replace(attrs=attrs)
+        _log_kept_default(candidates - len(updates), candidates)
         return mod.with_functions(updates) if updates else mod
     finally:
         if db is not database:

@@ -11,7 +11,6 @@ from :class:`~irc.tune.record.MeasureErrorKind`.
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from abc import ABC, abstractmethod
@@ -67,12 +66,7 @@ def apply_trace(func: PrimFunc, trace: Any) -> PrimFunc:
     if trace is None:
         return func
     sch = Schedule(func)
-    tr = Trace.from_json(trace)
-    params = inspect.signature(tr.apply_to_schedule).parameters
-    if "remove_postproc" in params:
-        tr.apply_to_schedule(sch, remove_postproc=False)
-    else:
-        tr.apply_to_schedule(sch)
+    Trace.from_json(trace).apply_to_schedule(sch, remove_postproc=False)
     return func_of_schedule(sch)
 
 

@@ -20,7 +20,7 @@ engine of :mod:`irc.tune.tuner` (the same as ``irc.tune.auto_scheduler``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence, TextIO
 
 from ..core.diagnostics import TuningError
@@ -114,7 +114,7 @@ class MetaScheduleTuneTIR(Pass):
 
     work_dir: str
     max_trials_global: int
-    options: dict[str, Any]
+    options: dict[str, Any] = field(hash=False)
 
     def __init__(self, work_dir: str, max_trials_global: int,
                  max_trials_per_task: int | None = None, **options: Any):

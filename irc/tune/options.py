@@ -143,9 +143,36 @@ class TuneConfig:
         if self.task_scheduling not in TASK_SCHEDULING:
             raise TuningError(f"unknown task scheduling strategy {self.task_scheduling!r}; "
                               "use 'gradient' or 'round-robin'")
+        _int("seed", self.seed, -(1 << 63))
+        _int("verbose", self.verbose, 0)
+        if not isinstance(self.measure_default, bool):
+            raise TuningError(f"measure_default must be True or False, got "
+                              f"{self.measure_default!r}")
         if self.task_weights is not None:
-            object.__setattr__(self, "task_weights",
-                               tuple(float(w) for w in self.task_weights))
+            object.__setattr__(self, "task_weights", _weights(self.task_weights))
+
+
+def _weights(values: Any) -> tuple[float, ...]:
+    try:
+        weights = tuple(values)
+    except TypeError:
+        weights = None
+    if weights is None or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                  and w >= 0 and not math.isnan(w) for w in weights):
+        raise TuningError(f"task_weights must be a list of non-negative numbers (one per "
+                          f"task), got {values!r}")
+    return tuple(float(w) for w in weights)
+
+
+def _component(name: str, value: Any, kind: type, what: str) -> Any:
+    """``value`` when it is a ``kind`` (None and "local" mean the default); a TuningError
+    naming the option otherwise."""
+    if value is None or (isinstance(value, str) and value == "local"):
+        return None
+    if not isinstance(value, kind):
+        raise TuningError(f"{name} must be {what} (or None / \"local\" for the default), got "
+                          f"{value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -170,6 +197,18 @@ class TuneComponents:
     callbacks: Sequence[MeasureCallback] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "builder", _component("builder", self.builder, Builder,
+                                                       "an irc.tune.Builder"))
+        object.__setattr__(self, "runner", _component("runner", self.runner, Runner,
+                                                      "an irc.tune.Runner"))
+        object.__setattr__(self, "space", _component("space", self.space, SpaceGenerator,
+                                                     "an irc.tune.space.SpaceGenerator"))
+        object.__setattr__(self, "search_strategy", _component(
+            "search_strategy", self.search_strategy, SearchStrategy,
+            "a search strategy (an object with new_search(task, context))"))
+        if not isinstance(self.cost_model, (CostModel, str)):
+            raise TuningError(f"cost_model must be a CostModel or a model name ('auto', "
+                              f"'xgb', ...), got {self.cost_model!r}")
         object.__setattr__(self, "callbacks", tuple(self.callbacks))
         for cb in self.callbacks:
             if not callable(cb):

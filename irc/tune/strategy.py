@@ -24,7 +24,7 @@ how long that took (the tuning summary reports the rate). A strategy that raises
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, runtime_checkable
 
 from ..core.diagnostics import IRCError
 from .cost_model import CostModel
@@ -68,8 +68,10 @@ class TaskSearch(Protocol):
         not be replayable into this search's space)."""
 
 
+@runtime_checkable
 class SearchStrategy(Protocol):
-    """Makes the search of each task of a tuning run (see the module docstring)."""
+    """Makes the search of each task of a tuning run (see the module docstring).
+    ``isinstance(x, SearchStrategy)`` checks that ``x`` has a ``new_search`` method."""
 
     def new_search(self, task: TuneTask, context: SearchContext) -> TaskSearch:
         """The search of ``task``; an IRCError when the task cannot be searched."""

@@ -29,6 +29,7 @@ elapsed time, next task).
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sys
@@ -44,6 +45,8 @@ from .database import open_database
 from .task import TuneTask
 
 # A task whose candidates all fail this many rounds in a row is given up.
+logger = logging.getLogger(__name__)
+
 MAX_FAILED_ROUNDS = 3
 TASK_SCHEDULING = ("gradient", "round-robin")
 
@@ -71,7 +74,9 @@ class TuningCounts:
     replayed into the search space (and, for the cost model, onto their workload);
     default schedule rules that failed half way on a task; search worker processes
     that failed (their candidates were made in the tuning process instead); tasks that
-    could not be searched and keep their default schedule."""
+    could not be searched and keep their default schedule; tasks given up after
+    ``MAX_FAILED_ROUNDS`` rounds in which every candidate failed (they keep their default
+    schedule too)."""
 
     build_failures: int = 0
     run_failures: int = 0
@@ -80,6 +85,7 @@ class TuningCounts:
     rule_failures: int = 0
     pool_failures: int = 0
     default_fallbacks: int = 0
+    abandoned_tasks: int = 0
 
     def describe(self) -> str:
         """The non-zero counts as a phrase (``"3 candidates failed to build, 1 rule
@@ -97,7 +103,9 @@ class TuningCounts:
                  "default schedule rules failed"),
                 (self.pool_failures, "search worker failed", "search workers failed"),
                 (self.default_fallbacks, "task kept its default schedule (not searchable)",
-                 "tasks kept their default schedule (not searchable)")):
+                 "tasks kept their default schedule (not searchable)"),
+                (self.abandoned_tasks, "task given up (every candidate failed)",
+                 "tasks given up (every candidate failed)")):
             if n:
                 parts.append(f"{n} {one if n == 1 else many}")
         return ", ".join(parts)
@@ -107,7 +115,7 @@ class TuningCounts:
         """The number of counted problems."""
         return (self.build_failures + self.run_failures + self.wrong_results
                 + self.replay_failures + self.rule_failures + self.pool_failures
-                + self.default_fallbacks)
+                + self.default_fallbacks + self.abandoned_tasks)
 
 
 @dataclass
@@ -176,6 +184,7 @@ class TaskScheduler:
         self.history: list[list[float]] = [[] for _ in range(n)]
         self.failed_rounds = np.zeros(n, dtype=np.int64)
         self.dead = np.zeros(n, dtype=bool)
+        self.abandoned: list[int] = []  # tasks given up after MAX_FAILED_ROUNDS
         self.default_measured = np.zeros(n, dtype=bool)
         self.flops = np.array([max(t.flop_count, 0.0) for t in self.tasks])
         keys = [similarity_key(t.name) for t in self.tasks]
@@ -308,7 +317,9 @@ class TaskScheduler:
         n = min(self.num_measures_per_round, budget) - spent
         found = list(tuner.tune_round(i, n)) if n > 0 else []
         if n > 0 and not found:
-            self.dead[i] = True  # the search has nothing left for this task
+            self.dead[i] = True
+            logger.info("task %s: the search has no new candidate left; it gets no more "
+                        "trials", self.tasks[i].name)
         costs.extend(float(c) for c in found)
         spent += len(found)
         self.task_cts[i] += spent
@@ -322,6 +333,10 @@ class TaskScheduler:
             if self.failed_rounds[i] >= MAX_FAILED_ROUNDS and \
                     not math.isfinite(self.best_costs[i]):
                 self.dead[i] = True
+                self.abandoned.append(i)
+                logger.warning("task %s: every candidate of %d rounds failed; it gets no more "
+                               "trials and keeps its default schedule", self.tasks[i].name,
+                               MAX_FAILED_ROUNDS)
         self.history[i].append(float(self.best_costs[i]))
         return spent
 

@@ -482,7 +482,8 @@ def tune_tasks(tasks: Sequence[TuneTask], database: Database | str, config: Tune
                               num_measures_per_round=per_round,
                               measure_default=config.measure_default, out=config.out)
         summary = sched.tune(engine, trials, time_budget=config.time_budget)
-        summary = replace(summary, counts=engine.counts())
+        summary = replace(summary, counts=replace(engine.counts(),
+                                                  abandoned_tasks=len(sched.abandoned)))
         n, secs = engine.search_speed()
         rate = f"{n / secs:.0f}" if secs > 0 else "-"
         problems = summary.counts.describe()

@@ -1,6 +1,8 @@
 """The core reaches the layers above it only through what they register: printers for
 node families, the parser behind IRModule.from_script."""
 
+import pytest
+
 import irc
 from irc.core.node import Node, node, printer_for, repr_node, script
 from irc.ir import Function, IRModule, TensorStructInfo
@@ -20,7 +22,8 @@ def test_every_ir_family_has_a_printer():
 def test_a_node_without_a_printer_prints_its_class_name():
     assert printer_for(_Unprinted) is None
     assert repr_node(_Unprinted(value=1)) == "<_Unprinted>"
-    assert script(_Unprinted()) == "<_Unprinted>\n"
+    with pytest.raises(irc.IRCError, match="_Unprinted has no text form"):
+        script(_Unprinted())
     assert repr(_Unprinted()).startswith("<_Unprinted")
 
 

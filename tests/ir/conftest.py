@@ -14,7 +14,3 @@ def n():
 def m():
     return tir.var("m", "int64")
 
-
-@pytest.fixture(autouse=True)
-def _roundtrip_after_every_pass(roundtrip_instrument):
-    yield roundtrip_instrument

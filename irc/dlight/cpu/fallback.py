@@ -9,6 +9,8 @@ as they are. It declines only functions that are not in block form.
 
 from __future__ import annotations
 
+import logging
+
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
@@ -16,6 +18,8 @@ from ...tir.schedule.block_info import get_block_infos
 from ...tir.stmt import PrimFunc
 from ..base import ScheduleRule
 from .utils import schedule_injective_block, try_parallel, wants_parallel, work_of
+
+logger = logging.getLogger(__name__)
 
 
 class Fallback(ScheduleRule):
@@ -40,7 +44,9 @@ class Fallback(ScheduleRule):
                     schedule_injective_block(trial, info, target)
                 else:
                     _parallel_leading_spatial(trial, info, target)
-            except ScheduleError:
+            except ScheduleError as err:
+                logger.debug("cpu.Fallback: block %s of %s stays unscheduled: %s",
+                             info.name, func.attrs.get("global_symbol", "main"), err.message)
                 continue
             sch = trial
         return sch

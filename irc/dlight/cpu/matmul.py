@@ -17,6 +17,8 @@ Applies to a function whose root blocks are: injective producers, then one reduc
 
 from __future__ import annotations
 
+import logging
+
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
@@ -38,6 +40,8 @@ from ..analysis import try_compute_inline
 from ..base import ScheduleRule
 from .tiling import MAX_GATHER_STRIDE, apply_output_tile, plan_output_tile
 from .utils import schedule_injective_block
+
+logger = logging.getLogger(__name__)
 
 
 def anchor_reduction(sch: Schedule) -> tuple[list[BlockInfo], int] | None:
@@ -160,7 +164,9 @@ def pack_strided_weights(sch: Schedule, anchor_name: str) -> Schedule:
             cache = trial.cache_read(block, index, "global")
             trial.transform_layout(cache, ("write", 0),
                                    f"lambda {', '.join(names)}: ({', '.join(order)},)")
-        except ScheduleError:
+        except ScheduleError as err:
+            logger.debug("cpu.Matmul: input %s is not packed for block %s: %s",
+                         a.buffer.name, anchor_name, err.message)
             continue
         sch = trial
     return sch

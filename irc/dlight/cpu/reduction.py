@@ -17,6 +17,8 @@ Two shapes of functions:
 
 from __future__ import annotations
 
+import logging
+
 from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.schedule import Schedule
@@ -33,6 +35,8 @@ from .utils import (
     wants_parallel,
     work_of,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def schedule_rows(sch: Schedule, target: Target) -> Schedule | None:
@@ -59,7 +63,9 @@ def schedule_rows(sch: Schedule, target: Target) -> Schedule | None:
         for b in reversed(infos[:-1]):
             try:
                 sch.compute_at(b.block_rv, anchor, preserve_unit_loops=False)
-            except ScheduleError:
+            except ScheduleError as err:
+                logger.debug("cpu.Reduction declines: block %s cannot move into the row "
+                             "loop: %s", b.name, err.message)
                 return None
     total = sum(work_of([it.extent for it in b.iters]) for b in infos)
     if depth and wants_parallel(target, total):

@@ -27,7 +27,7 @@ from math import ceil
 
 from ...core.target import Target
 from ...tir.schedule import BlockRV, Schedule
-from ...tir.schedule.block_info import BlockInfo, innermost_spatial_var, loads, store_of
+from ...tir.schedule.block_info import BlockInfo, const_int, innermost_spatial_var, loads, store_of
 from .utils import (
     largest_divisor,
     try_parallel,
@@ -214,9 +214,10 @@ def _largest_load(info: BlockInfo):
     for a in loads(info.block):
         n = 1
         for d in a.buffer.shape:
-            if not hasattr(d, "value"):
+            v = const_int(d)
+            if v is None:
                 return None
-            n *= d.value
+            n *= v
         sized.append((n, a))
     if not sized:
         return None
@@ -227,13 +228,12 @@ def _largest_load(info: BlockInfo):
 
 
 def _extent(sch: Schedule, loop) -> int | None:
-    e = sch.get(loop).extent
-    return e.value if hasattr(e, "value") else None
+    return const_int(sch.get(loop).extent)
 
 
 def _count(sch: Schedule, loops) -> int:
     n = 1
     for lp in loops:
-        e = sch.get(lp).extent
-        n *= e.value if hasattr(e, "value") else 64
+        e = const_int(sch.get(lp).extent)
+        n *= e if e is not None else 64
     return n

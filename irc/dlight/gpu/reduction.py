@@ -15,6 +15,7 @@ block of 10 x 16 threads with a 16 x 1 x 10 partial buffer.
 
 from __future__ import annotations
 
+import logging
 from math import prod
 
 from ...core.diagnostics import ScheduleError
@@ -34,6 +35,8 @@ from ...tir.stmt import PrimFunc
 from ..analysis import inline_injective_producers
 from ..base import ScheduleRule
 from .utils import bind_block_thread, const, max_threads, verify_gpu_func
+
+logger = logging.getLogger(__name__)
 
 
 def single_reduction(sch: Schedule) -> tuple[BlockInfo, list[BlockInfo]] | None:
@@ -156,8 +159,10 @@ def schedule_rfactor(sch: Schedule, info: BlockInfo, rest: list[BlockInfo], targ
                 trial.bind(loop, "threadIdx.y" if reduce_on_x else "threadIdx.x")
             trial.set_scope(write_back, 0, "shared")
             sch = trial
-        except ScheduleError:
+        except ScheduleError as err:
             # ... else as a kernel of its own, one thread per element.
+            logger.debug("gpu.Reduction: epilogue %s runs as a kernel of its own: %s",
+                         epi.name, err.message)
             loops = sch.get_loops(epi.block_rv)
             loop = sch.fuse(*loops) if len(loops) > 1 else loops[0]
             bind_block_thread(sch, loop, limit)

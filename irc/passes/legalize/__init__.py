@@ -14,7 +14,7 @@ function and the binding that uses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...core.diagnostics import IRCError, LegalizeError
@@ -76,7 +76,8 @@ class LegalizeOps(Pass):
     take precedence over the built-in ones.
     """
 
-    customize_legalize_map: dict[str, Any] | None = None
+    # Dicts are options, compared but not hashed (a frozen dataclass hashes its fields).
+    customize_legalize_map: dict[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         custom = self.customize_legalize_map
@@ -88,6 +89,8 @@ class LegalizeOps(Pass):
                 raise IRCError(f"LegalizeOps: the rule for {name!r} is a "
                                f"{type(rule).__name__}; a rule is a function (ctx, call) -> "
                                "Expr")
+        if custom is not None:  # a copy: changing the caller's dict later changes nothing
+            object.__setattr__(self, "customize_legalize_map", dict(custom))
 
     @property
     def custom(self) -> dict[str, Any]:

@@ -112,7 +112,7 @@ class IntSetEvaluator:
             r = False
         else:
             r = False
-            for child in _children(e):
+            for child in expr_children(e):
                 if self.uses_dom(child):
                     r = True
                     break
@@ -292,7 +292,7 @@ def _bin(cls, a: PrimExpr | None, b: PrimExpr | None) -> PrimExpr | None:
     return cls(dtype=a.dtype, a=a, b=b)
 
 
-def _children(e: PrimExpr):
+def expr_children(e: PrimExpr):
     """The expression children of ``e`` (enough for variable-use checks)."""
     cls = type(e)
     a = getattr(e, "a", None)

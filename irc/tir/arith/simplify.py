@@ -50,7 +50,7 @@ from ..expr import (
 from .bound import NEG_INF, POS_INF
 from .canonical import Lin, add, scale
 from .fold import fold_binary, fold_cast, fold_compare, make_const
-from .int_set import _children
+from .int_set import expr_children
 from .rules import (
     FLOAT_RULES,
     IF_THEN_ELSE_RULES,
@@ -391,7 +391,7 @@ def _mentions(e: PrimExpr, v: Var) -> bool:
         if id(x) in seen:
             continue
         seen.add(id(x))
-        stack.extend(_children(x))
+        stack.extend(expr_children(x))
     return False
 
 

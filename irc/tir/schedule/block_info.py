@@ -144,7 +144,7 @@ def loop_users(sch: Schedule, name: str) -> list[tuple[LoopRV, list[IterVar]]]:
     loop kinds of :class:`BlockInfo`, bindings may be any expressions, such as
     ``bx * 4 + tx`` after a split."""
     index = index_of(sch)
-    r = index.blocks[name]
+    r = realize_of(sch, name)
     loops = index.loops_above(r)
     rvs = sch.get_loops(sch.get_block(name))
     out = []

@@ -1,10 +1,11 @@
 """The shape of a loop-IR pass: a small frozen dataclass that transforms one PrimFunc
-(:class:`PrimFuncPass`), and :func:`prim_func_pass`, which makes such a pass from a
-function ``(func, mod, ctx) -> func``.
+(:class:`PrimFuncPass`), and :func:`prim_func_pass`, which makes a pass applying a
+function ``(func, mod, ctx) -> func`` to every PrimFunc of a module.
 
 Both are :class:`irc.core.transform.Pass` es: they run in a ``Sequential`` beside graph
-passes and every instrument of the current ``PassContext`` sees them. Called on a single
-``PrimFunc`` instead of a module, a pass transforms that function.
+passes and every instrument of the current ``PassContext`` sees them. A
+:class:`PrimFuncPass` called on a single ``PrimFunc`` instead of a module transforms that
+function; a ``prim_func_pass`` runs on modules only (its function sees the module).
 """
 
 from __future__ import annotations

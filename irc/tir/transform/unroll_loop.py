@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.node import Node, node_fields
-from ..arith.int_set import _children
+from ..arith.int_set import expr_children
 from ..expr import BufferLoad, IntImm, PrimExpr, Var
 from ..functor.stmt_util import flat_seq, map_stmt_children
 from ..functor.substitute import Substituter
@@ -89,7 +89,7 @@ def _dirty_exprs(body: Stmt, targets: set[int]) -> set[int]:
             hit = id(e) in targets
         else:
             hit = False
-            for c in _children(e):
+            for c in expr_children(e):
                 if expr(c):
                     hit = True
             if type(e) is BufferLoad and id(e.buffer.data) in targets:

@@ -7,7 +7,8 @@ import os
 import sys
 
 from ...core.diagnostics import IRCError
-from .distill import distill, open_database
+from . import open_database
+from .distill import distill
 
 
 def main(argv: list[str] | None = None) -> int:
