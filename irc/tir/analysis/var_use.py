@@ -3,7 +3,7 @@ and whether an expression mentions given variables."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ...core.node import Node, node_fields
 from ..buffer import Buffer, BufferRegion
@@ -209,3 +209,19 @@ def collect_vars(e) -> list[Var]:
 
     walk(e)
     return out
+
+
+def same_expr(a: Any, b: Any) -> bool:
+    """Structural identity where variables and buffers must be the very same objects
+    (unlike structural_equal, which pairs free variables by position)."""
+    if a is b:
+        return True
+    if isinstance(a, Node):
+        if type(a) is not type(b) or type(a)._sequal_binding:
+            return False
+        return all(same_expr(getattr(a, f), getattr(b, f))
+                   for f in node_fields(type(a)) if f != "span")
+    if isinstance(a, (tuple, list)):
+        return (isinstance(b, (tuple, list)) and len(a) == len(b)
+                and all(same_expr(x, y) for x, y in zip(a, b)))
+    return type(a) is type(b) and a == b

@@ -18,7 +18,7 @@ from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from ...core.functor import Mutator, Visitor
 from ...core.module import unique_name
-from ...core.node import Node, node_fields
+from ..analysis.var_use import same_expr
 from ..buffer import Buffer, BufferRegion
 from ..expr import (
     Add,
@@ -133,22 +133,6 @@ def combine(kind: str, lhs: PrimExpr, rhs: PrimExpr) -> PrimExpr:
 # ---------------------------------------------------------------------------------
 # Access regions
 # ---------------------------------------------------------------------------------
-
-
-def same_expr(a: Any, b: Any) -> bool:
-    """Structural identity where variables and buffers must be the very same objects
-    (unlike structural_equal, which pairs free variables by position)."""
-    if a is b:
-        return True
-    if isinstance(a, Node):
-        if type(a) is not type(b) or type(a)._sequal_binding:
-            return False
-        return all(same_expr(getattr(a, f), getattr(b, f))
-                   for f in node_fields(type(a)) if f != "span")
-    if isinstance(a, (tuple, list)):
-        return (isinstance(b, (tuple, list)) and len(a) == len(b)
-                and all(same_expr(x, y) for x, y in zip(a, b)))
-    return type(a) is type(b) and a == b
 
 
 def _split_offset(e: PrimExpr) -> tuple[PrimExpr | None, int]:

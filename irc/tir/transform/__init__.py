@@ -8,16 +8,27 @@ from .base import PrimFuncPass, prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
-from .lower import LOWER_TIR, LOWERING_PASSES, lower, lower_module, lower_primfunc
+from .lower import (
+    GPU_LOWERING_PASSES,
+    LOWER_TIR,
+    LOWER_TIR_GPU,
+    LOWERING_PASSES,
+    lower,
+    lower_module,
+    lower_primfunc,
+    lower_primfunc_for_gpu,
+)
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
 from .lower_opaque_block import LowerOpaqueBlock, lower_opaque_block
+from .lower_thread_binding import LowerThreadBinding
 from .plan_buffer_allocation import (
     PlanAndUpdateBufferAllocationLocation,
     plan_and_update_buffer_allocation_location,
 )
 from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, StmtSimplifier, simplify
+from .thread_sync import ThreadSync
 from .unroll_loop import UnrollLoop, unroll_loop
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
@@ -25,6 +36,11 @@ __all__ = [
     "CompactBufferAllocation",
     "ConvertBlocksToOpaque",
     "FlattenBuffer",
+    "GPU_LOWERING_PASSES",
+    "LOWER_TIR_GPU",
+    "LowerThreadBinding",
+    "ThreadSync",
+    "lower_primfunc_for_gpu",
     "LOWERING_PASSES",
     "LOWER_TIR",
     "LowerInitBlock",

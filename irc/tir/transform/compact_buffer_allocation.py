@@ -28,24 +28,78 @@ from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from ..functor.rewriter import IRRewriter
 from ..functor.stmt_util import map_stmt_children
+from ..functor.substitute import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, LetStmt, PrimFunc, Stmt
 from .base import PrimFuncPass
 
+# GPU axes whose loops are not relaxed for buffers of a scope: each thread has its own
+# ``local`` buffer and each block its own ``shared`` buffer, so their extents cover what
+# one thread (one block) touches. Loops bound to these axes stand for one index, the
+# same in every nest bound to that axis (a canonical variable per axis), so that sibling
+# nests of one kernel agree on the region. ``vthread`` loops run inside one thread and are
+# relaxed for every scope.
+_KEPT_AXES = {
+    "local": ("blockIdx", "threadIdx"),
+    "warp": ("blockIdx", "threadIdx"),
+    "shared": ("blockIdx",),
+    "shared.dyn": ("blockIdx",),
+}
+
+
+def _policy(scope: str) -> str:
+    """The relaxation policy of a storage scope: ``local``, ``shared`` or ``global``."""
+    if scope in ("local", "warp") or scope.startswith("local."):
+        return "local"
+    if scope.startswith("shared"):
+        return "shared"
+    return "global"
+
+
+_POLICIES = ("global", "shared", "local")
+
 
 class _AccessRegions:
-    """Per-dimension intervals of the accesses to ``targets`` inside one block."""
+    """Per-dimension intervals of the accesses to ``targets`` inside one block; thread
+    axes' canonical variables are ``canon`` (axis -> Var)."""
 
-    def __init__(self, an: Analyzer, targets: list[Buffer]):
+    def __init__(self, an: Analyzer, targets: list[Buffer], canon: dict[str, Var]):
         self.an = an
         self.targets = {id(b): b for b in targets}
         self.by_data = {id(b.data): b for b in targets}
-        self.dom: dict[Var, object] = {}
+        self.canon = canon
+        # One domain per relaxation policy (see _KEPT_AXES).
+        self.doms: dict[str, dict[Var, object]] = {p: {} for p in _POLICIES}
+        self.dom = self.doms["global"]
         self.sets: dict[int, list[list[IntervalSet]]] = {id(b): [] for b in targets}
         self.opaque: set[int] = set()
 
     def access(self, buf: Buffer, indices) -> None:
         if id(buf) in self.targets:
-            self.sets[id(buf)].append([self.an.int_set(i, self.dom) for i in indices])
+            dom = self.doms[_policy(buf.scope)]
+            self.sets[id(buf)].append([self.an.int_set(i, dom) for i in indices])
+
+    def bind_loop(self, s: For) -> None:
+        for policy, dom in self.doms.items():
+            kept = _KEPT_AXES.get(policy, ())
+            if s.kind == "thread_binding" and s.thread_tag.split(".")[0] in kept:
+                cv = self.canon.get(s.thread_tag)
+                if cv is None:
+                    cv = Var(name=s.thread_tag.replace(".", "_"), dtype=s.loop_var.dtype)
+                    self.canon[s.thread_tag] = cv
+                elif cv.dtype != s.loop_var.dtype:
+                    dom[s.loop_var] = Range(min=s.min, extent=s.extent)
+                    continue
+                dom[s.loop_var] = IntervalSet(cv, cv)
+            else:
+                dom[s.loop_var] = Range(min=s.min, extent=s.extent)
+
+    def bind_value(self, v: Var, value: PrimExpr) -> None:
+        for dom in self.doms.values():
+            dom[v] = self.an.int_set(value, dom)
+
+    def unbind(self, v: Var) -> None:
+        for dom in self.doms.values():
+            del dom[v]
 
     def expr(self, e) -> None:
         if isinstance(e, (tuple, list)):
@@ -77,19 +131,19 @@ class _AccessRegions:
             self.access(s.buffer, s.indices)
         elif cls is For:
             self.expr((s.min, s.extent))
-            self.dom[s.loop_var] = Range(min=s.min, extent=s.extent)
+            self.bind_loop(s)
             self.stmt(s.body)
-            del self.dom[s.loop_var]
+            self.unbind(s.loop_var)
         elif cls is LetStmt:
             self.expr(s.value)
-            self.dom[s.var] = self.an.int_set(s.value, self.dom)
+            self.bind_value(s.var, s.value)
             self.stmt(s.body)
-            del self.dom[s.var]
+            self.unbind(s.var)
         elif cls is BlockRealize:
             self.expr((s.iter_values, s.predicate))
             block = s.block
             for iv, v in zip(block.iter_vars, s.iter_values):
-                self.dom[iv.var] = self.an.int_set(v, self.dom)
+                self.bind_value(iv.var, v)
             for mb in block.match_buffers:
                 src = mb.source
                 if id(src.buffer) in self.targets:
@@ -100,7 +154,7 @@ class _AccessRegions:
             self.stmt(block.init)
             self.stmt(block.body)
             for iv in block.iter_vars:
-                del self.dom[iv.var]
+                self.unbind(iv.var)
         else:
             for f in node_fields(cls):
                 if f == "span":
@@ -156,15 +210,37 @@ def _aligned_strides(shape: tuple[PrimExpr, ...], aligns: dict[int, tuple[int, i
 
 
 class _Retarget(IRRewriter):
-    """Point every access of the compacted buffers at their new buffers, shifted."""
+    """Point every access of the compacted buffers at their new buffers, shifted. A
+    shift that mentions a thread axis's canonical variable uses the variable of the loop
+    bound to that axis around the access (0 outside any: such code runs on index 0)."""
 
-    def __init__(self, new: dict[int, tuple[Buffer, list[PrimExpr]]]):
+    def __init__(self, new: dict[int, tuple[Buffer, list[PrimExpr]]], canon: dict[str, Var]):
         super().__init__()
         self.new = new
         self.an = Analyzer()
+        self.canon = canon
+        self.axis_loops: dict[str, list[Var]] = {}
+
+    def stmt_For(self, s: For) -> Stmt:
+        if s.kind != "thread_binding":
+            return super().stmt_For(s)
+        self.axis_loops.setdefault(s.thread_tag, []).append(s.loop_var)
+        try:
+            return super().stmt_For(s)
+        finally:
+            self.axis_loops[s.thread_tag].pop()
+
+    def _min(self, m: PrimExpr) -> PrimExpr:
+        if not self.canon:
+            return m
+        vmap: dict[Var, PrimExpr] = {}
+        for tag, cv in self.canon.items():
+            loops = self.axis_loops.get(tag)
+            vmap[cv] = loops[-1] if loops else IntImm(dtype=cv.dtype, value=0)
+        return substitute(m, vmap)
 
     def _shift(self, indices, mins):
-        return tuple(i if _is_zero(m) else self.an.simplify(i - m)
+        return tuple(i if _is_zero(m) else self.an.simplify(i - self._min(m))
                      for i, m in zip(indices, mins))
 
     def rewrite_buffer(self, b: Buffer) -> Buffer:
@@ -187,7 +263,8 @@ class _Retarget(IRRewriter):
         hit = self.new.get(id(r.buffer))
         if hit is None:
             return r
-        region = tuple(Range(min=rg.min if _is_zero(m) else self.an.simplify(rg.min - m),
+        region = tuple(Range(min=rg.min if _is_zero(m) else
+                             self.an.simplify(rg.min - self._min(m)),
                              extent=rg.extent)
                        for rg, m in zip(r.region, hit[1]))
         return BufferRegion(buffer=hit[0], region=region)
@@ -221,7 +298,8 @@ class _Compactor:
 
     def compact(self, block: Block) -> Block:
         an = self.an
-        regions = _AccessRegions(an, list(block.alloc_buffers))
+        canon: dict[str, Var] = {}
+        regions = _AccessRegions(an, list(block.alloc_buffers), canon)
         regions.stmt(block.init)
         regions.stmt(block.body)
         new: dict[int, tuple[Buffer, list[PrimExpr]]] = {}
@@ -258,7 +336,7 @@ class _Compactor:
             allocs.append(nb)
         if not new:
             return block
-        rt = _Retarget(new)
+        rt = _Retarget(new, canon)
         return block.replace(
             alloc_buffers=tuple(allocs),
             body=rt.stmt(block.body),

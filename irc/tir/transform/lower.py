@@ -39,9 +39,11 @@ from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_match_buffer import LowerMatchBuffer
 from .lower_opaque_block import LowerOpaqueBlock
+from .lower_thread_binding import LowerThreadBinding
 from .plan_buffer_allocation import PlanAndUpdateBufferAllocationLocation
 from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
+from .thread_sync import ThreadSync
 from .unroll_loop import UnrollLoop
 from .vectorize_loop import VectorizeLoop
 
@@ -65,6 +67,20 @@ LOWERING_PASSES = (
 LOWER_TIR = Sequential(LOWERING_PASSES, name="LowerTIR")
 """The lowering pipeline as one pass over every PrimFunc of a module."""
 
+GPU_LOWERING_PASSES = LOWERING_PASSES + (
+    LowerThreadBinding(),
+    ThreadSync(),
+    Simplify(),
+    RemoveNoOp(),
+)
+"""The passes of :data:`LOWER_TIR_GPU`: lowering, then thread-bound loops become kernels
+in launch form (``LowerThreadBinding``) with the barriers their threads need
+(``ThreadSync``)."""
+
+LOWER_TIR_GPU = Sequential(GPU_LOWERING_PASSES, name="LowerTIRForGPU")
+"""The lowering pipeline for GPU targets: what the CUDA code generator and the
+interpreter's GPU mode take."""
+
 
 def lower_primfunc(func: PrimFunc) -> PrimFunc:
     """Lower a block-form (or partly lowered) PrimFunc to the flat form code generators
@@ -74,6 +90,16 @@ def lower_primfunc(func: PrimFunc) -> PrimFunc:
     symbol = func.attrs.get("global_symbol", "main")
     name = symbol if isinstance(symbol, str) else "main"
     return LOWER_TIR(IRModule(functions={name: func}))[name]
+
+
+def lower_primfunc_for_gpu(func: PrimFunc) -> PrimFunc:
+    """Lower a GPU-scheduled PrimFunc to kernel form (:data:`LOWER_TIR_GPU`)."""
+    if not isinstance(func, PrimFunc):
+        raise LoweringError(f"lower_primfunc_for_gpu takes a PrimFunc, not "
+                            f"{type(func).__name__}")
+    symbol = func.attrs.get("global_symbol", "main")
+    name = symbol if isinstance(symbol, str) else "main"
+    return LOWER_TIR_GPU(IRModule(functions={name: func}))[name]
 
 
 def lower_module(mod: IRModule) -> IRModule:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.structural import structural_equal
+from ..analysis.var_use import same_expr
 from ..expr import BufferLoad, Call, IntImm, PrimExpr, logical_not
 from ..functor.stmt_util import flat_seq, map_stmt_children
 from ..stmt import (
@@ -66,11 +66,7 @@ _PURE_CALLS = frozenset({
 def _same_location(s: BufferStore) -> bool:
     v = s.value
     return (type(v) is BufferLoad and v.buffer is s.buffer and len(v.indices) == len(s.indices)
-            and all(_same_expr(a, b) for a, b in zip(v.indices, s.indices)))
-
-
-def _same_expr(a: PrimExpr, b: PrimExpr) -> bool:
-    return a is b or structural_equal(a, b)
+            and all(same_expr(a, b) for a, b in zip(v.indices, s.indices)))
 
 
 class _Remove:

@@ -154,6 +154,10 @@ class StmtSimplifier:
 
     def _attr(self, s: AttrStmt) -> Stmt:
         value = self.expr(s.value) if isinstance(s.value, PrimExpr) else s.value
+        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+            # A GPU axis index lies in [0, extent) inside its launch.
+            self.an.bind(s.node.var, Range(min=s.node.dom.min, extent=value),
+                         allow_override=True)
         body = self.visit(s.body)
         if value is s.value and body is s.body:
             return s
