@@ -73,8 +73,6 @@ BLOCK_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 LAUNCH_AXES = GRID_AXES + BLOCK_AXES
 """The axes a kernel launches, in the order of the ``thread_extent`` chain."""
 
-VIRTUAL_AXES = ("vthread", "vthread.x", "vthread.y", "vthread.z")
-
 
 def is_kernel_launch(s: Stmt) -> bool:
     """Whether ``s`` is a ``thread_extent`` attribute launching a GPU axis."""

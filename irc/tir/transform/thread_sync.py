@@ -97,7 +97,6 @@ class _Kernel:
         self.block_axes = {tag: a.node.var for tag, a in launches.items()
                            if tag in BLOCK_AXES and not (type(a.value) is IntImm
                                                           and a.value.value == 1)}
-        self.kernel_vars = frozenset(a.node.var for a in launches.values())
 
     # -- accesses --------------------------------------------------------------------
     def accesses(self, node, ctx: frozenset[str]) -> list[_Access]:
