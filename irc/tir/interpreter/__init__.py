@@ -5,13 +5,29 @@ arrays for buffer parameters (outputs are written in place) and Python numbers f
 scalar parameters; symbolic shapes are bound from the arrays. It is the oracle that
 code generators are tested against, so it follows C/LLVM semantics: integer division
 truncates (``Div``/``Mod``) or floors (``FloorDiv``/``FloorMod``), narrow integers wrap
-around, float32 arithmetic rounds in float32, every memory access is bounds-checked
-(an :class:`InterpreterError` names the buffer and index), and GPU thread loops run one
-thread after another. The function is translated once into Python source (see
-``codegen.py``) and cached.
+around, float32 arithmetic rounds in float32, and every memory access is bounds-checked
+(an :class:`InterpreterError` names the buffer and index). The function is translated
+once into Python source (see ``codegen.py``) and cached.
 
-Limits: threads that communicate through shared memory across a barrier inside one
-thread loop are not modeled; ``match_buffer`` views take the layout of their source.
+GPU kernels run as on a GPU (SIMT, see ``simt.py``). A kernel is the subtree of a
+``thread_extent`` attribute of a ``blockIdx``/``threadIdx`` axis met in host code; the
+launches inside it give the grid and block dimensions (evaluated when the kernel starts).
+Blocks run one after another; the threads of a block run in lock-step between barriers
+(``T.tvm_storage_sync("shared")``): every thread runs to its next barrier, in reverse
+thread order, before any goes on. ``shared`` memory is one array per block, ``local``
+memory one per thread, both filled at allocation with values that show when read
+before written (NaN, the largest integer). Errors: *data races* — an element of shared
+or global memory that one thread writes and another thread of the block reads or writes
+with no barrier in between, or that a thread of another block touches at any time of
+the launch; *barrier divergence* — some threads of a block finish while others wait at
+a barrier, or threads wait at different barriers; a global allocation inside a kernel.
+Host code, ``vthread`` attributes and thread-bound ``For`` loops (block form) run as
+sequential loops.
+
+Limits: lock-step holds between barriers only, so warp-synchronous code (and
+``T.tvm_storage_sync("warp")``) is not modeled; barriers are matched by statement, not
+by loop iteration; accesses through a view that reinterprets memory as another dtype
+are not checked for races; ``match_buffer`` views take the layout of their source.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from ...core import dtype as dt
 from ..stmt import PrimFunc
 from .codegen import PythonGenerator
 from .runtime import HELPERS, InterpreterError, bf16_round, storage_dtype
+from .simt import SIMT_HELPERS
 
 __all__ = ["run", "compile_func", "CompiledFunc", "InterpreterError"]
 
@@ -36,7 +53,7 @@ class CompiledFunc:
         self.name = str(func.attrs.get("global_symbol", "main"))
         gen = PythonGenerator(func)
         self.source = gen.generate()
-        namespace: dict[str, Any] = dict(HELPERS)
+        namespace: dict[str, Any] = {**HELPERS, **SIMT_HELPERS}
         namespace["_K"] = gen.consts
         try:
             code = compile(self.source, f"<irc interpreter: {self.name}>", "exec")

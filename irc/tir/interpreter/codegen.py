@@ -8,18 +8,99 @@ rounds in float32; bfloat16 values compute as float32 and round when stored or c
 vectors (Ramp, Broadcast, vector loads) are numpy arrays. Memory is a flat numpy array
 per data pointer; every access checks its indices against the buffer's shape unless the
 loop bounds prove it in range.
+
+GPU kernels (an ``AttrStmt`` ``thread_extent`` of a ``blockIdx``/``threadIdx`` axis met
+in host code, with everything under it) become a nested *block function* returning a
+*thread function* (a generator that yields at each barrier) that ``simt.Launch`` runs
+block by block, thread by thread: see ``simt.py`` for the execution model and
+:meth:`PythonGenerator.launch_kernel` for the code.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import dtype as dt
+from ...core.node import Node, node_fields
+from ..analysis import collect_vars
 from ..buffer import Buffer
-from ..expr import Call, IntImm, IterVar, Var
-from ..stmt import Block, Stmt
+from ..expr import Call, IntImm, IterVar, Let, StringImm, Var
+from ..stmt import Allocate, AttrStmt, Block, BufferStore, For, LetStmt, Stmt
 from .expr_codegen import CE, MAX_LOOP_NESTING, ExprCompiler, int_code
 from .runtime import InterpreterError
+
+GPU_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+            "threadIdx.z")
+_SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+def is_launch(s: Stmt) -> bool:
+    """Whether ``s`` launches a GPU grid or block axis (``thread_extent`` of a
+    ``blockIdx``/``threadIdx`` iteration variable)."""
+    return (isinstance(s, AttrStmt) and s.key == "thread_extent"
+            and isinstance(s.node, IterVar)
+            and s.node.thread_tag.startswith(("blockIdx.", "threadIdx.")))
+
+
+@dataclass
+class KernelScan:
+    """What :func:`scan_kernel` finds in a kernel: its launches, the ids of the
+    variables it defines, the ids of the data pointers it stores to, and whether it
+    declares buffer views (``match_buffer``) that could hide a store."""
+
+    launches: list[AttrStmt] = field(default_factory=list)
+    defined: set[int] = field(default_factory=set)
+    stored: set[int] = field(default_factory=set)
+    has_views: bool = False
+
+
+def scan_kernel(kernel: Stmt) -> KernelScan:
+    """Scan the statements of ``kernel`` (see :class:`KernelScan`)."""
+    out = KernelScan()
+    stack: list[Any] = [kernel]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(reversed(x))
+            continue
+        if not isinstance(x, Node):
+            continue
+        if is_launch(x):
+            out.launches.append(x)
+        if isinstance(x, For):
+            out.defined.add(id(x.loop_var))
+        elif isinstance(x, (LetStmt, Let)):
+            out.defined.add(id(x.var))
+        elif isinstance(x, Allocate):
+            out.defined.add(id(x.buffer_var))
+        elif isinstance(x, IterVar):
+            out.defined.add(id(x.var))
+        elif isinstance(x, BufferStore):
+            out.stored.add(id(x.buffer.data))
+        elif isinstance(x, Block):
+            out.defined.update(id(b.data) for b in x.alloc_buffers)
+            out.has_views = out.has_views or bool(x.match_buffers)
+        stack.extend(reversed([getattr(x, f) for f in node_fields(type(x)) if f != "span"]))
+    return out
+
+
+@dataclass
+class Kernel:
+    """The kernel being generated: its name, the extent of each launched axis, the Python
+    names of the block/thread parameters, and what its body needs from the launch."""
+
+    name: str
+    extents: dict[str, CE]
+    params: dict[str, str]
+    memory: str
+    gid: str
+    # Python names of the global memories the kernel may write (None: any); reads of the
+    # others cannot race and are not tracked.
+    written: set[str] | None = None
+    # Python name of each global memory the kernel accesses -> its name for messages.
+    shadows: dict[str, str] = field(default_factory=dict)
+    barriers: int = 0
 
 
 class PythonGenerator(ExprCompiler):
@@ -50,6 +131,8 @@ class PythonGenerator(ExprCompiler):
         if isinstance(s.value, IntImm):
             return
         if isinstance(s.value, Call) and s.value.op == "tvm_storage_sync":
+            if self.kernel is not None:
+                self.barrier(s)
             return
         c = self.expr(s.value)
         self.flush()
@@ -58,7 +141,8 @@ class PythonGenerator(ExprCompiler):
     def s_BufferStore(self, s: Any) -> None:
         buf = s.buffer
         value = self.cexpr(s.value)
-        flat, _vector, _ = self.address(buf, s.indices)
+        flat, vector, _ = self.address(buf, s.indices)
+        flat = self.tracked(buf, flat, vector, True)
         mem = self._mem_ref(buf, self.lookup(buf.data)[0])
         code = value.code
         if dt.element_of(buf.dtype) == "bfloat16":
@@ -80,6 +164,7 @@ class PythonGenerator(ExprCompiler):
             vhi = None if None in (lo.hi, extent.hi) else max(lo.lo, lo.hi + extent.hi - 1)
         nested = self.loop_depth >= MAX_LOOP_NESTING
         saved_depth = self.loop_depth
+        barriers = 0 if self.kernel is None else self.kernel.barriers
         if nested:
             fn = self.fresh("_nest")
             self.emit(f"def {fn}():")
@@ -94,7 +179,10 @@ class PythonGenerator(ExprCompiler):
         if nested:
             self.indent -= 1
             self.loop_depth = saved_depth
-            self.emit(f"{fn}()")
+            if self.kernel is not None and self.kernel.barriers > barriers:
+                self.emit(f"yield from {fn}()")  # the loop holds barriers: a generator
+            else:
+                self.emit(f"{fn}()")
 
     def s_For(self, s: Any) -> None:
         self._loop(s.loop_var, self.cexpr(s.min), self.cexpr(s.extent), s.body)
@@ -135,26 +223,138 @@ class PythonGenerator(ExprCompiler):
         self.stmt(s.body)
 
     def s_AttrStmt(self, s: Any) -> None:
+        if is_launch(s):
+            if self.kernel is None:
+                self.launch_kernel(s)
+            else:
+                self.bind_thread(s)
+            return
         if s.key in ("thread_extent", "virtual_thread") and isinstance(s.node, IterVar):
-            # GPU threads run one after another: programs whose threads communicate
-            # through shared memory between barriers are not modeled.
+            # Virtual threads (and thread axes other than blocks' and threads') are loops.
             extent = self.cexpr(s.value)
             zero = CE("0", extent.dtype, 0, 0)
             self._loop(s.node.var, zero, extent, s.body)
             return
         self.stmt(s.body)
 
-    def _allocate(self, data: Var, dtype: str, extents: list[CE]) -> str:
+    # -- GPU kernels ------------------------------------------------------------------
+    def launch_kernel(self, s: AttrStmt) -> None:
+        """Emit the kernel that starts at launch ``s`` (see ``simt.py``)::
+
+            _ext1 = <extent of blockIdx.x> ...             # evaluated at kernel entry
+            _launch2 = _Launch("main_kernel", (("blockIdx.x", _ext1), ...))
+            v3_B_sh = _launch2.shadow("B")                # each global memory it uses
+            def _block3(_bx, _by, _bz, _shared):
+                def _thread4(_tx, _ty, _tz, _gid):
+                    <kernel body; a barrier is `yield <barrier number>`>
+                return _thread4
+            _launch2.run(_block3, <whether the kernel has barriers>)
+        """
+        count = self.kernel_count
+        self.kernel_count += 1
+        name = f"{self.func_name}_kernel" + (f"_{count}" if count else "")
+        scan = scan_kernel(s)
+        pairs, extents = [], {}
+        for launch in scan.launches:
+            tag = launch.node.thread_tag
+            if tag not in GPU_AXES:
+                raise InterpreterError(f"{self.func_name}: kernel {name} launches the unknown "
+                                       f"thread axis {tag!r}; use one of {', '.join(GPU_AXES)}",
+                                       node=launch, span=launch.span)
+            for v in collect_vars(launch.value):
+                if id(v) in scan.defined:
+                    raise InterpreterError(
+                        f"{self.func_name}: the extent of {tag} in kernel {name} uses "
+                        f"{v.name}, which is defined inside the kernel; launch extents are "
+                        "evaluated when the kernel starts and may only use values defined "
+                        "before it", node=launch, span=launch.span)
+            c = self.cexpr(launch.value)
+            self.flush()
+            ext = self.fresh("_ext")
+            self.emit(f"{ext} = {c.code}")
+            extents.setdefault(tag, CE(ext, c.dtype, c.lo, c.hi))
+            pairs.append(f"({tag!r}, {ext}), ")
+        launch_obj = self.fresh("_launch")
+        self.emit(f"{launch_obj} = _Launch({name!r}, ({''.join(pairs)}))")
+        shadows_at, shadows_indent = len(self.lines), self.indent
+        params = {tag: self.fresh("_" + tag.replace("Idx.", "")) for tag in GPU_AXES}
+        kernel = Kernel(name=name, extents=extents, params=params,
+                        memory=self.fresh("_shared"), gid=self.fresh("_gid"))
+        if not scan.has_views:
+            kernel.written = {self.names[v][0] for v in scan.stored if v in self.names}
+        block_fn, thread_fn = self.fresh("_block"), self.fresh("_thread")
+        self.emit(f"def {block_fn}({', '.join(params[t] for t in GPU_AXES[:3])}, "
+                  f"{kernel.memory}):")
+        self.indent += 1
+        self.emit(f"def {thread_fn}({', '.join(params[t] for t in GPU_AXES[3:])}, "
+                  f"{kernel.gid}):")
+        saved_depth, self.loop_depth = self.loop_depth, 0
+        self.kernel = kernel
+        self.body(s)
+        self.kernel = None
+        self.loop_depth = saved_depth
+        self.emit(f"return {thread_fn}")
+        self.indent -= 1
+        self.emit(f"{launch_obj}.run({block_fn}, {kernel.barriers > 0})")
+        self.lines[shadows_at:shadows_at] = [
+            "    " * shadows_indent + f"{mem}_sh = {launch_obj}.shadow({label!r})"
+            for mem, label in kernel.shadows.items()]
+
+    def bind_thread(self, s: AttrStmt) -> None:
+        """A launch inside the kernel: its variable is the block's or thread's index."""
+        kernel = self.kernel
+        tag = s.node.thread_tag
+        extent = kernel.extents[tag]
+        hi = None if extent.hi is None else max(0, extent.hi - 1)
+        self.define(s.node.var, 0, hi, name=kernel.params[tag])
+        self.stmt(s.body)
+        self.undefine(s.node.var)
+
+    def barrier(self, s: Any) -> None:
+        """``T.tvm_storage_sync("shared")`` (statement ``s``) in a kernel: the thread yields
+        the barrier's number (its order among the kernel's barriers) to the scheduler."""
+        args = s.value.args
+        scope = args[0].value if args and isinstance(args[0], StringImm) else None
+        if scope not in _SHARED_SCOPES:
+            raise InterpreterError(f'{self.func_name}: T.tvm_storage_sync("{scope}") in '
+                                   f"kernel {self.kernel.name} is not modeled by the "
+                                   "interpreter; only block barriers "
+                                   '(T.tvm_storage_sync("shared")) are', node=s, span=s.span)
+        self.kernel.barriers += 1
+        self.flush()
+        self.emit(f"yield {self.kernel.barriers}")
+
+    def _allocate(self, data: Var, dtype: str, extents: list[CE], scope: str,
+                  label: str, where: Any) -> str:
+        """Emit an allocation: host memory (global), or in a kernel one array per block
+        (shared) or per thread (local and other scopes)."""
         size = " * ".join(e.code for e in extents) or "1"
         self.flush()
         name = self.define(data)
-        self.emit(f"{name} = _alloc({size}, {self.np_dtype(dtype)})")
+        np_dtype = self.np_dtype(dtype)
+        kernel = self.kernel
+        if kernel is None:
+            self.emit(f"{name} = _alloc({size}, {np_dtype})")
+            kind = "global"
+        elif scope in _SHARED_SCOPES:
+            self.emit(f"{name}, {name}_sh = {kernel.memory}.alloc({name!r}, {label!r}, "
+                      f"{size}, {np_dtype})")
+            kind = "shared"
+        elif scope == "global":
+            raise InterpreterError(f"{self.func_name}: kernel {kernel.name} allocates {label} "
+                                   "in global memory, which a CUDA kernel cannot do; allocate "
+                                   "it before the kernel (host code) or use shared or local "
+                                   "memory", node=where, span=where.span)
+        else:
+            self.emit(f"{name} = _alloc_uninitialized({size}, {np_dtype})")
+            kind = "local"
+        self.memories[name] = (kind, label)
         self.mem_dtype[id(data)] = dt.element_of(dtype)
         return name
 
     def s_Allocate(self, s: Any) -> None:
         extents = [self.cexpr(e) for e in s.extents]
-        self._allocate(s.buffer_var, s.dtype, extents)
+        self._allocate(s.buffer_var, s.dtype, extents, s.scope, s.buffer_var.name, s)
         self.stmt(s.body)
         self.undefine(s.buffer_var)
 
@@ -212,7 +412,7 @@ class PythonGenerator(ExprCompiler):
         allocated = []
         for buf in b.alloc_buffers:
             extents = [self.cexpr(x) for x in buf.shape]
-            self._allocate(buf.data, buf.dtype, extents)
+            self._allocate(buf.data, buf.dtype, extents, buf.scope, buf.name, b)
             allocated.append(buf.data)
         for mb in b.match_buffers:
             allocated.extend(self.match_buffer(mb))
@@ -288,10 +488,12 @@ class PythonGenerator(ExprCompiler):
             if buf is None:
                 name = self.define(p)
                 self.emit(f"{name} = _p[{j}]")
+                self.memories[name] = ("global", p.name)
                 continue
             arr = f"_a{j}"
             self.emit(f"{arr} = _p[{j}]")
             mem = self.define(buf.data)
+            self.memories[mem] = ("global", buf.name)
             self.names[id(p)] = self.names[id(buf.data)]
             self.mem_dtype[id(buf.data)] = buf.dtype
             self.mem_dtype[id(p)] = buf.dtype

@@ -79,6 +79,8 @@ class ExprCompiler:
     def __init__(self, func: PrimFunc, name: str = "kernel"):
         self.func = func
         self.name = name
+        self.func_name = str(func.attrs.get("global_symbol", "main"))
+        self.kernel_count = 0
         self.lines: list[str] = []
         self.indent = 1
         self.counter = 0
@@ -91,6 +93,10 @@ class ExprCompiler:
         self.pre: list[str] = []
         self.hoist_ok = True
         self.loop_depth = 0
+        # Inside a GPU kernel: the kernel being generated (see codegen.py), else None.
+        self.kernel: Any = None
+        # Python name of each memory -> (storage scope, name for messages).
+        self.memories: dict[str, tuple[str, str]] = {}
 
     # -- bookkeeping --------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -478,9 +484,31 @@ class ExprCompiler:
                     f"_oob({buf.name!r}, {shape_code}, {idx_code}))")
         return flat, False, depth
 
+    def tracked(self, buf: Buffer, flat: str, vector: bool, write: bool) -> str:
+        """``flat`` (the offset of an access to ``buf``), routed through the race
+        detection of its memory where the access is in a kernel and the memory is shared
+        or global (see ``simt.py``)."""
+        kernel = self.kernel
+        if kernel is None:
+            return flat
+        mem = self.lookup(buf.data)[0]
+        if self._mem_ref(buf, mem) != mem:
+            return flat  # a reinterpreting view: element offsets of another size
+        scope, name = self.memories.get(mem, ("global", buf.name))
+        if scope == "local":
+            return flat
+        if scope == "global":
+            if not write and kernel.written is not None and mem not in kernel.written:
+                return flat  # no thread of the kernel writes it: reads cannot race
+            kernel.shadows.setdefault(mem, name)
+        shadow = f"{mem}_sh"
+        method = ("vwr" if vector else "wr") if write else ("vrd" if vector else "rd")
+        return f"{shadow}.{method}({flat}, {kernel.gid})"
+
     def e_BufferLoad(self, n: BufferLoad) -> CE:
         buf = n.buffer
         flat, vector, depth = self.address(buf, n.indices)
+        flat = self.tracked(buf, flat, vector, False)
         mem = self._mem_ref(buf, self.lookup(buf.data)[0])
         elem = dt.element_of(buf.dtype)
         if elem == "bfloat16":

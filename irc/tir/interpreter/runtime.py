@@ -18,7 +18,8 @@ from ...core.diagnostics import IRCError
 class InterpreterError(IRCError):
     """A loop-IR program did something undefined while being interpreted: an
     out-of-bounds access, a failed assertion, a division by zero, a block binding
-    outside its iteration domain, or a construct the interpreter does not support."""
+    outside its iteration domain, a data race or barrier divergence in a GPU kernel, or a
+    construct the interpreter does not support."""
 
 
 def storage_dtype(dtype: str) -> np.dtype:
