@@ -21,8 +21,11 @@ or global memory that one thread writes and another thread of the block reads or
 with no barrier in between, or that a thread of another block touches at any time of
 the launch; *barrier divergence* — some threads of a block finish while others wait at
 a barrier, or threads wait at different barriers; a global allocation inside a kernel.
-Host code, ``vthread`` attributes and thread-bound ``For`` loops (block form) run as
-sequential loops.
+A function with loops bound to ``blockIdx``/``threadIdx`` (block form or lowered) is
+first lowered with :data:`irc.tir.transform.LOWER_TIR_GPU` (kernels in launch form with
+the barriers ``ThreadSync`` places: what the CUDA code generator translates), so
+GPU-scheduled IR always runs under these semantics. Host code and ``vthread`` attributes
+run as sequential loops.
 
 Limits: lock-step holds between barriers only, so warp-synchronous code (and
 ``T.tvm_storage_sync("warp")``) is not modeled; barriers are matched by statement, not
@@ -37,7 +40,10 @@ from typing import Any
 import numpy as np
 
 from ...core import dtype as dt
-from ..stmt import PrimFunc
+from ..functor.stmt_util import map_stmt_children
+from ..stmt import For, PrimFunc, Stmt
+from ..transform.lower import lower_primfunc_for_gpu
+from ..transform.lower_thread_binding import LAUNCH_AXES
 from .codegen import PythonGenerator
 from .runtime import HELPERS, InterpreterError, bf16_round, storage_dtype
 from .simt import SIMT_HELPERS
@@ -50,6 +56,7 @@ class CompiledFunc:
 
     def __init__(self, func: PrimFunc):
         self.func = func
+        self.key = func  # the function as given (``func`` may be its GPU lowering)
         self.name = str(func.attrs.get("global_symbol", "main"))
         gen = PythonGenerator(func)
         self.source = gen.generate()
@@ -148,14 +155,27 @@ _CACHE: dict[int, CompiledFunc] = {}
 _CACHE_LIMIT = 64
 
 
+def _has_thread_loops(func: PrimFunc) -> bool:
+    stack: list[Stmt] = [func.body]
+    while stack:
+        s = stack.pop()
+        if type(s) is For and s.kind == "thread_binding" and s.thread_tag in LAUNCH_AXES:
+            return True
+        map_stmt_children(s, lambda c: stack.append(c) or c)
+    return False
+
+
 def compile_func(func: PrimFunc) -> CompiledFunc:
     """Translate ``func`` once (cached by identity) and return the callable."""
     if not isinstance(func, PrimFunc):
         raise InterpreterError(f"the interpreter runs PrimFuncs, got {type(func).__name__}")
     hit = _CACHE.get(id(func))
-    if hit is not None and hit.func is func:
+    if hit is not None and hit.key is func:
         return hit
-    compiled = CompiledFunc(func)
+    # GPU-scheduled functions run as the GPU runs them: lowered to kernels in launch form,
+    # with the barriers ThreadSync places (what the CUDA code generator translates).
+    compiled = CompiledFunc(lower_primfunc_for_gpu(func) if _has_thread_loops(func) else func)
+    compiled.key = func
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[id(func)] = compiled
