@@ -5,6 +5,7 @@
 ``can_build`` (whether a target's code generator is available).
 """
 
+from . import cuda_build  # registers the CUDA target builder
 from .build import (
     build,
     build_llvm,

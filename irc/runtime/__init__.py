@@ -2,9 +2,13 @@
 
 ``irc.cpu()``, ``irc.cuda()``, ``irc.device("cpu")``; ``irc.tensor(np_array, device)``,
 ``empty(shape, dtype, device)``, ``from_dlpack(x)``; ``Module`` (``mod[name](*args)``,
-``time_evaluator``, ``export_library``) and ``load_module(path)``.
+``time_evaluator``, ``export_library``) and ``load_module(path)``; on NVIDIA GPUs
+``CUDAModule`` (a cubin's kernels, launched with ``launch``), ``KernelSpec``,
+``Stream``, ``Event`` and ``CUDAError``.
 """
 
+from .cuda_backend import CUDAError, DeviceAttributes, Event, Stream
+from .cuda_module import CUDAModule, KernelSpec
 from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu, cuda, device
 from .module import Function, KernelAssertionError, Module, load_module
 from .ndarray import Tensor, aligned_empty, empty, from_dlpack, tensor, zeros
@@ -15,9 +19,10 @@ from .timer import BenchmarkResult, TimeEvaluator, time_evaluator
 array = tensor
 
 __all__ = [
-    "DL_CPU", "DL_CUDA", "BenchmarkResult", "BufferParamSpec", "Device", "DeviceError",
-    "Function", "KernelAssertionError", "KernelSignature", "Module", "ScalarParamSpec",
-    "Tensor", "TimeEvaluator", "aligned_empty", "array", "cpu", "cuda", "device", "empty",
-    "from_dlpack", "load_module", "tensor", "time_evaluator", "zeros",
+    "DL_CPU", "DL_CUDA", "BenchmarkResult", "BufferParamSpec", "CUDAError", "CUDAModule",
+    "Device", "DeviceAttributes", "DeviceError", "Event", "Function",
+    "KernelAssertionError", "KernelSignature", "KernelSpec", "Module", "ScalarParamSpec",
+    "Stream", "Tensor", "TimeEvaluator", "aligned_empty", "array", "cpu", "cuda", "device",
+    "empty", "from_dlpack", "load_module", "tensor", "time_evaluator", "zeros",
 ]
 from .registry import get_global_func, list_global_funcs, register_func

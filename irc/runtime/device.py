@@ -1,8 +1,8 @@
 """Devices: ``irc.cpu(0)``, ``irc.cuda(0)``, ``irc.device("cpu")``.
 
 A device is a (type, index) pair with DLPack's device codes. CPU memory is host memory;
-CUDA memory needs the ``cuda`` extra (cuda-python) and a GPU, checked when memory is
-first used on the device (creating the device object itself always works).
+CUDA memory needs the ``cuda`` extra (NVIDIA's cuda-bindings) and a GPU, checked when
+the device is first used (creating the device object itself always works).
 """
 
 from __future__ import annotations
@@ -60,6 +60,33 @@ class Device:
             raise DeviceError("compute_version is only defined for CUDA devices")
         major, minor = cuda_backend.compute_capability(self.index)
         return f"{major}.{minor}"
+
+    @property
+    def attributes(self) -> cuda_backend.DeviceAttributes:
+        """The GPU's name, compute capability and limits (CUDA devices only)."""
+        if self.device_type != "cuda":
+            raise DeviceError("device attributes are only defined for CUDA devices")
+        return cuda_backend.device_attributes(self.index)
+
+    @property
+    def device_name(self) -> str:
+        """The GPU's name (``"NVIDIA H100 80GB HBM3"``)."""
+        return self.attributes.name
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """The most threads a block may have on this GPU."""
+        return self.attributes.max_threads_per_block
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Shared memory (bytes) a block may use without opting in (48 KiB)."""
+        return self.attributes.max_shared_memory_per_block
+
+    @property
+    def multi_processor_count(self) -> int:
+        """The number of streaming multiprocessors."""
+        return self.attributes.multiprocessor_count
 
     def sync(self) -> None:
         """Wait until work queued on the device has finished (no-op on the CPU)."""

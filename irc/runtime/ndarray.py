@@ -2,8 +2,11 @@
 
 On the CPU a :class:`Tensor` wraps a numpy array whose storage is 64-byte aligned and
 C-contiguous (what compiled kernels assume). On CUDA it owns device memory (the ``cuda``
-extra). Tensors speak DLPack both ways: ``np.from_dlpack(t)`` and
-:func:`from_dlpack` (zero-copy when the producer's memory is aligned and contiguous).
+extra), or views another library's. Tensors speak DLPack both ways, on both devices:
+``np.from_dlpack(t)`` / ``torch.from_dlpack(t)`` / ``cupy.from_dlpack(t)`` share the
+memory, and :func:`from_dlpack` views a producer's memory (zero-copy when it is 64-byte
+aligned and contiguous, keeping the producer alive). CUDA memory is exchanged in order
+with irc's work on the legacy default stream (see ``Tensor.__dlpack__``).
 ``bfloat16`` data is held as its raw ``uint16`` bits.
 """
 
@@ -17,8 +20,8 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, RuntimeShapeError
-from . import cuda_backend
-from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu
+from . import cuda_backend, dlpack
+from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu, cuda
 from .device import device as as_device
 
 ALIGNMENT = 64
@@ -87,14 +90,19 @@ def _to_storage(arr: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         if arr.dtype == np.uint16 or arr.dtype.name == "bfloat16":
             return arr.view(np.uint16) if arr.dtype.itemsize == 2 else arr
-        f = np.ascontiguousarray(arr, dtype=np.float32)
-        bits = f.view(np.uint32).astype(np.uint64)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-        nan = np.isnan(f)
-        if nan.any():
-            rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
-        return rounded
+        return bfloat16_bits(arr)
     return arr.astype(dt.to_numpy(dtype), copy=False)
+
+
+def bfloat16_bits(arr: np.ndarray) -> np.ndarray:
+    """The bfloat16 bits (uint16) of ``arr``'s values, rounded to nearest even."""
+    f = np.ascontiguousarray(arr, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded
 
 
 class Tensor:
@@ -192,10 +200,15 @@ class Tensor:
     # -- DLPack -------------------------------------------------------------------------
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None):
-        """Export as a DLPack capsule (CPU tensors; shares memory)."""
+        """Export as a DLPack capsule that shares the memory (a copy's with ``copy=True``).
+
+        For CUDA tensors ``stream`` is the consumer's stream (the protocol's codes: None
+        or 1 the legacy default stream, 2 the per-thread default stream, another int a
+        ``cudaStream_t``, -1 no ordering): irc queues its work on the legacy default
+        stream, so for another stream the consumer's stream is made to wait for it.
+        """
         if self._array is None:
-            raise DeviceError("DLPack export of CUDA tensors is not supported; copy to "
-                              "the CPU first with .copyto(irc.cpu())")
+            return self._cuda_dlpack(stream, max_version, dl_device, copy)
         kwargs = {}
         if max_version is not None:
             kwargs["max_version"] = max_version
@@ -207,6 +220,19 @@ class Tensor:
             return self._array.__dlpack__(**kwargs)
         except TypeError:
             return self._array.__dlpack__()
+
+    def _cuda_dlpack(self, stream: Any, max_version: Any, dl_device: Any, copy: Any):
+        here = (DL_CUDA, self.device.index)
+        if dl_device is not None and tuple(int(v) for v in dl_device) != here:
+            raise dlpack.DLPackError(f"a {self.device} tensor cannot be exported to DLPack "
+                                     f"device {tuple(dl_device)} without a copy; use "
+                                     ".copyto() first")
+        if copy:
+            return self.copyto(self.device).__dlpack__(stream=stream, max_version=max_version)
+        _order_for_consumer(self.device.index, stream)
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return dlpack.export_capsule(self, self.data_ptr, self.shape, self.dtype, here,
+                                     versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.device.dlpack_type, self.device.index)
@@ -255,7 +281,10 @@ def tensor(data: Any, device: Device | str | None = None, dtype: str | None = No
             return data.copyto(device or data.device)
         data = data.numpy()
     if not isinstance(data, np.ndarray) and hasattr(data, "__dlpack__") and dtype is None:
-        data = from_dlpack(data)._array
+        imported = from_dlpack(data)
+        if not imported.is_cpu:
+            return imported.copyto(imported.device if device is None else as_device(device))
+        data = imported._array
     arr = np.asarray(data)
     irc_dtype = _dtype_of(arr, dtype)
     out = empty(arr.shape, irc_dtype, device)
@@ -263,15 +292,15 @@ def tensor(data: Any, device: Device | str | None = None, dtype: str | None = No
 
 
 def from_dlpack(x: Any) -> Tensor:
-    """A tensor viewing the memory of a DLPack producer (numpy arrays, torch tensors,
-    ...); copied when it is not 64-byte aligned and C-contiguous."""
+    """A tensor viewing the memory of a DLPack producer (numpy arrays, torch and cupy
+    tensors on the CPU or a GPU, ...), keeping the producer alive; copied when it is not
+    64-byte aligned and C-contiguous (on a GPU, a non-contiguous tensor is an error)."""
     if isinstance(x, Tensor):
         return x
     if hasattr(x, "__dlpack_device__"):
-        dev_type, _ = x.__dlpack_device__()
+        dev_type, dev_id = x.__dlpack_device__()
         if int(dev_type) == DL_CUDA:
-            raise DeviceError("importing CUDA memory through DLPack is not supported yet; "
-                              "copy the data to the host first")
+            return _from_cuda_dlpack(x, int(dev_id))
         if int(dev_type) != DL_CPU:
             raise DeviceError(f"cannot import DLPack memory of device type {int(dev_type)}")
     try:
@@ -284,4 +313,65 @@ def from_dlpack(x: Any) -> Tensor:
         return Tensor(array=arr, dtype=dtype, device=cpu())
     out = empty(arr.shape, dtype)
     np.copyto(out._array, arr)
+    return out
+
+
+def _order_for_consumer(index: int, stream: Any) -> None:
+    """Make the consumer's ``stream`` (a DLPack stream code) wait for the work irc
+    queued on the legacy default stream of GPU ``index``."""
+    if stream is None or stream in (-1, 1):
+        return  # the legacy default stream itself, or the consumer orders nothing
+    if not isinstance(stream, int) or isinstance(stream, bool) or stream == 0:
+        raise dlpack.DLPackError(f"invalid DLPack stream {stream!r} for a CUDA tensor: "
+                                 "None, -1, 1, 2 or a cudaStream_t handle")
+    # The driver's handles 1 and 2 are the legacy and per-thread default streams, as in
+    # DLPack, so the code is the handle.
+    event = cuda_backend.Event(index, timing=False).record(None)
+    cuda_backend.wait_event(index, stream, event)
+
+
+def _row_major(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+    if strides is None:
+        return True
+    step = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != step:
+            return False
+        step *= size
+    return True
+
+
+def _from_cuda_dlpack(x: Any, index: int) -> Tensor:
+    """A tensor viewing the GPU memory of DLPack producer ``x`` (zero-copy)."""
+    try:
+        capsule = x.__dlpack__(stream=1)  # irc works on the legacy default stream
+    except TypeError:
+        capsule = x.__dlpack__()
+    info = dlpack.import_capsule(capsule)
+    try:
+        if info.device != (DL_CUDA, index):
+            raise DeviceError(f"DLPack producer {type(x).__name__} said its memory is on "
+                              f"cuda({index}) but exported device {info.device}")
+        if not _row_major(info.shape, info.strides):
+            raise DeviceError(f"cannot import a non-contiguous CUDA {type(x).__name__} "
+                              f"(shape {info.shape}, strides {info.strides}) through DLPack; "
+                              "make it contiguous first (.contiguous() in torch)")
+        dt.check(info.dtype)
+    except BaseException:
+        info.release()
+        raise
+    size = 1
+    for s in info.shape:
+        size *= s
+    nbytes = size * dt.itemsize(info.dtype)
+    mem = cuda_backend.BorrowedMemory(info.ptr, nbytes, index, owner=x, release=info.release)
+    view = Tensor(mem=mem, shape=info.shape, dtype=info.dtype, device=cuda(index))
+    if info.ptr % ALIGNMENT == 0 and not info.read_only:
+        return view
+    out = empty(info.shape, info.dtype, cuda(index))
+    if nbytes:
+        cuda_backend.copy_device_to_device(out._mem, mem, nbytes)
+        # The copy runs asynchronously; the producer may reuse its memory once ``view``
+        # is collected and its deleter runs.
+        cuda_backend.synchronize(index)
     return out

@@ -69,6 +69,14 @@ def check_target_buildable(target: Target) -> None:
                           "built and measured",
                           hint="tune for 'llvm' (the CPU); GPU search spaces can still be "
                                "generated with irc.tune.space.SpaceGenerator('cuda')")
+    if target.kind.name != "llvm":
+        # CUDA kernels build (irc.build(..., target="cuda")), but the tuner's builder and
+        # runner do not yet compile with NVRTC in workers and time on a GPU.
+        raise TuningError(f"cannot tune for {target}: measuring candidates on a GPU is not "
+                          "available yet (kernels build with irc.build(func, "
+                          "target='cuda'), but the tuner's runner times CPU kernels only)",
+                          hint="tune for 'llvm' (the CPU); GPU search spaces can still be "
+                               "generated with irc.tune.space.SpaceGenerator('cuda')")
 
 
 class SearchSpeed(NamedTuple):
