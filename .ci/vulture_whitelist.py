@@ -47,14 +47,3 @@ output_shape
 # shadow (irc/tir/interpreter/expr_codegen.py, `tracked`).
 _.vrd, _.vwr
 
-# ctypes structure fields and DLPack device codes that mirror the C headers (dlpack.h, the
-# CUDA driver's device properties); fake driver methods that the CUDA runtime tests hand
-# to the code under test in place of cuda-bindings.
-total_memory
-DL_CUDA_HOST
-DL_CUDA_MANAGED
-_.manager_ctx
-_cubin
-_.cuModuleUnload
-_.cuStreamDestroy
-_.cuEventDestroy

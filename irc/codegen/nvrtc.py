@@ -96,6 +96,16 @@ class CUDACompileError(CodegenError):
         self.options = tuple(options)
         super().__init__(message, span=span, hint=hint)
 
+    def __reduce__(self):
+        # Build workers send errors back pickled; keep the log and the source.
+        return (_rebuild_compile_error, (self.message, self.span, self.hint, self.log,
+                                         self.source, self.options))
+
+
+def _rebuild_compile_error(message, span, hint, log, source, options) -> CUDACompileError:
+    return CUDACompileError(message, span=span, hint=hint, log=log, source=source,
+                            options=options)
+
 
 # -- the bindings ---------------------------------------------------------------------------
 
@@ -209,14 +219,19 @@ def _install_bundled_headers(nvrtc) -> Path | None:
     candidates = [cache_dir() / f"headers-{major}.{minor}",
                   Path(tempfile.gettempdir()) / f"irc-{_user_id()}-nvrtc-headers-{major}.{minor}"]
     for path in candidates:
-        try:
-            result = install(str(path).encode(), 0)
-        except Exception as exc:  # noqa: BLE001 - an NVRTC without bundled headers raises, depending on the bindings' version
-            logger.debug("nvrtcInstallBundledHeaders(%s) raised %s", path, exc)
-            return None
-        if int(result[0]) == 0 and (path / "cuda_fp16.h").is_file():
-            return path
-        logger.debug("nvrtcInstallBundledHeaders(%s) failed: %s", path, result)
+        # 0 skips an installation whose version marker matches; 1 (FORCE_OVERWRITE)
+        # repairs one whose files were deleted since.
+        for flags in (0, 1):
+            try:
+                result = install(str(path).encode(), flags)
+            except Exception as exc:  # noqa: BLE001 - an NVRTC without bundled headers raises, depending on the bindings' version
+                logger.debug("nvrtcInstallBundledHeaders(%s) raised %s", path, exc)
+                return None
+            if int(result[0]) != 0:
+                logger.debug("nvrtcInstallBundledHeaders(%s) failed: %s", path, result)
+                break
+            if (path / "cuda_fp16.h").is_file():
+                return path
     return None
 
 

@@ -55,6 +55,14 @@ class CUDAError(IRCError):
         """True when the error left the CUDA context unusable (restart the process)."""
         return self.code in _STICKY
 
+    def __reduce__(self):
+        # Worker processes send errors back pickled; keep the code with the message.
+        return (_rebuild_error, (type(self), self.message, self.hint, self.code))
+
+
+def _rebuild_error(cls, message: str, hint: str | None, code: str) -> CUDAError:
+    return cls(message, hint=hint, code=code)
+
 
 def _import_driver():
     for name in ("cuda.bindings.driver", "cuda.cuda"):
@@ -225,16 +233,16 @@ def synchronize(index: int) -> None:
     check(d, err, "cuCtxSynchronize", device=index)
 
 
-def destroy(d: Any, index: int, call: str, handle: Any) -> None:
-    """Free a driver object at garbage collection: ``d.<call>(handle)`` in the context of
-    GPU ``index``, where ``d`` is the driver module that made it. Nothing happens when
-    the bindings were replaced since (as tests do); errors are ignored (interpreter
-    shutdown, or a context left unusable by a faulting kernel)."""
+def destroy(d: Any, index: int, free: Any, handle: Any) -> None:
+    """Free a driver object at garbage collection: ``free(handle)`` (a function of ``d``,
+    the driver module that made the object) in the context of GPU ``index``. Nothing
+    happens when the bindings were replaced since (as tests do); errors are ignored
+    (interpreter shutdown, or a context left unusable by a faulting kernel)."""
     if d is not _driver:
         return
     try:
         context(index)
-        getattr(d, call)(handle)
+        free(handle)
     except Exception:  # noqa: BLE001 - see the docstring
         pass
 
@@ -257,7 +265,7 @@ class DeviceMemory:
 
     def __del__(self):
         if getattr(self, "_d", None) is not None:
-            destroy(self._d, self.index, "cuMemFree", self._handle)
+            destroy(self._d, self.index, self._d.cuMemFree, self._handle)
 
 
 class BorrowedMemory:
@@ -363,7 +371,7 @@ class Stream:
 
     def __del__(self):
         if getattr(self, "_d", None) is not None:
-            destroy(self._d, self.device, "cuStreamDestroy", self.handle)
+            destroy(self._d, self.device, self._d.cuStreamDestroy, self.handle)
 
     def __repr__(self) -> str:
         return f"<irc Stream 0x{self.ptr:x} on cuda({self.device})>"
@@ -412,4 +420,4 @@ class Event:
 
     def __del__(self):
         if getattr(self, "_d", None) is not None:
-            destroy(self._d, self.device, "cuEventDestroy", self.handle)
+            destroy(self._d, self.device, self._d.cuEventDestroy, self.handle)

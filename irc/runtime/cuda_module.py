@@ -384,7 +384,8 @@ class CUDAModule:
 
     def __del__(self):
         for index, loaded in list(getattr(self, "_loaded", {}).items()):
-            cuda_backend.destroy(loaded.driver, index, "cuModuleUnload", loaded.handle)
+            cuda_backend.destroy(loaded.driver, index, loaded.driver.cuModuleUnload,
+                                 loaded.handle)
 
     def __repr__(self) -> str:
         return (f"<irc CUDAModule kernels={sorted(self.functions)}, {len(self.cubin)} bytes "

@@ -26,8 +26,6 @@ from ..core.diagnostics import IRCError
 # DLDeviceType codes (dlpack.h).
 DL_CPU = 1
 DL_CUDA = 2
-DL_CUDA_HOST = 3
-DL_CUDA_MANAGED = 13
 # DLDataTypeCode codes.
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
 _NAME_CODES = {v: k for k, v in _CODE_NAMES.items()}
@@ -98,7 +96,10 @@ _exports: dict[int, tuple] = {}
 @_Deleter
 def _deleter(address: int) -> None:
     with _lock:
-        _exports.pop(address, None)
+        entry = _exports.pop(address, None)
+    # The tensor is freed here, outside the lock: freeing it may release memory it
+    # imported through DLPack, which can call back into this deleter.
+    del entry
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -151,8 +152,7 @@ def export_capsule(tensor: Any, ptr: int, shape: tuple[int, ...], dtype: str,
     dl.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
     dl.byte_offset = 0
     address = ctypes.addressof(managed)
-    managed.manager_ctx = address
-    managed.deleter = _deleter
+    managed.deleter = _deleter  # finds what to free by the address (manager_ctx unused)
     if versioned:
         managed.version = DLPackVersion(*_DLPACK_VERSION)
         managed.flags = 0

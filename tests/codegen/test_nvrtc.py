@@ -5,6 +5,7 @@ NVRTC needs no GPU or driver, so these run everywhere the ``cuda`` extra is inst
 """
 
 import logging
+import pickle
 import struct
 import sys
 
@@ -127,6 +128,8 @@ def test_syntax_error_names_the_line_and_shows_it(cache):
     assert "\n      foo[i] = 1;\n      ^" in text  # the line, and a caret under foo
     assert "1 more error" in text
     assert 'identifier "bar" is undefined' in err.log and err.source == source
+    copy = pickle.loads(pickle.dumps(err))  # as a build worker sends it back
+    assert str(copy) == text and copy.log == err.log and copy.source == source
     assert len(cache) == 1
     with pytest.raises(nvrtc.CUDACompileError):  # failures are not cached
         nvrtc.compile_cuda(source)
@@ -165,3 +168,14 @@ def test_missing_bindings_name_the_extra(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # makes the import fail
     with pytest.raises(MissingDependencyError, match=r"pip install 'irc\[cuda\]'"):
         nvrtc.compile_cuda(VADD)
+
+
+def test_toolkit_headers_when_nvrtc_bundles_none(cache, monkeypatch):
+    # NVRTC before 13.3 has no bundled headers: a toolkit's include directory is used.
+    monkeypatch.setattr(nvrtc, "_install_bundled_headers", lambda bindings: None)
+    monkeypatch.setattr(nvrtc, "_include_options", None)
+    root = nvrtc._toolkit_include_dir()
+    if root is None:
+        pytest.skip("no CUDA toolkit headers on this machine")
+    assert nvrtc.include_options()[0] == f"-I{root}"
+    assert nvrtc.compile_cuda(HALF)[:4] == b"\x7fELF"

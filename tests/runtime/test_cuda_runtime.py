@@ -12,6 +12,7 @@ Three kinds of tests:
 
 import ctypes
 import gc
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -32,12 +33,6 @@ extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
 }
 """
 VADD_SPEC = {"vadd": KernelSpec(("handle", "handle", "handle", "int32"))}
-
-
-def _cubin(source: str = VADD) -> bytes:
-    nvrtc = pytest.importorskip("irc.codegen.nvrtc")
-    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVIDIA's cuda-bindings")
-    return nvrtc.compile_cuda(source)
 
 
 # A minimal ELF header: enough for CUDAModule (which checks the magic) and FakeDriver.
@@ -265,6 +260,8 @@ class FakeDriver:
         self.set_attributes = []
         self.sync_result = 0
         self.loaded = 0
+        self.waits = []
+        self.memory = {}  # "device" allocations: host buffers by address
         limits = {"MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024,
                   "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
                   "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535,
@@ -339,7 +336,24 @@ class FakeDriver:
         return (0,)
 
     def cuStreamWaitEvent(self, stream, event, flags):
+        self.waits.append((int(stream), event))
         return (0,)
+
+    def cuMemAlloc(self, nbytes):
+        buf = np.empty(nbytes + 256, np.uint8)
+        address = buf.ctypes.data + (-buf.ctypes.data) % 256  # cuMemAlloc aligns to 256
+        self.memory[address] = buf
+        return 0, address
+
+    def cuMemFree(self, address):
+        self.memory.pop(int(address))
+        return (0,)
+
+    def cuMemcpyHtoD(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (0,)
+
+    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
 
     def cuEventCreate(self, flags):
         handle = len(self.events) + 1
@@ -400,6 +414,7 @@ def test_fake_launch_runs_the_kernel_with_its_arguments(fake):
     assert irc.cuda(0).multi_processor_count == 132
     assert irc.cuda(0).max_shared_memory_per_block == 48 * 1024
     assert irc.cuda(0).compute_version == "9.0"
+    assert irc.cuda(0).attributes.total_memory == 80 << 30
     assert mod.function_attributes("vadd") == {
         "num_regs": 40, "local_bytes": 0, "static_shared_bytes": 1024,
         "max_threads_per_block": 1024}
@@ -463,6 +478,8 @@ def test_fake_faults_name_the_kernel(fake):
             as info:
         mod.launch("vadd", 1, 32, args, synchronize=True)
     assert info.value.sticky and info.value.code == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    copy = pickle.loads(pickle.dumps(info.value))  # as a worker process sends it back
+    assert copy.sticky and str(copy) == str(info.value)
     assert "restart the process" in str(info.value)
     mod.launch("vadd", 1, 32, args)  # asynchronous: the error comes with the next sync
     with pytest.raises(CUDAError, match="the last kernel launched on cuda\\(0\\) was 'vadd'"):
@@ -508,6 +525,30 @@ def test_fake_events_and_time_evaluator_use_gpu_time(fake):
     assert timer.calls == 1 + 4 * 3
 
 
+def test_fake_dlpack_orders_streams_and_copies_misaligned_memory(fake):
+    t = irc.tensor(np.arange(6, dtype="float32"), irc.cuda(0))  # FakeDriver memory
+    np.testing.assert_array_equal(t.numpy(), np.arange(6))
+    t.__dlpack__(stream=1)  # the legacy default stream: irc's own, nothing to order
+    t.__dlpack__(stream=-1)
+    assert fake.waits == []
+    t.__dlpack__(stream=0x77)  # the consumer's stream waits for irc's work
+    t.__dlpack__(stream=2)  # the per-thread default stream
+    assert [w[0] for w in fake.waits] == [0x77, 2]
+    before = len(dlpack._exports)
+    gc.collect()
+    host = irc.runtime.aligned_empty((17,), np.float32)
+    host[:] = np.arange(17)
+    misaligned = _Producer(host[1:], device=(dlpack.DL_CUDA, 0))
+    u = irc.runtime.from_dlpack(misaligned)
+    assert u.data_ptr != host[1:].ctypes.data and u.data_ptr % 64 == 0
+    np.testing.assert_array_equal(u.numpy(), np.arange(1, 17))
+    gc.collect()
+    assert len(dlpack._exports) == before  # the producer's memory is handed back at once
+    copy = irc.tensor(_Producer(host, device=(dlpack.DL_CUDA, 0)))  # tensor() copies
+    assert copy.device == irc.cuda(0) and copy.data_ptr != host.ctypes.data
+    np.testing.assert_array_equal(copy.numpy(), np.arange(17))
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -538,6 +579,7 @@ def test_gpu_vector_add_matches_numpy(gpu):
     attrs = gpu.attributes
     assert attrs.name and attrs.compute_capability >= (7, 5)
     assert attrs.max_threads_per_block == 1024 and attrs.multiprocessor_count > 0
+    assert attrs.total_memory > 1 << 30
 
 
 @pytest.mark.cuda
