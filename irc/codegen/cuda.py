@@ -39,6 +39,7 @@ from typing import Any
 
 from ..core import dtype as dt
 from ..core.diagnostics import CodegenError
+from ..core.functor import collect
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.analysis.var_use import undefined_vars, uses_var
@@ -259,21 +260,12 @@ class KernelWriter:
 
     def _scan_buffers(self, s: S.Stmt) -> None:
         """The element type of every data pointer, from the buffers accessing it."""
-        stack: list[Any] = [s]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, (E.BufferLoad, S.BufferStore)):
-                self.elem.setdefault(id(x.buffer.data), dt.element_of(x.buffer.dtype))
+        for x in collect(s, lambda x: isinstance(x, (E.BufferLoad, S.BufferStore,
+                                                      S.Allocate))):
             if isinstance(x, S.Allocate):
                 self.elem.setdefault(id(x.buffer_var), dt.element_of(x.dtype))
-            for f in getattr(type(x), "__dataclass_fields__", {}):
-                if f == "span":
-                    continue
-                v = getattr(x, f)
-                if isinstance(v, (E.PrimExpr, S.Stmt)):
-                    stack.append(v)
-                elif isinstance(v, tuple):
-                    stack.extend(y for y in v if isinstance(y, (E.PrimExpr, S.Stmt)))
+            else:
+                self.elem.setdefault(id(x.buffer.data), dt.element_of(x.buffer.dtype))
 
     # -- statements --------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -399,7 +391,7 @@ class KernelWriter:
         if self.vector_copy(s, ptr):
             return
         for lane in range(lanes):
-            self.emit(f"{ptr}[{self.lane(index, lane)}] = {self.lane(s.value, lane)};")
+            self.emit(f"{ptr}[{self.expr(index, lane)}] = {self.expr(s.value, lane)};")
 
     def vector_copy(self, s: S.BufferStore, ptr: str) -> bool:
         """A stride-1 vector copy between aligned offsets as one wide load and store."""
@@ -433,43 +425,19 @@ class KernelWriter:
         elif dt.element_of(dtype) == "bfloat16":
             self.uses_bf16 = True
 
-    def lane(self, e: E.PrimExpr, k: int) -> str:
-        """Lane ``k`` of vector expression ``e`` as a scalar C expression."""
+    def expr(self, e: E.PrimExpr, k: int | None = None) -> str:
+        """``e`` as a C expression; for a vector ``e``, its lane ``k`` (vector code is
+        written lane by lane)."""
+        t = type(e)
         if dt.lanes(e.dtype) == 1:
-            return self.expr(e)
-        t = type(e)
-        if t is E.Ramp:
-            return f"({self.expr(e.base)} + {self.expr(e.stride)} * {k})"
-        if t is E.Broadcast:
-            return self.expr(e.value)
-        if t is E.BufferLoad:
-            return f"{self.names.get(e.buffer.data)}[{self.lane(e.indices[0], k)}]"
-        if t in _BINOP:
-            return f"({self.lane(e.a, k)} {_BINOP[t]} {self.lane(e.b, k)})"
-        if issubclass(t, E.BinaryOp):
-            return self.binary(e, self.lane(e.a, k), self.lane(e.b, k))
-        if t is E.Cast:
-            return f"(({c_type(dt.element_of(e.dtype))})({self.lane(e.value, k)}))"
-        if t is E.Select:
-            return (f"({self.lane(e.condition, k)} ? {self.lane(e.true_value, k)} : "
-                    f"{self.lane(e.false_value, k)})")
-        if t is E.And:
-            return f"({self.lane(e.a, k)} && {self.lane(e.b, k)})"
-        if t is E.Or:
-            return f"({self.lane(e.a, k)} || {self.lane(e.b, k)})"
-        if t is E.Not:
-            return f"(!{self.lane(e.a, k)})"
-        if t is E.Call:
-            return self.call(e, [self.lane(a, k) for a in e.args],
-                             dt.element_of(e.dtype), [dt.element_of(a.dtype) for a in e.args])
-        raise CodegenError(f"{self.name}: the CUDA code generator cannot split the vector "
-                           f"expression {type(e).__name__} into lanes", node=e)
-
-    def expr(self, e: E.PrimExpr) -> str:
-        t = type(e)
-        if dt.lanes(e.dtype) != 1 and t is not E.Call:
+            k = None
+        elif k is None:
             raise CodegenError(f"{self.name}: a vector value ({e.dtype}) outside a store",
                                node=e)
+        elif t is E.Ramp:
+            return f"({self.expr(e.base)} + {self.expr(e.stride)} * {k})"
+        elif t is E.Broadcast:
+            return self.expr(e.value)
         if t is E.IntImm:
             if e.dtype == "bool":
                 return "true" if e.value else "false"
@@ -486,29 +454,26 @@ class KernelWriter:
             if len(e.indices) != 1:
                 raise CodegenError(f"{self.name}: load from {e.buffer.name!r} is not "
                                    "flattened", node=e)
-            return f"{self.names.get(e.buffer.data)}[{self.expr(e.indices[0])}]"
+            return f"{self.names.get(e.buffer.data)}[{self.expr(e.indices[0], k)}]"
         if t in _BINOP:
-            return f"({self.expr(e.a)} {_BINOP[t]} {self.expr(e.b)})"
+            return f"({self.expr(e.a, k)} {_BINOP[t]} {self.expr(e.b, k)})"
         if issubclass(t, E.BinaryOp):
-            return self.binary(e, self.expr(e.a), self.expr(e.b))
+            return self.binary(e, self.expr(e.a, k), self.expr(e.b, k))
         if t is E.And:
-            return f"({self.expr(e.a)} && {self.expr(e.b)})"
+            return f"({self.expr(e.a, k)} && {self.expr(e.b, k)})"
         if t is E.Or:
-            return f"({self.expr(e.a)} || {self.expr(e.b)})"
+            return f"({self.expr(e.a, k)} || {self.expr(e.b, k)})"
         if t is E.Not:
-            return f"(!{self.expr(e.a)})"
+            return f"(!{self.expr(e.a, k)})"
         if t is E.Cast:
             self._note_type(e.dtype)
-            return f"(({c_type(e.dtype)})({self.expr(e.value)}))"
+            return f"(({c_type(dt.element_of(e.dtype))})({self.expr(e.value, k)}))"
         if t is E.Select:
-            return (f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : "
-                    f"{self.expr(e.false_value)})")
+            return (f"({self.expr(e.condition, k)} ? {self.expr(e.true_value, k)} : "
+                    f"{self.expr(e.false_value, k)})")
         if t is E.Call:
-            if dt.lanes(e.dtype) != 1:
-                raise CodegenError(f"{self.name}: a vector call of {e.op!r} outside a store",
-                                   node=e)
-            return self.call(e, [self.expr(a) for a in e.args], e.dtype,
-                             [a.dtype for a in e.args])
+            return self.call(e, [self.expr(a, k) for a in e.args], dt.element_of(e.dtype),
+                             [dt.element_of(a.dtype) for a in e.args])
         if t is E.Let:
             raise CodegenError(f"{self.name}: let expressions are not translated; lowering "
                                "turns them into let statements", node=e)
@@ -649,8 +614,9 @@ class _HostSplitter:
             for x in s.seq:
                 self.host(x)
         elif is_kernel_launch(s):
-            kname = f"{self.name}_kernel{len(self.kernels)}" if self.kernels or \
-                _more_kernels(self.func.body) else f"{self.name}_kernel"
+            # Named as the interpreter names kernels in its messages.
+            n = len(self.kernels)
+            kname = f"{self.name}_kernel" + (f"_{n}" if n else "")
             w = KernelWriter(s, kname)
             text, info = w.write()
             self.kernels.append((text, info))
@@ -684,21 +650,6 @@ class _HostSplitter:
                 "every computation must be bound to GPU threads", node=s,
                 hint="schedule the function for the GPU (irc.dlight.gpu rules, or bind "
                      "loops with sch.bind(loop, 'blockIdx.x') / 'threadIdx.x')")
-
-
-def _more_kernels(body: S.Stmt) -> bool:
-    count = 0
-    stack = [body]
-    while stack:
-        s = stack.pop()
-        if is_kernel_launch(s):
-            count += 1
-            continue
-        if type(s) is S.SeqStmt:
-            stack.extend(s.seq)
-        elif isinstance(getattr(s, "body", None), S.Stmt):
-            stack.append(s.body)
-    return count > 1
 
 
 def codegen_cuda(funcs: dict[str, S.PrimFunc]) -> CUDAProgram:

@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 
 from ...core import dtype as dt
-from ..functor.stmt_util import map_stmt_children
-from ..stmt import For, PrimFunc, Stmt
+from ...core.functor import collect
+from ..stmt import PrimFunc
 from ..transform.lower import lower_primfunc_for_gpu
-from ..transform.lower_thread_binding import LAUNCH_AXES
+from ..transform.lower_thread_binding import is_thread_loop
 from .codegen import PythonGenerator
 from .runtime import HELPERS, InterpreterError, bf16_round, storage_dtype
 from .simt import SIMT_HELPERS
@@ -156,13 +156,7 @@ _CACHE_LIMIT = 64
 
 
 def _has_thread_loops(func: PrimFunc) -> bool:
-    stack: list[Stmt] = [func.body]
-    while stack:
-        s = stack.pop()
-        if type(s) is For and s.kind == "thread_binding" and s.thread_tag in LAUNCH_AXES:
-            return True
-        map_stmt_children(s, lambda c: stack.append(c) or c)
-    return False
+    return bool(collect(func.body, is_thread_loop))
 
 
 def compile_func(func: PrimFunc) -> CompiledFunc:

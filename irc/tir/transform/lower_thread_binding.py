@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.diagnostics import LoweringError
+from ...core.functor import collect
 from ...core.structural import structural_equal
 from ..analysis.var_use import collect_vars
 from ..expr import (
@@ -83,26 +84,19 @@ def is_kernel_launch(s: Stmt) -> bool:
 def kernel_launches(kernel: Stmt) -> dict[str, AttrStmt]:
     """The launch attributes of a kernel in kernel form, by axis (first one per axis)."""
     out: dict[str, AttrStmt] = {}
-    stack = [kernel]
-    while stack:
-        s = stack.pop()
-        if is_kernel_launch(s):
-            out.setdefault(s.node.thread_tag, s)
-        if isinstance(s, Stmt):
-            map_stmt_children(s, lambda c: stack.append(c) or c)
+    for s in reversed(collect(kernel, is_kernel_launch)):  # outer launches first
+        out.setdefault(s.node.thread_tag, s)
     return out
+
+
+def is_thread_loop(s: object, axes: tuple[str, ...] = LAUNCH_AXES) -> bool:
+    """Whether ``s`` is a loop bound to one of ``axes``."""
+    return type(s) is For and s.kind == "thread_binding" and s.thread_tag in axes
 
 
 def _thread_loops(s: Stmt) -> list[For]:
     """Loops bound to launch axes anywhere under ``s`` (``s`` included)."""
-    out: list[For] = []
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        if type(x) is For and x.kind == "thread_binding" and x.thread_tag in LAUNCH_AXES:
-            out.append(x)
-        map_stmt_children(x, lambda c: stack.append(c) or c)
-    return out
+    return collect(s, is_thread_loop)
 
 
 def _has_thread_loop(s: Stmt, memo: dict[int, bool]) -> bool:
@@ -114,19 +108,7 @@ def _has_thread_loop(s: Stmt, memo: dict[int, bool]) -> bool:
 
 
 def _reads_memory(e: PrimExpr) -> bool:
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if type(x) is BufferLoad:
-            return True
-        for f in ("a", "b", "value", "condition", "true_value", "false_value", "base",
-                  "args", "indices"):
-            v = getattr(x, f, None)
-            if isinstance(v, PrimExpr):
-                stack.append(v)
-            elif isinstance(v, tuple):
-                stack.extend(a for a in v if isinstance(a, PrimExpr))
-    return False
+    return bool(collect(e, lambda x: type(x) is BufferLoad))
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:
@@ -262,33 +244,14 @@ class LowerThreadBinding(PrimFuncPass):
         body = host(func.body)
         if not found[0]:
             return func
-        left = _all_thread_loops(body)
+        left = collect(body, lambda x: type(x) is For and x.kind == "thread_binding")
         if left:
             raise LoweringError(f"{name}: the loop {left[0].loop_var.name!r} bound to "
                                 f"{left[0].thread_tag} is not inside a kernel", node=left[0])
         return func.with_body(body)
 
 
-def _all_thread_loops(s: Stmt) -> list[For]:
-    out: list[For] = []
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        if type(x) is For and x.kind == "thread_binding":
-            out.append(x)
-        map_stmt_children(x, lambda c: stack.append(c) or c)
-    return out
-
-
 def _vars_defined_in(s: Stmt) -> list[Var]:
     """Loop and let variables defined inside ``s`` (``s`` included)."""
-    out: list[Var] = []
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        if type(x) is For:
-            out.append(x.loop_var)
-        elif type(x) is LetStmt:
-            out.append(x.var)
-        map_stmt_children(x, lambda c: stack.append(c) or c)
-    return out
+    return [x.loop_var if type(x) is For else x.var
+            for x in collect(s, lambda x: type(x) in (For, LetStmt))]
