@@ -9,6 +9,7 @@ import pytest
 
 import irc
 from irc import tir
+from irc.codegen.build import _BUILDERS
 from irc.target import Target
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
@@ -168,8 +169,15 @@ def test_build_cache_and_inputs():
     assert renamed.entry_name == "renamed"
     with pytest.raises(irc.BuildError, match="cannot compile"):
         irc.build(42)
+    with pytest.raises(irc.CodegenError, match="outside any GPU kernel"):
+        irc.build(f, target="cuda")  # not scheduled for a GPU
+
+
+
+def test_build_without_a_code_generator_for_the_target(monkeypatch):
+    monkeypatch.delitem(_BUILDERS, "cuda")
     with pytest.raises(irc.BuildError, match="no code generator"):
-        irc.build(f, target="cuda")
+        irc.build(_add_one(4), target="cuda")
 
 
 def test_build_uses_current_target():
