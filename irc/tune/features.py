@@ -328,7 +328,10 @@ class _Extractor:
         elif t is S.For:
             step = s.annotations.get("pragma_auto_unroll_max_step", 0) if s.annotations else 0
             kind = s.kind
-            self.loops.append(_Loop(s.loop_var, _const_extent(s.extent), kind,
+            extent = _const_extent(s.extent)
+            if kind == "thread_binding" and any(lp.tag == s.thread_tag for lp in self.loops):
+                extent = 1  # shares the enclosing loop's thread index (a cooperative copy)
+            self.loops.append(_Loop(s.loop_var, extent, kind,
                                     s.thread_tag, int(step) if isinstance(step, int) else 0))
             self.visit(s.body)
             self.loops.pop()

@@ -3,7 +3,9 @@ reverse_compute_inline.
 
 compute_at moves a producer under a loop of its consumers. The region of the produced
 buffer that the consumers under the loop read (loops inside the loop relaxed to their
-ranges, outer loop variables kept symbolic) decides the producer's new iteration
+ranges, outer loop variables kept symbolic, except the thread-bound loops whose threads
+share the buffer's storage scope: ``threadIdx`` for ``shared``, all for ``global``)
+decides the producer's new iteration
 domain: a fresh loop per iteration variable that is not a single point, clamped to the
 variable's original domain, with a predicate when the extent is not constant.
 reverse_compute_at does the same for a consumer from the region its producers under
@@ -77,6 +79,23 @@ def _inner_loops(index: FuncIndex, r: BlockRealize, loop: For) -> list[For]:
         if lp is loop:
             return loops[k + 1:]
     return loops
+
+
+def _threads_sharing(index: FuncIndex, loop: For, scope: str) -> list[For]:
+    """The thread-bound loops at and around ``loop`` whose threads all see one buffer of
+    storage ``scope``: ``threadIdx`` loops for ``shared`` memory (one per GPU block),
+    every thread-bound loop for ``global``. A buffer they share must hold what all of
+    them read, so compute_at relaxes them like the loops inside the target loop."""
+    if scope.startswith("shared"):
+        def shares(tag: str) -> bool:
+            return tag.startswith("threadIdx")
+    elif scope == "global":
+        def shares(tag: str) -> bool:
+            return bool(tag)
+    else:
+        return []
+    around = [lp for lp in index.loops_above(loop) + [loop]]
+    return [lp for lp in around if lp.kind == "thread_binding" and shares(lp.thread_tag)]
 
 
 def relaxed_region(an: Analyzer, r: BlockRealize, region: BufferRegion, inner: list[For]
@@ -292,9 +311,10 @@ def compute_at(index: FuncIndex, r: BlockRealize, loop: For, preserve_unit_loops
                  f"{loop_name(loop)}; every consumer must be under the target loop",
                  hint="pick a loop that encloses all consumers")
     an = _analyzer_at(index, loop)
+    shared_by = _threads_sharing(index, loop, buf.scope)
     need: list | None = None
     for c in cons:
-        inner = _inner_loops(index, c, loop)
+        inner = shared_by + _inner_loops(index, c, loop)
         for reg in c.block.reads:
             if reg.buffer is not buf:
                 continue

@@ -255,8 +255,13 @@ def set_kind(index: FuncIndex, loop: For, kind: str, thread: str = "") -> PrimFu
         fail(P, f"loop {loop_name(loop)} has the symbolic extent {loop.extent}; only loops "
              "with a constant extent can be vectorized", hint="split it by a constant first")
     if kind == "thread_binding":
+        # A loop inside a loop bound to the same threadIdx axis shares its thread index:
+        # the block's threads split the inner loop's work (a cooperative shared-memory
+        # copy). Other repeated bindings have no meaning on a GPU.
+        around = {id(a) for a in index.ancestors(loop)}
         for other in _enclosing_and_enclosed(index, loop):
-            if other.kind == "thread_binding" and other.thread_tag == thread:
+            if other.kind == "thread_binding" and other.thread_tag == thread and not (
+                    id(other) in around and thread.startswith("threadIdx")):
                 fail(P, f"loop {loop_name(other)} around or inside loop {loop_name(loop)} is "
                      f"already bound to {thread}")
     if kind == "parallel":

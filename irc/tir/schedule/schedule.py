@@ -382,7 +382,12 @@ class Schedule:
         self._record("Unroll", [loop], [], [])
 
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
-        """Bind the loop to a GPU thread axis (``blockIdx.x``, ``threadIdx.x``, ...)."""
+        """Bind the loop to a GPU thread axis (``blockIdx.x``, ``threadIdx.x``, ...).
+
+        A loop inside a loop already bound to the same ``threadIdx`` axis shares that
+        thread index (the threads of a block split its iterations, as in a cooperative
+        copy to shared memory); where the extents differ the larger one is launched and
+        the smaller loop guarded."""
         self._set_kind(loop, "thread_binding", "bind", thread_axis)
         self._record("Bind", [loop], [thread_axis], [])
 

@@ -99,12 +99,32 @@ def _thread_loops(s: Stmt) -> list[For]:
     return collect(s, is_thread_loop)
 
 
-def _has_thread_loop(s: Stmt, memo: dict[int, bool]) -> bool:
-    hit = memo.get(id(s))
-    if hit is None:
-        hit = bool(_thread_loops(s))
-        memo[id(s)] = hit
-    return hit
+def _with_thread_loops(root: Stmt) -> set[int]:
+    """Ids of the statements under ``root`` (included) that contain a loop bound to a
+    launch axis, found in one walk."""
+    found: set[int] = set()
+
+    def walk(s: Stmt) -> bool:
+        hit = is_thread_loop(s)
+        for c in _children(s):
+            hit = walk(c) or hit
+        if hit:
+            found.add(id(s))
+        return hit
+
+    walk(root)
+    return found
+
+
+def _children(s: Stmt) -> list[Stmt]:
+    out: list[Stmt] = []
+
+    def keep(c: Stmt) -> Stmt:
+        out.append(c)
+        return c
+
+    map_stmt_children(s, keep)
+    return out
 
 
 def _reads_memory(e: PrimExpr) -> bool:
@@ -154,10 +174,13 @@ class _Kernel:
                     ext = max_(ext, cast(lp.extent, ext.dtype))
             self.axis_var[tag] = Var(name=tag.replace(".", "_"), dtype=dtype)
             self.extent[tag] = ext
-        self.memo: dict[int, bool] = {}
+        self.threaded = _with_thread_loops(root)
+        # Bound loop variables -> axis values, substituted once at the end (substituting
+        # while descending would rebuild every subtree and lose the ids in ``threaded``).
+        self.axis_of: dict[Var, PrimExpr] = {}
 
     def lower(self, root: For) -> Stmt:
-        body = self.stmt(root, frozenset(), ())
+        body = substitute(self.stmt(root, frozenset(), ()), self.axis_of)
         for tag in reversed(LAUNCH_AXES):
             v = self.axis_var.get(tag)
             if v is None:
@@ -204,14 +227,15 @@ class _Kernel:
             if not _same(s.extent, self.extent[tag]):
                 v = self.axis_var[tag]
                 conds = conds + (v < cast(s.extent, v.dtype),)
-            body = substitute(s.body, {s.loop_var: self._axis_value(s)})
-            return self.stmt(body, bound | {tag}, conds)
+            self.axis_of[s.loop_var] = self._axis_value(s)
+            return self.stmt(s.body, bound | {tag}, conds)
+        threaded = id(s) in self.threaded
         if t is For and s.kind == "thread_binding":  # a virtual thread: a serial loop
             s = s.replace(kind="serial", thread_tag="")
         elif t is For and s.kind == "parallel":
             raise LoweringError(f"{self.name}: a parallel loop ({s.loop_var.name!r}) inside a "
                                 "GPU kernel", node=s, hint="bind it to a thread axis instead")
-        if not _has_thread_loop(s, self.memo) or t in (BufferStore, Evaluate):
+        if not threaded or t in (BufferStore, Evaluate):
             return self._guard(s, pending + self._once(bound))
         if (t is LetStmt and _reads_memory(s.value)) or \
                 (t is IfThenElse and _reads_memory(s.condition)):

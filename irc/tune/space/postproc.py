@@ -358,9 +358,8 @@ class RewriteCooperativeFetch(Postproc):
     """Shared-memory copies (blocks annotated ``meta_schedule.cooperative_fetch`` by
     multi-level tiling): fuse the copy loops and split them into ``[rest, threads,
     vector]`` by the kernel's ``threadIdx.x`` extent and the sampled vector length; the
-    vector part is vectorized. The thread part is where the CUDA lowering distributes
-    the copy over the block's threads (irc's CUDA code generation is not available yet,
-    so GPU candidates are generated and verified, not run)."""
+    vector part is vectorized and the thread part bound to ``threadIdx.x``, so the
+    block's threads share the copy (the barrier after it is ThreadSync's)."""
 
     name = "RewriteCooperativeFetch"
 
@@ -384,7 +383,8 @@ class RewriteCooperativeFetch(Postproc):
                 rest, tx, v = sch.split(fused, [None, threads, vec])
                 sch.vectorize(v)
             else:
-                sch.split(fused, [None, threads])
+                rest, tx = sch.split(fused, [None, threads])
+            sch.bind(tx, "threadIdx.x")
         return True
 
 
@@ -461,9 +461,12 @@ class VerifyGPUCode(Postproc):
             loops = _loops_in(top)
             if not any(lp.kind == "thread_binding" for lp in loops):
                 return False
-            threads = product([const_int(lp.extent) or 1 for lp in loops
-                               if lp.kind == "thread_binding"
-                               and lp.thread_tag.startswith("threadIdx")])
+            per_axis: dict[str, int] = {}  # nested loops on one axis share its index
+            for lp in loops:
+                if lp.kind == "thread_binding" and lp.thread_tag.startswith("threadIdx"):
+                    per_axis[lp.thread_tag] = max(per_axis.get(lp.thread_tag, 1),
+                                                  const_int(lp.extent) or 1)
+            threads = product(list(per_axis.values()))
             if threads > info.max_threads_per_block:
                 return False
             vthreads = product([const_int(lp.extent) or 1 for lp in loops

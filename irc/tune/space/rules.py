@@ -33,10 +33,12 @@ from ...tir.schedule.block_info import (
     is_output,
     is_reduction,
     loop_kinds,
+    loop_users,
     realize_of,
     store_of,
 )
 from .analysis import (
+    ANN_COOPERATIVE_FETCH,
     ANN_PARALLEL,
     ANN_TILED,
     ANN_UNROLL_EXPLICIT,
@@ -87,7 +89,8 @@ def _is_tiled(sch: Schedule, block: BlockRV) -> bool:
 class AutoInline(SketchRule):
     """Inline elementwise blocks: a spatial, non-output producer into its consumers
     (``into_consumer``), and on GPU an elementwise output block into its spatial producer
-    (``into_producer``). Blocks computing a select or ``if_then_else`` (padding) are left
+    (``into_producer``). Cache stages placed by multi-level tiling (GPU shared-memory
+    reads) stay where they are. Blocks computing a select or ``if_then_else`` (padding) are left
     alone when ``disallow_if_then_else`` (on CPU they would put a branch in the inner
     loop of a reduction; :class:`RandomComputeLocation` decides where they go)."""
 
@@ -105,6 +108,8 @@ class AutoInline(SketchRule):
         b = realize_of(sch, block).block
         if not is_complete(b) or _is_tiled(sch, block):
             return [sch]
+        if ANN_COOPERATIVE_FETCH in b.annotations:
+            return [sch]  # a shared-memory stage multi-level tiling placed on purpose
         if self.disallow_if_then_else:
             store = store_of(b)
             if store is None or has_if_then_else(store.value, include_select=True):
@@ -258,13 +263,13 @@ class AddRFactor(SketchRule):
 
 
 class CrossThreadReduction(SketchRule):
-    """GPU: a two-stage reduction for reductions without data reuse (softmax, norms,
-    sums). The fused reduction loop is split by a sampled factor, the inner part is
-    ``rfactor``-ed and bound to ``threadIdx.x`` with the spatial loops on
-    ``blockIdx.x``; the block combining the partial results is bound by
-    :class:`~irc.tune.space.postproc.RewriteUnboundBlock`. (irc lowers no warp-level
-    all-reduce, so the combination runs as its own kernel.) The unchanged schedule stays
-    a sketch."""
+    """GPU: a cross-thread reduction for reductions without data reuse (softmax, norms,
+    sums). One GPU block computes one output element: the spatial loops are fused and
+    bound to ``blockIdx.x``; the fused reduction loop is split by a sampled factor whose
+    inner part is ``rfactor``-ed into a ``shared`` buffer of partial results and bound to
+    ``threadIdx.x`` (each thread accumulates a strided share); the original block then
+    combines the partials of its GPU block from shared memory (ThreadSync puts the
+    barrier between the two). The unchanged schedule stays a sketch."""
 
     name = "CrossThreadReduction"
 
@@ -286,17 +291,28 @@ class CrossThreadReduction(SketchRule):
             spatial, fused = _fused_reduction(branch, block)
             limit = max(t for t in self.thread_extents if t <= red)
             tiles = branch.sample_perfect_tile(fused, 2, limit)
-            outer, inner = branch.split(fused, tiles)
+            _, inner = branch.split(fused, tiles)
             rf = branch.rfactor(inner, 0)
-            rf_loops = branch.get_loops(rf)
-            # rf loops: spatial..., outer (reduce), inner (now spatial).
-            sp = rf_loops[:len(spatial)]
-            branch.reorder(*sp, rf_loops[-1], rf_loops[-2])
-            bx = branch.fuse(*sp) if len(sp) > 1 else (sp[0] if sp else None)
-            if bx is not None:
-                branch.bind(bx, "blockIdx.x")
-            branch.bind(rf_loops[-1], "threadIdx.x")
+            branch.set_scope(rf, 0, "shared")
+            # rfactor left the original loops to the partial-result block; the combining
+            # block has new ones: its spatial loops, then the lanes it combines.
+            wb = branch.get_loops(block)[:len(spatial)]
+            if wb:
+                bx = branch.fuse(*wb) if len(wb) > 1 else wb[0]
+            else:
+                bx = branch.add_unit_loop(block)
+            branch.bind(bx, "blockIdx.x")
+            branch.compute_at(rf, bx, preserve_unit_loops=True)
+            # Under bx the partial-result block has its spatial loops (extent 1 each),
+            # the lane (rfactor's new spatial variable) and the serial outer reduction.
+            rf_block = branch.get(rf)
+            lane_var = rf_block.iter_vars[0].var
+            under = loop_users(branch, rf_block.name)[1:]
+            lane = next(lp for lp, users in under
+                        if any(iv.var is lane_var for iv in users))
+            branch.reorder(lane, *[lp for lp, _ in under if lp is not lane])
+            branch.bind(lane, "threadIdx.x")
             branch.annotate(rf, ANN_TILED, "cross_thread")
-        except ScheduleError:
+        except (ScheduleError, StopIteration):
             return [sch]
         return [sch, branch]
