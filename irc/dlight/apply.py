@@ -30,6 +30,7 @@ from ..tir.schedule import Schedule
 from ..tir.stmt import PrimFunc
 from .base import ScheduleRule, is_scheduled
 from .cpu import default_rules
+from .gpu import default_rules as gpu_default_rules
 
 logger = logging.getLogger(__name__)
 
@@ -133,11 +134,18 @@ def schedule_func(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
 @dataclass(frozen=True)
 class DefaultScheduleForTarget(Pass):
     """The default pipeline's last step: under an llvm target (the current one when the
-    pass runs), apply the CPU rules (``dl.cpu.default_rules()``); under any other target,
-    or none, leave the module as it is."""
+    pass runs), apply the CPU rules (``dl.cpu.default_rules()``); under cuda the GPU
+    rules (``dl.gpu.default_rules()``: Matmul, GEMV, Reduction, GeneralReduction,
+    Fallback); with no target, leave the module as it is."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()
-        if target is None or target.kind.name != "llvm":
+        if target is None:
             return mod
-        return ApplyDefaultSchedule(*default_rules()).transform_module(mod, ctx)
+        if target.kind.name == "llvm":
+            rules = default_rules()
+        elif target.kind.name == "cuda":
+            rules = gpu_default_rules()
+        else:
+            return mod
+        return ApplyDefaultSchedule(*rules).transform_module(mod, ctx)

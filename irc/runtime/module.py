@@ -333,7 +333,46 @@ def _scalar_cast(dtype: str):
     return to_int
 
 
-class Module:
+class FunctionTable:
+    """What every compiled module offers (the CPU :class:`Module` and the CUDA
+    ``CUDAProgramModule``): ``mod[name]``, ``name in mod``, ``mod(*args)`` for the entry
+    function, ``function_names`` and ``time_evaluator``. Subclasses give
+    ``get_function``, ``_names`` and ``entry_name``."""
+
+    entry_name: str
+
+    def get_function(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def _names(self) -> list[str]:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get_function(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._names()
+
+    def __call__(self, *args: Any) -> None:
+        return self.get_function(self.entry_name)(*args)
+
+    @property
+    def function_names(self) -> list[str]:
+        """Names of the module's functions."""
+        return list(self._names())
+
+    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       repeats_to_cooldown: int = 1):
+        """A callable timing function ``name``; see :func:`irc.runtime.timer.time_evaluator`
+        (CUDA events on a GPU)."""
+        return time_evaluator(self.get_function(name), dev, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms,
+                              cooldown_interval_ms=cooldown_interval_ms,
+                              repeats_to_cooldown=repeats_to_cooldown)
+
+
+class Module(FunctionTable):
     """Compiled kernels for one target: ``mod[name]`` or ``mod(*args)`` for the entry."""
 
     def __init__(self, object_code: bytes, signatures: dict[str, KernelSignature],
@@ -381,17 +420,7 @@ class Module:
         self._functions[name] = fn
         return fn
 
-    __getitem__ = get_function
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.signatures
-
-    def __call__(self, *args: Any) -> None:
-        return self.get_function(self.entry_name)(*args)
-
-    @property
-    def function_names(self) -> list[str]:
-        """Names of the module's kernels."""
+    def _names(self) -> list[str]:
         return list(self.signatures)
 
     def _error(self, name: str, code: int) -> IRCError:
@@ -401,16 +430,6 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<irc.runtime.Module {self.target!r}: {', '.join(self.signatures)}>"
-
-    # -- timing -------------------------------------------------------------------------
-    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
-                       repeats_to_cooldown: int = 1):
-        """A callable timing function ``name``; see :func:`irc.runtime.timer.time_evaluator`."""
-        return time_evaluator(self.get_function(name), dev, number=number, repeat=repeat,
-                              min_repeat_ms=min_repeat_ms,
-                              cooldown_interval_ms=cooldown_interval_ms,
-                              repeats_to_cooldown=repeats_to_cooldown)
 
     # -- sources and files ----------------------------------------------------------------
     def get_source(self, fmt: str = "ll") -> str:

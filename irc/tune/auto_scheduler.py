@@ -335,20 +335,24 @@ class SearchTask:
         return pack_params(sch.mod["main"], *arrays)
 
     def print_best(self, log_file: str, print_mode: str = "schedule") -> str:
-        """The best schedule as Python (``print_mode="schedule"``), or the generated
-        LLVM IR (``"llvm"``). CUDA source (``"cuda"``) needs irc's CUDA code generator,
-        which is not available yet."""
-        if print_mode == "cuda":
-            raise TuningError("print_mode='cuda': irc's CUDA code generation is not available "
-                              "yet, so there is no CUDA source to print",
-                              hint="use print_mode='schedule' (or 'llvm' for CPU tasks)")
-        if print_mode not in ("schedule", "llvm"):
+        """The best schedule as Python (``print_mode="schedule"``), the generated LLVM IR
+        (``"llvm"``, CPU tasks) or CUDA C (``"cuda"``, CUDA tasks)."""
+        if print_mode not in ("schedule", "llvm", "cuda"):
             raise TuningError(f"unknown print_mode {print_mode!r}; use 'schedule', 'llvm' "
                               "or 'cuda'")
+        kind = self.target.kind.name
+        if print_mode in ("llvm", "cuda") and print_mode != kind:
+            raise TuningError(f"print_mode={print_mode!r} prints code for the "
+                              f"{print_mode} target, but this task is for {self.target}",
+                              hint="use print_mode='llvm' for CPU tasks and 'cuda' for GPU "
+                                   "tasks")
         rec = self._best(os.fspath(log_file))
         if print_mode == "llvm":
             sch = schedule_from_record(self.func, rec, self.layout_rewrite_option)
             return build(sch.mod, target=self.target).llvm_ir
+        if print_mode == "cuda":
+            sch = schedule_from_record(self.func, rec, self.layout_rewrite_option)
+            return build(sch.mod, target=self.target).get_source("cuda")
         if rec.is_default:
             return "# the unscheduled function is the fastest measured: no schedule\n"
         return Trace.from_json(rec.trace).as_python() + "\n"

@@ -2,8 +2,9 @@
 
 The file is a zip archive: ``bytecode.json`` (functions, target, format version),
 ``constants.npz`` (tensor constants) with ``constants.json`` (scalar and string
-constants), and ``kernels.bin`` (the serialized runtime Module: object code and
-signatures). ``Executable.load(path)`` reads it back; no compilation happens on load.
+constants), and ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
+Module, object code and signatures; for CUDA a CUDAProgramModule, cubin, source and host
+plans). ``Executable.load(path)`` reads it back; no compilation happens on load.
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ import numpy as np
 
 from ..core.diagnostics import IRCError, VMError
 from ..runtime import Module
+from ..runtime.cuda_program import MAGIC as CUDA_MAGIC
+from ..runtime.cuda_program import CUDAProgramModule
 from .bytecode import VMFunction
 
 FORMAT = "irc-vm-executable/1"
 
 
 class Executable:
-    """The result of ``irc.compile``: run it with ``irc.vm.VirtualMachine(ex, irc.cpu())``."""
+    """The result of ``irc.compile``: run it with ``irc.vm.VirtualMachine(ex, irc.cpu())``
+    (or ``irc.cuda(0)`` when compiled for ``cuda``)."""
 
-    def __init__(self, functions: dict[str, VMFunction], constants: list[Any], lib: Module,
+    def __init__(self, functions: dict[str, VMFunction], constants: list[Any],
+                 lib: Module | CUDAProgramModule,
                  target: str):
         self.functions = functions
         self.constants = constants
@@ -144,7 +149,9 @@ def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
         for i in range(meta["num_constants"]):
             key = f"c{i}"
             constants.append(arrays[key] if key in arrays.files else others[str(i)])
-    lib = Module.deserialize(z.read("kernels.bin"))
+    blob = z.read("kernels.bin")
+    lib = CUDAProgramModule.deserialize(blob) if blob[:8] == CUDA_MAGIC \
+        else Module.deserialize(blob)
     functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
     return Executable(functions, constants, lib, meta["target"])
 

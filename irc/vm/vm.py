@@ -32,7 +32,11 @@ from ..runtime import (
     time_evaluator,
 )
 from ..runtime import device as as_device
+from ..runtime.cuda_backend import BorrowedMemory, DeviceMemory
+from ..runtime.cuda_program import CUDAProgramModule
 from ..runtime.ndarray import ALIGNMENT, data_pointer
+from ..runtime.ndarray import empty as device_empty
+from ..runtime.ndarray import tensor as device_tensor
 from .bytecode import ValueCheck, VMFunction, expr_to_python
 from .executable import Executable
 
@@ -40,8 +44,11 @@ _Closure = Callable[[list, list], Any]
 
 
 def _to_value(arg: Any, device: Device) -> Any:
-    """A user argument as the VM's internal value: tensors become 64-byte aligned,
-    C-contiguous numpy arrays (copied when they are not)."""
+    """A user argument as the VM's internal value: on the CPU, tensors become 64-byte
+    aligned, C-contiguous numpy arrays (copied when they are not); on a GPU, tensors on
+    that GPU (arrays and tensors elsewhere are copied to it)."""
+    if device.device_type == "cuda":
+        return _to_device_value(arg, device)
     if isinstance(arg, Tensor):
         if arg._array is None:
             raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
@@ -64,7 +71,29 @@ def _to_value(arg: Any, device: Device) -> Any:
                             "irc.tensor(...) or a numpy array")
 
 
+def _to_device_value(arg: Any, device: Device) -> Any:
+    if isinstance(arg, Tensor):
+        if arg.device == device:
+            return arg
+        if arg.device.device_type == "cuda":
+            raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
+                                    f"it with .copyto(irc.cuda({device.index}))")
+        return arg.copyto(device)
+    if isinstance(arg, np.ndarray):
+        return device_tensor(arg, device)
+    if isinstance(arg, (tuple, list)):
+        return tuple(_to_device_value(a, device) for a in arg)
+    if isinstance(arg, (bool, int, float, np.generic, str)):
+        return arg
+    if hasattr(arg, "__dlpack__"):
+        return _to_device_value(from_dlpack(arg), device)
+    raise RuntimeShapeError(f"cannot pass a {type(arg).__name__} to a VM function; use "
+                            "irc.tensor(...) or a numpy array")
+
+
 def _to_user(value: Any, device: Device) -> Any:
+    if isinstance(value, Tensor):
+        return value
     if isinstance(value, np.ndarray):
         return Tensor(array=value, dtype=dt.from_numpy(value.dtype), device=device)
     if isinstance(value, tuple):
@@ -75,6 +104,9 @@ def _to_user(value: Any, device: Device) -> Any:
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if isinstance(value, Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype} on " \
+               f"{value.device}"
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} values"
     return f"{type(value).__name__} {value!r}"
@@ -87,18 +119,22 @@ class _PreparedFunction:
         self.vm = vm
         self.fn = fn
         self.exprs = [eval(f"lambda h: {expr_to_python(e)}") for e in fn.exprs]  # noqa: S307
-        self.storage = [aligned_empty((n,), np.uint8) for n in fn.storage_sizes]
+        self.storage = [vm._storage(n) for n in fn.storage_sizes]
         self.code: list[_Closure] = [self._prepare(ins) for ins in fn.code]
 
     # -- argument checking ----------------------------------------------------------------
     def check(self, value: Any, chk: ValueCheck, heap: list, label: str) -> None:
         kind = chk.kind
         if kind == "tensor":
-            if not isinstance(value, np.ndarray):
+            if isinstance(value, np.ndarray):
+                dtype = dt.from_numpy(value.dtype)
+            elif isinstance(value, Tensor):  # on a GPU
+                dtype = value.dtype
+            else:
                 raise self._mismatch(label, chk, value)
-            if chk.dtype and dt.from_numpy(value.dtype) != chk.dtype:
+            if chk.dtype and dtype != chk.dtype:
                 raise self._mismatch(label, chk, value)
-            if chk.ndim >= 0 and value.ndim != chk.ndim:
+            if chk.ndim >= 0 and len(value.shape) != chk.ndim:
                 raise self._mismatch(label, chk, value)
             if chk.dims is not None:
                 self._check_dims(value.shape, chk, heap, label, value)
@@ -115,7 +151,7 @@ class _PreparedFunction:
             if chk.dims is not None:
                 self._check_dims(value, chk, heap, label, value)
         elif kind == "prim":
-            if isinstance(value, np.ndarray) and value.ndim == 0:
+            if isinstance(value, (np.ndarray, Tensor)) and len(value.shape) == 0:
                 return
             if not isinstance(value, (bool, int, float, np.generic)):
                 raise self._mismatch(label, chk, value)
@@ -160,6 +196,8 @@ class _PreparedFunction:
 
     def _op_alloc(self, dst: int, index: int) -> _Closure:
         spec = self.fn.allocs[index]
+        if self.vm.on_gpu:
+            return self._device_alloc(dst, spec)
         np_dtype = dt.to_numpy(spec.dtype)
         if spec.static and spec.storage >= 0:
             nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np_dtype.itemsize
@@ -185,12 +223,38 @@ class _PreparedFunction:
             regs[dst] = aligned_empty(shape, np_dtype)
         return run
 
+    def _device_alloc(self, dst: int, spec: Any) -> _Closure:
+        device = self.vm.device
+        dtype = spec.dtype
+        if spec.static and spec.storage >= 0:
+            block = self.storage[spec.storage]
+            shape = tuple(spec.shape)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize(dtype)
+            view = Tensor(mem=BorrowedMemory(block.ptr, nbytes, device.index, owner=block),
+                          shape=shape, dtype=dtype, device=device)
+
+            def run(regs, heap):
+                regs[dst] = view
+            return run
+        dims = [(lambda h, d=d: d) if spec.static else self.exprs[d] for d in spec.shape]
+        fname = self.fn.name
+
+        def run(regs, heap):
+            shape = tuple(d(heap) for d in dims)
+            if any(x < 0 for x in shape):
+                raise RuntimeShapeError(f"{fname}: computed a negative output dimension "
+                                        f"{shape}")
+            regs[dst] = device_empty(shape, dtype, device)
+        return run
+
     def _op_kernel(self, name: str, args: list[int]) -> _Closure:
         kernel = self.vm.exe.lib.get_function(name)
         # Every array the VM holds is aligned and C-contiguous (_to_value, aligned_empty,
         # planned storage), which the kernel's array entry point relies on. A call with
         # the wrong number of arguments goes through the checked call, which says so.
-        call = kernel._vm_call if len(args) == kernel.num_args else kernel
+        # (CUDA functions check their arguments on every call.)
+        call = kernel._vm_call if not self.vm.on_gpu and len(args) == kernel.num_args \
+            else kernel
         if len(args) == 1:
             (only,) = args
 
@@ -260,6 +324,8 @@ class _PreparedFunction:
     def _op_if(self, cond: int, else_pc: int) -> _Closure:
         def run(regs, heap):
             c = regs[cond]
+            if isinstance(c, Tensor):
+                c = c.numpy()
             if isinstance(c, np.ndarray):
                 if c.size != 1:
                     raise VMError(f"{self.fn.name}: the condition of an if must be a scalar, "
@@ -318,20 +384,35 @@ class VirtualMachine:
             raise VMError(f"VirtualMachine expects an irc.vm.Executable, got "
                           f"{type(exe).__name__}; build one with irc.compile(mod, target)")
         self.exe = exe
-        self.device = cpu() if device is None else as_device(device)
-        if self.device.device_type != "cpu":
-            raise VMError(f"this executable was compiled for {exe.target}; running on "
-                          f"{self.device} is not supported yet")
+        gpu_code = isinstance(exe.lib, CUDAProgramModule)
+        if device is None:
+            device = "cuda" if gpu_code else cpu()
+        self.device = as_device(device)
+        self.on_gpu = self.device.device_type == "cuda"
+        if gpu_code != self.on_gpu:
+            want = "irc.cuda(0)" if gpu_code else "irc.cpu()"
+            raise VMError(f"this executable was compiled for {exe.target}; it runs on "
+                          f"{'a CUDA GPU' if gpu_code else 'the CPU'}, not on {self.device}",
+                          hint=f"irc.vm.VirtualMachine(ex, {want}), or compile for the "
+                               f"device with irc.compile(mod, target=...)")
+        # Weights and other constants go to the device once, here.
         self.constants = [self._load_constant(c) for c in exe.constants]
         self._prepared: dict[str, _PreparedFunction] = {}
 
-    @staticmethod
-    def _load_constant(c: Any) -> Any:
+    def _load_constant(self, c: Any) -> Any:
         if isinstance(c, np.ndarray):
+            if self.on_gpu:
+                return device_tensor(c, self.device)
             out = aligned_empty(c.shape, c.dtype)
             np.copyto(out, c)
             return out
         return c
+
+    def _storage(self, nbytes: int) -> Any:
+        """One block of statically planned storage on the VM's device."""
+        if self.on_gpu:
+            return DeviceMemory(nbytes, self.device.index)
+        return aligned_empty((nbytes,), np.uint8)
 
     def _function(self, name: str) -> _PreparedFunction:
         p = self._prepared.get(name)
