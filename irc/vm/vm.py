@@ -11,6 +11,13 @@ the parameter, and expected vs. received.
 
 A VM instance owns the statically planned storage of its functions, so one instance must
 not run the same function from two threads at once (create one VM per thread).
+
+On a GPU (an executable compiled for ``cuda``, ``VirtualMachine(ex, irc.cuda(0))``) every
+tensor value is an :class:`irc.runtime.Tensor` on that GPU: constants are copied there
+when the VM is made, arguments that are numpy arrays or tensors elsewhere are copied in,
+planned storage blocks are device allocations, kernels are launched asynchronously on
+the default stream and results come back as CUDA tensors (``.numpy()`` copies them).
+Runtime functions called by name (``call_dps_packed``) receive CUDA tensors.
 """
 
 from __future__ import annotations

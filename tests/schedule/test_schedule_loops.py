@@ -249,7 +249,14 @@ def test_bind_twice():
     i, j = sch2.get_loops(sch2.get_block("B"))
     j0, j1 = sch2.split(j, factors=[4, 8])
     sch2.bind(j0, "threadIdx.x")
-    schedule_error(lambda: sch2.bind(j1, "threadIdx.x"), "already bound to threadIdx.x")
+    # j1's iterations depend on j0 (j = j0 * 8 + j1): sharing j0's thread index would
+    # compute only part of the output.
+    schedule_error(lambda: sch2.bind(j1, "threadIdx.x"), "depends on the variable of loop")
+    f3 = scale()
+    sch3 = Schedule(f3)
+    i, j = sch3.get_loops(sch3.get_block("B"))
+    sch3.bind(i, "threadIdx.x")
+    schedule_error(lambda: sch3.bind(j, "threadIdx.x"), "depends on the variable of loop")
     check_numeric(f, sch.func)
 
 

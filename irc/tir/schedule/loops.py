@@ -12,6 +12,7 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
+from ...core.functor import collect
 from ..expr import IntImm, PrimExpr, Var, const, floordiv, floormod
 from ..stmt import THREAD_TAGS, Block, BlockRealize, For, PrimFunc, SeqStmt
 from .analysis import fail, loop_domains, loop_iter_types, loop_name
@@ -257,13 +258,22 @@ def set_kind(index: FuncIndex, loop: For, kind: str, thread: str = "") -> PrimFu
     if kind == "thread_binding":
         # A loop inside a loop bound to the same threadIdx axis shares its thread index:
         # the block's threads split the inner loop's work (a cooperative shared-memory
-        # copy). Other repeated bindings have no meaning on a GPU.
+        # copy). That keeps the meaning of the loops only when the inner work does not
+        # depend on the enclosing thread index (every thread would do all of it; they
+        # share it instead). Other repeated bindings have no meaning on a GPU.
         around = {id(a) for a in index.ancestors(loop)}
         for other in _enclosing_and_enclosed(index, loop):
-            if other.kind == "thread_binding" and other.thread_tag == thread and not (
-                    id(other) in around and thread.startswith("threadIdx")):
-                fail(P, f"loop {loop_name(other)} around or inside loop {loop_name(loop)} is "
-                     f"already bound to {thread}")
+            if other.kind != "thread_binding" or other.thread_tag != thread:
+                continue
+            if id(other) in around and thread.startswith("threadIdx"):
+                if _uses_var(loop, other.loop_var):
+                    fail(P, f"loop {loop_name(loop)} depends on the variable of loop "
+                         f"{loop_name(other)}, which is already bound to {thread}; a loop "
+                         f"inside it may be bound to {thread} only when its work does not "
+                         "depend on that thread index (as a cooperative copy)")
+                continue
+            fail(P, f"loop {loop_name(other)} around or inside loop {loop_name(loop)} is "
+                 f"already bound to {thread}")
     if kind == "parallel":
         for other in _enclosing_and_enclosed(index, loop):
             if other.kind == "parallel":
@@ -272,6 +282,11 @@ def set_kind(index: FuncIndex, loop: For, kind: str, thread: str = "") -> PrimFu
                      hint="fuse the loops and parallelize the fused loop")
     new = loop.replace(kind=kind, thread_tag=thread if kind == "thread_binding" else "")
     return index.rebuild({id(loop): new})
+
+
+def _uses_var(loop: For, v: Var) -> bool:
+    """Whether ``v`` occurs in ``loop`` (its extent, blocks' bindings and predicates)."""
+    return any(x is v for x in collect(loop, lambda x: type(x) is Var))
 
 
 def _enclosing_and_enclosed(index: FuncIndex, loop: For) -> list[For]:
