@@ -23,9 +23,7 @@ The serialized form is ``MAGIC``, two little-endian u64 lengths, the JSON metada
 
 from __future__ import annotations
 
-import json
 import operator
-import struct
 from typing import Any, Callable
 
 import numpy as np
@@ -34,7 +32,7 @@ from ..core import dtype as dt
 from ..core.diagnostics import BuildError, IRCError
 from .cuda_module import CUDAModule, KernelSpec
 from .device import Device
-from .module import FunctionTable
+from .module import FunctionTable, pack_blob, unpack_blob
 from .ndarray import Tensor, empty
 
 MAGIC = b"IRCCUDA\x01"
@@ -263,23 +261,17 @@ class CUDAProgramModule(FunctionTable):
     # -- bytes ------------------------------------------------------------------------------
     def serialize(self) -> bytes:
         """The module as one byte string (see the module docstring)."""
-        meta = json.dumps({"format": FORMAT, "target": self.target, "source": self.source,
-                           "kernels": self.kernels, "plans": self.plans}).encode()
-        return MAGIC + struct.pack("<QQ", len(meta), len(self.cubin)) + meta + self.cubin
+        return pack_blob(MAGIC, {"format": FORMAT, "target": self.target,
+                                 "source": self.source, "kernels": self.kernels,
+                                 "plans": self.plans}, self.cubin)
 
     @staticmethod
     def deserialize(blob: bytes) -> CUDAProgramModule:
         """The module written by :meth:`serialize`."""
-        if blob[:8] != MAGIC:
-            raise BuildError("not a serialized irc CUDA module")
-        n_meta, n_bin = struct.unpack("<QQ", blob[8:24])
-        meta = json.loads(blob[24:24 + n_meta])
+        meta, cubin = unpack_blob(blob, MAGIC, "irc CUDA module")
         if meta.get("format") != FORMAT:
             raise BuildError(f"unknown CUDA module format {meta.get('format')!r}; expected "
                              f"{FORMAT}")
-        cubin = bytes(blob[24 + n_meta:24 + n_meta + n_bin])
-        if len(cubin) != n_bin:
-            raise BuildError("the CUDA module is truncated (its cubin is incomplete)")
         return CUDAProgramModule(meta["source"], cubin, meta["kernels"], meta["plans"],
                                  meta["target"])
 

@@ -466,19 +466,33 @@ class Module(FunctionTable):
 
     def serialize(self) -> bytes:
         """The module as one byte string (see :meth:`deserialize`)."""
-        meta = json.dumps(self._metadata()).encode()
-        return _MAGIC + struct.pack("<QQ", len(meta), len(self.object_code)) + meta + \
-            self.object_code
+        return pack_blob(_MAGIC, self._metadata(), self.object_code)
 
     @staticmethod
     def deserialize(blob: bytes) -> Module:
         """The module written by :meth:`serialize`."""
-        if blob[:8] != _MAGIC:
-            raise BuildError("not a serialized irc module")
-        n_meta, n_obj = struct.unpack("<QQ", blob[8:24])
-        meta = json.loads(blob[24:24 + n_meta])
-        obj = bytes(blob[24 + n_meta:24 + n_meta + n_obj])
+        meta, obj = unpack_blob(blob, _MAGIC, "irc module")
         return _from_metadata(meta, obj)
+
+
+def pack_blob(magic: bytes, meta: dict, payload: bytes) -> bytes:
+    """A serialized module: ``magic`` (8 bytes), the lengths of the JSON metadata and of
+    the binary payload (two little-endian u64), the metadata, the payload."""
+    text = json.dumps(meta).encode()
+    return magic + struct.pack("<QQ", len(text), len(payload)) + text + payload
+
+
+def unpack_blob(blob: bytes, magic: bytes, what: str) -> tuple[dict, bytes]:
+    """``(metadata, payload)`` of a blob written by :func:`pack_blob`; a wrong magic or a
+    truncated blob is a BuildError naming ``what``."""
+    if blob[:8] != magic:
+        raise BuildError(f"not a serialized {what}")
+    n_meta, n_bin = struct.unpack("<QQ", blob[8:24])
+    meta = json.loads(blob[24:24 + n_meta])
+    payload = bytes(blob[24 + n_meta:24 + n_meta + n_bin])
+    if len(payload) != n_bin:
+        raise BuildError(f"the serialized {what} is truncated")
+    return meta, payload
 
 
 def _from_metadata(meta: dict, obj: bytes) -> Module:

@@ -17,8 +17,8 @@ import pytest
 
 import irc
 from irc import passes
-from irc.core.diagnostics import VMError
-from irc.runtime.cuda_program import CUDAProgramModule
+from irc.core.diagnostics import IRCError, VMError
+from irc.runtime.cuda_program import CUDAProgramModule, compile_expr
 from irc.target import Target
 from irc.testing.models import get_model
 from irc.tir.interpreter import compile_func
@@ -129,8 +129,6 @@ def test_device_mismatch_is_a_vm_error():
 
 
 def test_host_plan_runtime_rejects_malformed_expressions():
-    from irc.core.diagnostics import IRCError
-    from irc.runtime.cuda_program import compile_expr
     env = [7, 3]
     assert compile_expr(["floordiv", ["var", 0], ["var", 1]])(env) == 2
     assert compile_expr(["truncdiv", -7, 2])(env) == -3
