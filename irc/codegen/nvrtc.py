@@ -290,9 +290,16 @@ def _final_options(source: str, arch: str, options: Sequence[str]) -> tuple[str,
 
 def _log_of(nvrtc, prog) -> str:
     size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-    buf = b" " * int(size)
+    buf = _out_buffer(size)
     _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-    return buf.rstrip(b"\x00").decode(errors="replace").strip()
+    return bytes(buf).rstrip(b"\x00").decode(errors="replace").strip()
+
+
+def _out_buffer(size) -> bytearray:
+    """A fresh buffer for NVRTC to write ``size`` bytes into. Never ``bytes``: one-byte
+    ``bytes`` objects are interpreter-wide singletons (an empty log has size 1), and
+    NVRTC writing its terminating NUL into ``b" "`` corrupts every later use of it."""
+    return bytearray(int(size))
 
 
 def _first_error(log: str, source: str, name: str) -> tuple[str, Span | None, int]:
@@ -355,13 +362,13 @@ def _compile_with_nvrtc(source: str, name: str, options: Sequence[str], ptx: boo
             logger.debug("NVRTC messages for %s:\n%s", name, log)
         if ptx:
             size = _check(nvrtc, nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-            buf = b" " * int(size)
+            buf = _out_buffer(size)
             _check(nvrtc, nvrtc.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
-            return buf.rstrip(b"\x00")
+            return bytes(buf).rstrip(b"\x00")
         size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        buf = b" " * int(size)
+        buf = _out_buffer(size)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
-        return buf
+        return bytes(buf)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -66,6 +66,15 @@ def test_compiles_a_kernel_to_a_cubin(cache):
     assert "--use_fast_math" not in nvrtc.default_options("sm_90")
 
 
+def test_nvrtc_output_never_lands_in_shared_bytes_objects(cache):
+    # A kernel without warnings has a log of one byte (its NUL): NVRTC once wrote it into
+    # the interpreter's b" " singleton, after which every " " encoded to bytes was NUL.
+    space = bytes([32])
+    nvrtc.compile_cuda(VADD.replace("vadd", "vadd_log"), arch="sm_90")
+    assert len(cache) == 1
+    assert b" " == space and " ".encode() == space and bytes((32,)) * 1 == space
+
+
 def test_fp16_and_bf16_headers_compile(cache):
     cubin = nvrtc.compile_cuda(HALF)
     assert cubin[:4] == b"\x7fELF" and b"scale" in cubin

@@ -140,10 +140,15 @@ def test_host_plan_runtime_rejects_malformed_expressions():
         compile_expr({"x": 1})
 
 
+# The whole zoo on a real GPU, at reduced shapes (benchmarks/gpu.py runs full sizes).
+GPU_ZOO = {**SMALL, "resnet50": {"image_size": 64, "num_classes": 100},
+           "mobilenet_v2": {"image_size": 64, "num_classes": 100}}
+
+
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", list(SMALL))
+@pytest.mark.parametrize("name", list(GPU_ZOO))
 def test_vm_on_the_gpu_matches_the_reference(name):
-    m = _model(name)
+    m = get_model(name, **GPU_ZOO[name])
     ex = irc.compile(m.mod, target="cuda", params=m.bound_params())
     vm = irc.vm.VirtualMachine(ex, irc.cuda(0))
     x = m.random_input()
