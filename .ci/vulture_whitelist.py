@@ -47,3 +47,6 @@ output_shape
 # shadow (irc/tir/interpreter/expr_codegen.py, `tracked`).
 _.vrd, _.vwr
 
+
+# PyTorch's switches, set as attributes (benchmarks/gpu.py turns TF32 off for its peer).
+_.allow_tf32

@@ -4,18 +4,19 @@
   default build (``irc.compile(..., target="cuda")``: legalize, the dlight GPU rules)
   next to cuBLAS (through PyTorch's ``torch.matmul``, or CuPy's when PyTorch is
   missing), in milliseconds and TFLOPS with the ratio;
-- ResNet-50 (224 x 224) and BERT-base (sequence 128) at batch 1: irc's default build on
-  the VM on ``irc.cuda(0)`` (latency, build time, and the error against the zoo's numpy
-  reference). PyTorch eager is not measured next to them yet: that needs the zoo's
-  weights in a PyTorch model, which is not written (the script says so).
+  with ``--tune-seconds S``, also the matmul tuned on the GPU for at most S seconds
+  (``ms.tune_relax``: NVRTC builds in workers, measurements on the GPU);
+- ResNet-50 (224 x 224) and BERT-base (12 layers, hidden 768, sequence 128) at batch 1:
+  irc's default build on the VM on ``irc.cuda(0)`` next to PyTorch eager running the same
+  network with the same weights (torchvision's ResNet-50; BERT written in PyTorch), both
+  float32 with TF32 off, each checked against the zoo's numpy reference.
 
 Timings use CUDA events after warm-up (``time_evaluator``; PyTorch's with
-``torch.cuda.Event``). Tuned kernels are not measured: tuning on a GPU (the tuner's
-NVRTC builder and GPU runner) is not built yet, and the script says so.
+``torch.cuda.Event``).
 
-Run: ``python benchmarks/gpu.py`` (``--skip-models`` for the matmuls only). Without a
-GPU it compiles the matmul kernels, prints the build times, and says that the timings
-need a GPU.
+Run: ``python benchmarks/gpu.py [--tune-seconds 240]`` (``--skip-models`` for the
+matmuls only). Without a GPU it compiles the matmul kernels, prints the build times, and
+says that the timings need a GPU.
 """
 
 from __future__ import annotations
@@ -74,9 +75,25 @@ def peer_matmul(a: np.ndarray, b: np.ndarray, repeat: int):
             cupy.asnumpy(out).astype(np.float32), "cupy (cuBLAS)"
 
 
-def bench_matmul(n: int, dtype: str, repeat: int, have_gpu: bool) -> None:
+def tuned_matmul(mod, seconds: float, trials: int):
+    """(executable, tuning seconds, measurements) of ``mod`` tuned on GPU 0."""
+    import tempfile
+
+    from irc.tune import ms
+
+    target = irc.target.Target.from_device(irc.cuda(0))
+    work = tempfile.mkdtemp(prefix="irc-gpu-bench-")
     t0 = time.perf_counter()
-    ex = irc.compile(matmul_module(n, dtype), target="cuda")
+    db = ms.tune_relax(mod, None, target, work, trials, time_budget=seconds, verbose=0)
+    spent = time.perf_counter() - t0
+    return ms.compile_relax(db, mod, target), spent, len(db.get_all_records())
+
+
+def bench_matmul(n: int, dtype: str, repeat: int, have_gpu: bool, tune_seconds: float = 0.0,
+                 tune_trials: int = 1000) -> None:
+    mod = matmul_module(n, dtype)
+    t0 = time.perf_counter()
+    ex = irc.compile(mod, target="cuda")
     build = time.perf_counter() - t0
     print(f"matmul {n}^3 {dtype}: irc default build {build:.1f} s "
           f"({ex.stats()['kernels']} kernels)")
@@ -96,7 +113,98 @@ def bench_matmul(n: int, dtype: str, repeat: int, have_gpu: bool) -> None:
     print(f"  irc default {sec * 1e3:8.3f} ms {flops / sec / 1e12:6.1f} TFLOPS | {peer} "
           f"{peer_ms:8.3f} ms {flops / (peer_ms / 1e3) / 1e12:6.1f} TFLOPS | irc/peer "
           f"{sec * 1e3 / peer_ms:5.2f}x | max rel err {err:.1e}")
-    print("  irc tuned: not measured (tuning on the GPU is not built yet)")
+    if tune_seconds <= 0:
+        print("  irc tuned: not measured (pass --tune-seconds)")
+        return
+    tex, spent, measured = tuned_matmul(mod, tune_seconds, tune_trials)
+    tvm_ = irc.vm.VirtualMachine(tex, dev)
+    tgot = tvm_["forward"](ta, tb).numpy()
+    tsec = tvm_.time_evaluator("forward", dev, number=repeat, repeat=3)(ta, tb).median
+    terr = np.abs(tgot - want).max() / max(np.abs(want).max(), 1e-30)
+    print(f"  irc tuned   {tsec * 1e3:8.3f} ms {flops / tsec / 1e12:6.1f} TFLOPS | irc/peer "
+          f"{tsec * 1e3 / peer_ms:5.2f}x | max rel err {terr:.1e} | tuning {spent:.0f} s, "
+          f"{measured} measurements")
+
+
+def torch_resnet50(m):
+    """torchvision's ResNet-50 with the zoo model's weights (the same names)."""
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet50(weights=None, num_classes=m.state_dict()["fc.bias"].size)
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in m.state_dict().items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not k.endswith("num_batches_tracked") for k in missing):
+        raise SystemExit(f"the zoo's ResNet-50 does not map onto torchvision's: missing "
+                         f"{missing[:3]}, unexpected {unexpected[:3]}")
+    return model
+
+
+def torch_bert(m, num_heads: int):
+    """The zoo's BERT encoder written in PyTorch, with its weights."""
+    import torch
+    from torch import nn as tnn
+
+    sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in m.state_dict().items()}
+    f = tnn.functional
+
+    class Bert(tnn.Module):
+        def forward(self, ids):
+            seq = ids.shape[1]
+            x = sd["token_embeddings.weight"][ids] + sd["position_embeddings"][:seq]
+            x = f.layer_norm(x, x.shape[-1:], sd["embedding_norm.weight"],
+                             sd["embedding_norm.bias"], 1e-12)
+            i = 0
+            while f"layers.{i}.attention.query.weight" in sd:
+                p = f"layers.{i}."
+                b, s, h = x.shape
+                q, k, v = (f.linear(x, sd[p + f"attention.{n}.weight"],
+                                    sd[p + f"attention.{n}.bias"]).view(
+                                        b, s, num_heads, h // num_heads).transpose(1, 2)
+                           for n in ("query", "key", "value"))
+                att = torch.softmax(q @ k.transpose(-1, -2) / (h // num_heads) ** 0.5, -1)
+                ctx = (att @ v).transpose(1, 2).reshape(b, s, h)
+                x = f.layer_norm(x + f.linear(ctx, sd[p + "attention.output.weight"],
+                                              sd[p + "attention.output.bias"]), (h,),
+                                 sd[p + "attention_norm.weight"], sd[p + "attention_norm.bias"],
+                                 1e-12)
+                y = f.gelu(f.linear(x, sd[p + "intermediate.weight"],
+                                    sd[p + "intermediate.bias"]))
+                x = f.layer_norm(x + f.linear(y, sd[p + "ffn_output.weight"],
+                                              sd[p + "ffn_output.bias"]), (h,),
+                                 sd[p + "ffn_norm.weight"], sd[p + "ffn_norm.bias"], 1e-12)
+                i += 1
+            return x
+
+    def to_cuda():
+        for k in sd:
+            sd[k] = sd[k].cuda()
+    to_cuda()
+    return Bert()
+
+
+def peer_model(model, x: np.ndarray, repeat: int):
+    """(ms per call, output) of PyTorch eager on the GPU (float32, TF32 off)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = model.cuda().eval()
+    tx = torch.from_numpy(x).cuda()
+    with torch.no_grad():
+        for _ in range(3):
+            out = model(tx)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+            enable_timing=True)
+        times = []
+        for _ in range(3):
+            start.record()
+            for _ in range(repeat):
+                model(tx)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / repeat)
+    return float(np.median(times)), out.float().cpu().numpy()
 
 
 def bench_model(name: str, kw: dict, repeat: int) -> None:
@@ -112,8 +220,18 @@ def bench_model(name: str, kw: dict, repeat: int) -> None:
     sec = vm.time_evaluator("forward", dev, number=repeat, repeat=3)(tx).median
     want = m.reference(x)
     err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
-    print(f"{name} batch 1: irc default {sec * 1e3:8.3f} ms (build {build:.0f} s) | "
-          f"max rel err vs numpy reference {err:.1e}")
+    line = (f"{name} batch 1: irc default {sec * 1e3:8.3f} ms (build {build:.0f} s, max rel "
+            f"err vs numpy {err:.1e})")
+    try:
+        model = torch_resnet50(m) if name.startswith("resnet") else \
+            torch_bert(m, kw.get("num_heads", 4))
+        peer_ms, peer_out = peer_model(model, x, repeat)
+        perr = np.abs(peer_out - want).max() / max(np.abs(want).max(), 1e-30)
+        line += (f" | PyTorch eager {peer_ms:8.3f} ms (max rel err {perr:.1e}) | irc/peer "
+                 f"{sec * 1e3 / peer_ms:5.2f}x")
+    except ImportError as e:
+        line += f" | PyTorch eager: not measured ({e})"
+    print(line)
 
 
 def main() -> int:
@@ -121,6 +239,10 @@ def main() -> int:
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--skip-models", action="store_true")
+    p.add_argument("--tune-seconds", type=float, default=0.0,
+                   help="tune each matmul for this long on the GPU (0: default builds only)")
+    p.add_argument("--tune-trials", type=int, default=1000,
+                   help="at most this many measurements per tuned matmul")
     args = p.parse_args()
     have_gpu = irc.cuda(0).exist
     if have_gpu:
@@ -129,12 +251,12 @@ def main() -> int:
     else:
         print("no CUDA GPU on this machine: building only (timings need a GPU)")
     for dtype in ("float32", "float16"):
-        bench_matmul(args.n, dtype, args.repeat, have_gpu)
+        bench_matmul(args.n, dtype, args.repeat, have_gpu, args.tune_seconds,
+                     args.tune_trials)
     if have_gpu and not args.skip_models:
         bench_model("resnet50", {"image_size": 224}, args.repeat)
-        bench_model("bert", {"seq_len": 128}, args.repeat)
-        print("PyTorch eager next to the models: not measured (no PyTorch port of the "
-              "zoo's weights yet)")
+        bench_model("bert", {"seq_len": 128, "hidden": 768, "num_layers": 12,
+                             "num_heads": 12, "ffn": 3072}, args.repeat)
     return 0
 
 

@@ -1,9 +1,10 @@
-"""Seed 000 with irc's names, on the CPU (the seed targets a GPU; irc's CUDA code
-generation is not available yet): auto-scheduling the last conv2d + bias + relu layer of
-ResNet-50 with isolated measurement, applying the best schedule, checking it against
-numpy, timing it, printing the schedule, and resuming the search.
+"""Seed 000 with irc's names: auto-scheduling the last conv2d + bias + relu layer of
+ResNet-50 for a GPU (``cuda``, as the seed does) or the CPU (``llvm``) with isolated
+measurement, applying the best schedule, checking it against numpy, timing it, printing
+the schedule and (on the GPU) the CUDA source, and resuming the search.
 
-Run: ``python examples/tune_seed000_conv2d.py [--trials 10]``.
+Run: ``python examples/tune_seed000_conv2d.py [--trials 10] [--target auto|cuda|llvm]``;
+``auto`` (the default) tunes for the GPU when this machine has one, else for the CPU.
 """
 
 import argparse
@@ -47,9 +48,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=10)
     p.add_argument("--log-file", default="conv2d.json")
+    p.add_argument("--target", choices=("auto", "cuda", "llvm"), default="auto")
     args = p.parse_args()
 
-    target = irc.target.Target("llvm")
+    on_gpu = args.target == "cuda" or (args.target == "auto" and irc.cuda(0).exist)
+    # The GPU's own architecture (sm_90 on an H100), or the host CPU.
+    target = irc.target.Target.from_device(irc.cuda(0)) if on_gpu \
+        else irc.target.Target("llvm")
+    dev = irc.cuda(0) if on_gpu else irc.cpu()
+    print(f"Tuning for {target} on {dev}")
     N, H, W, CO, CI, KH, KW, strides, padding = 1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1)
     task = auto_scheduler.SearchTask(
         func=conv2d_layer, args=(N, H, W, CO, CI, KH, KW, strides, padding), target=target
@@ -79,11 +86,10 @@ def main():
     conv_np = conv2d_nchw_python(data_np, weight_np, strides, padding)
     out_np = np.maximum(conv_np + bias_np, 0.0)
 
-    dev = irc.cpu()
     data_t = irc.tensor(data_np, device=dev)
     weight_t = irc.tensor(weight_np, device=dev)
     bias_t = irc.tensor(bias_np, device=dev)
-    out_t = irc.runtime.empty(out_np.shape, "float32")
+    out_t = irc.runtime.empty(out_np.shape, "float32", dev)
     func(data_t, weight_t, bias_t, out_t)
     np.testing.assert_allclose(out_np, out_t.numpy(), rtol=1e-3)
 

@@ -1,8 +1,11 @@
-"""Seed 004 with irc's names, on the CPU: tuning a whole network (ResNet-18, NHWC) —
-extract the search tasks and their weights, tune them with the task scheduler (which
-prints the seed's table), compile with the best records and benchmark.
+"""Seed 004 with irc's names: tuning a whole network (ResNet-18, NHWC) for an NVIDIA
+GPU (``cuda``, as the seed does) or the CPU (``llvm``) — extract the search tasks and
+their weights, tune them with the task scheduler (which prints the seed's table),
+compile with the best records and benchmark.
 
-Run: ``python examples/tune_seed004_network.py [--trials 200] [--image-size 224]``.
+Run: ``python examples/tune_seed004_network.py [--trials 200] [--image-size 224]
+[--target auto|cuda|llvm]``; ``auto`` (the default) tunes for the GPU when this machine
+has one, else for the CPU.
 """
 
 import argparse
@@ -39,10 +42,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--target", choices=("auto", "cuda", "llvm"), default="auto")
     args = p.parse_args()
 
     network, batch_size, layout, dtype = "resnet-18", 1, "NHWC", "float32"
-    target = irc.target.Target("llvm")
+    on_gpu = args.target == "cuda" or (args.target == "auto" and irc.cuda(0).exist)
+    # The GPU's own architecture (sm_90 on an H100), or the host CPU.
+    target = irc.target.Target.from_device(irc.cuda(0)) if on_gpu \
+        else irc.target.Target("llvm")
+    dev = irc.cuda(0) if on_gpu else irc.cpu()
     log_file = "%s-%s-B%d-%s.json" % (network, layout, batch_size, target.kind.name)
 
     print("Extract tasks...")
@@ -59,15 +67,17 @@ def main():
     with auto_scheduler.ApplyHistoryBest(log_file):
         ex = auto_scheduler.compile(mod, target=target, params=params)
 
-    vm = irc.vm.VirtualMachine(ex, irc.cpu())
-    data = irc.tensor(np.random.uniform(size=input_shape).astype(dtype))
+    vm = irc.vm.VirtualMachine(ex, dev)
+    data = irc.tensor(np.random.uniform(size=input_shape).astype(dtype), dev)
     print("Evaluate inference time cost...")
     f = vm["forward"]
     f(data)
+    dev.sync()
     times = []
     for _ in range(10):
         t0 = time.perf_counter()
         f(data)
+        dev.sync()  # GPU work is asynchronous: wait for it before reading the clock
         times.append((time.perf_counter() - t0) * 1e3)
     print("Execution time summary:")
     print(" mean (ms)   median (ms)    max (ms)     min (ms)     std (ms)")

@@ -21,10 +21,12 @@ from .apply import (
     RuleFailure,
     RuleOutcome,
     apply_rules,
+    default_rules_for,
     schedule_func,
 )
 from .base import ScheduleRule, is_scheduled
 
 __all__ = ["ApplyDefaultSchedule", "DefaultScheduleForTarget", "RuleFailure", "RuleOutcome",
-           "ScheduleRule", "analysis", "apply_rules", "cpu", "gpu", "is_scheduled",
+           "ScheduleRule", "analysis", "apply_rules", "cpu", "default_rules_for", "gpu",
+           "is_scheduled",
            "schedule_func"]

@@ -140,12 +140,17 @@ class DefaultScheduleForTarget(Pass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         target = Target.current()
-        if target is None:
-            return mod
-        if target.kind.name == "llvm":
-            rules = default_rules()
-        elif target.kind.name == "cuda":
-            rules = gpu_default_rules()
-        else:
+        rules = default_rules_for(target) if target is not None else []
+        if not rules:
             return mod
         return ApplyDefaultSchedule(*rules).transform_module(mod, ctx)
+
+
+def default_rules_for(target: Target) -> list[ScheduleRule]:
+    """The default schedule rules of ``target``'s kind: ``dl.cpu.default_rules()`` for
+    llvm, ``dl.gpu.default_rules()`` for cuda, none for another kind."""
+    if target.kind.name == "llvm":
+        return default_rules()
+    if target.kind.name == "cuda":
+        return gpu_default_rules()
+    return []

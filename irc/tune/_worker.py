@@ -32,12 +32,16 @@ _out: Any = None
 
 
 class TaskFailure(Exception):
-    """Raised by a handler to answer with an error kind and message."""
+    """Raised by a handler to answer with an error kind and message; with ``restart`` the
+    worker answers ``("fail", kind, message, True)`` and then exits, since its state is
+    broken (a CUDA context after an illegal memory access), and the parent starts a
+    fresh one for the next call."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, restart: bool = False):
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.restart = restart
 
 
 def notify(value: Any) -> None:
@@ -74,11 +78,14 @@ def serve(conn: Any) -> None:
         if not msg or msg[0] == "exit":
             break
         _, module, name, args = msg
+        restart = False
         try:
             result = _resolve(module, name)(*args)
             reply = ("ok", result)
         except TaskFailure as err:
-            reply = ("fail", err.kind, err.message)
+            restart = err.restart
+            reply = ("fail", err.kind, err.message, True) if restart else \
+                ("fail", err.kind, err.message)
         except Exception as err:  # noqa: BLE001 - every failure becomes an answer
             if isinstance(err, IRCError):
                 reply = ("fail", "", str(err))
@@ -88,6 +95,8 @@ def serve(conn: Any) -> None:
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):
+            break
+        if restart:
             break
 
 

@@ -8,6 +8,9 @@ signatures, without the LLVM IR text). A candidate that fails to replay, lower o
 becomes ``BUILD_ERROR`` with the message; one that compiles longer than ``timeout``
 seconds becomes ``BUILD_TIMEOUT`` (its worker is killed and restarted); a worker that
 crashes takes only its candidate with it.
+
+For a ``cuda`` target the workers lower the candidate for the GPU, write CUDA C and
+compile it with NVRTC to a cubin (no GPU needed; NVRTC's errors become BUILD_ERROR).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Sequence
 from ..codegen import build
 from ..core.diagnostics import IRCError, TuningError
 from ..core.target import Target, host_num_cores
+from ..runtime.cuda_program import CUDAProgramModule
 from ..runtime.module import Module
 from ..tir.stmt import PrimFunc
 from .measure import BUILD_ERROR, BUILD_TIMEOUT, Builder, BuildResult, MeasureInput, apply_trace
@@ -42,11 +46,14 @@ def _resolve_postproc(path: str):
 
 
 def serialize_for_runner(module: Any) -> bytes:
-    """A compiled module as bytes for a runner process (object code and signatures; the
-    LLVM IR text is left out to keep messages small)."""
+    """A compiled module as bytes for a runner process: a CPU module's object code and
+    signatures (the LLVM IR text is left out to keep messages small), or a CUDA module
+    (cubin, source and host plans)."""
+    if isinstance(module, CUDAProgramModule):
+        return module.serialize()
     if not isinstance(module, Module):
         raise TuningError(f"a {type(module).__name__} cannot be sent to a runner process",
-                          hint="LocalRunner measures CPU (llvm) kernels")
+                          hint="LocalRunner measures CPU (llvm) and CUDA kernels")
     compact = Module(module.object_code, module.signatures, module.messages, module.target,
                      entry_name=module.entry_name, externals=module.externals, llvm_ir="")
     return compact.serialize()

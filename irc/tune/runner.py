@@ -35,8 +35,13 @@ from ..codegen import build
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, TuningError
 from ..core.functor import Visitor
+from ..core.target import Target
+from ..dlight import default_rules_for, schedule_func
+from ..runtime import cuda_program
+from ..runtime.cuda_backend import CUDAError
+from ..runtime.device import cuda as cuda_device
 from ..runtime.module import Module
-from ..runtime.ndarray import aligned_empty
+from ..runtime.ndarray import aligned_empty, tensor
 from ..runtime.timer import time_evaluator
 from ..tir import expr as E
 from ..tir.schedule.index_map import IndexMap
@@ -107,20 +112,39 @@ _references: OrderedDict[str, _Reference] = OrderedDict()
 _flush_buffer: np.ndarray | None = None
 
 
-def _random_arrays(function: Any, seed: int, shapes: dict[int, tuple] | None = None
-                   ) -> list[np.ndarray]:
+def _buffer_specs_of(function: Any, shapes: dict[int, tuple] | None = None
+                     ) -> list[tuple[str, tuple]]:
+    """``(dtype, shape)`` of each parameter of a compiled CPU function (``shapes``
+    overrides some positions: the original layout of layout-rewritten parameters)."""
     sig = function.signature
     if sig.scalars or sig.shape_vars:
         raise TaskFailure(RUN_ERROR, f"{sig.name} has scalar parameters or symbolic shapes; "
                                      "only functions of static-shape buffers can be measured")
+    return [(sig.buffers[i].dtype, (shapes or {}).get(pos, tuple(sig.buffers[i].shape)))
+            for pos, (_, i) in enumerate(sig.order)]
+
+
+def buffer_specs(func: PrimFunc) -> list[tuple[str, tuple]]:
+    """``(dtype, shape)`` of each parameter of ``func`` (the tuner sends these for GPU
+    candidates, whose compiled form has no CPU signature); an IRCError when a parameter
+    is a scalar or a shape is symbolic."""
+    specs = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None or not all(isinstance(d, E.IntImm) for d in buf.shape):
+            raise TuningError(f"{p.name} is a scalar parameter or has a symbolic shape; only "
+                              "functions of static-shape buffers can be measured")
+        specs.append((str(buf.dtype), tuple(int(d.value) for d in buf.shape)))
+    return specs
+
+
+def _random_arrays(specs: list[tuple[str, tuple]], seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     arrays = []
-    for pos, (_, i) in enumerate(sig.order):
-        spec = sig.buffers[i]
-        np_dtype = dt.to_numpy(spec.dtype)
-        shape = (shapes or {}).get(pos, tuple(spec.shape))
+    for dtype, shape in specs:
+        np_dtype = dt.to_numpy(dtype)
         arr = aligned_empty(tuple(shape), np_dtype)
-        if dt.is_float(spec.dtype) and spec.dtype != "bfloat16":
+        if dt.is_float(dtype) and dtype != "bfloat16":
             arr[...] = rng.uniform(0.0, 1.0, size=arr.shape).astype(np_dtype)
         elif np_dtype.kind == "b":
             arr[...] = rng.integers(0, 2, size=arr.shape).astype(bool)
@@ -146,14 +170,17 @@ def _call(function: Any, arrays: list[np.ndarray]) -> None:
         raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}") from None
 
 
-def _reference(key: str, ref_artifact: bytes | None, function: Any, outputs: list[int],
-               seed: int, check: bool, rewrites: list | None = None) -> _Reference:
+def _reference(key: str, ref_artifact: bytes | None, specs: Any, outputs: list[int],
+               seed: int, check: bool) -> _Reference:
+    """The random inputs of workload ``key`` (``specs``: ``(dtype, shape)`` per
+    parameter, or a callable giving them) and, with ``check``, the outputs of the
+    unscheduled function (``ref_artifact``, a CPU module) on them."""
     ref = _references.get(key)
     if ref is not None and (ref.expected is not None or not check):
         _references.move_to_end(key)
         return ref
-    shapes = {int(rw["param"]): tuple(rw["original_shape"]) for rw in rewrites or ()}
-    arrays = ref.arrays if ref is not None else _random_arrays(function, seed, shapes)
+    arrays = ref.arrays if ref is not None else \
+        _random_arrays(specs() if callable(specs) else specs, seed)
     expected = None
     if check:
         if ref_artifact is None:
@@ -174,9 +201,8 @@ def _reference(key: str, ref_artifact: bytes | None, function: Any, outputs: lis
     return ref
 
 
-def _compare(function: Any, got: list[np.ndarray], expected: dict[int, np.ndarray],
+def _compare(names: list[str], got: list[np.ndarray], expected: dict[int, np.ndarray],
              rtol: float, atol: float) -> None:
-    names = function.signature.param_names()
     for i, want in expected.items():
         have = got[i]
         if have.dtype.kind in "fc":
@@ -265,11 +291,15 @@ def _time_flushing(function: Any, arrays: list[np.ndarray], number: int, repeat:
 def run_candidate(spec: dict) -> list[float]:
     """Worker side of :class:`LocalRunner`: load, check and time one candidate; returns
     seconds per run of each repeat (raises TaskFailure with an error kind on failure)."""
+    if spec.get("device") is not None:
+        return _run_on_gpu(spec)
     function = _load_function(spec["artifact"])
     check = spec["check"]
     rewrites = spec.get("layout_rewrites")
-    ref = _reference(spec["key"], spec.get("ref_artifact"), function, spec["outputs"],
-                     spec["seed"], check, rewrites)
+    shapes = {int(rw["param"]): tuple(rw["original_shape"]) for rw in rewrites or ()}
+    ref = _reference(spec["key"], spec.get("ref_artifact"),
+                     lambda: _buffer_specs_of(function, shapes), spec["outputs"],
+                     spec["seed"], check)
     if rewrites:
         arrays = _pack_arrays(function, ref.arrays, rewrites)
     else:
@@ -277,7 +307,8 @@ def run_candidate(spec: dict) -> list[float]:
     notify("started")
     if check:
         _call(function, arrays)
-        _compare(function, arrays, ref.expected, spec["rtol"], spec["atol"])
+        _compare(function.signature.param_names(), arrays, ref.expected, spec["rtol"],
+                 spec["atol"])
     number, repeat = spec["number"], spec["repeat"]
     if spec["flush"]:
         return _time_flushing(function, arrays, number, repeat, spec["cooldown_ms"])
@@ -286,6 +317,41 @@ def run_candidate(spec: dict) -> list[float]:
                                cooldown_interval_ms=spec["cooldown_ms"])
     try:
         return list(evaluator(*arrays).results)
+    except IRCError as err:
+        raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}") from None
+
+
+def _run_on_gpu(spec: dict) -> list[float]:
+    """:func:`run_candidate` for a CUDA candidate: the inputs (made and checked on the
+    CPU, as for CPU candidates) are copied to GPU ``spec["device"]``, the candidate runs
+    there and is timed with CUDA events. A CUDA error fails the candidate; one that
+    leaves the CUDA context unusable (an illegal address, a launch failure) also ends
+    this process, so the next candidate gets a fresh one."""
+    try:
+        module = cuda_program.CUDAProgramModule.deserialize(spec["artifact"])
+        function = module.get_function(module.entry_name)
+    except IRCError as err:
+        raise TaskFailure(RUN_ERROR, f"cannot load the compiled candidate: {err}") from None
+    check = spec["check"]
+    ref = _reference(spec["key"], spec.get("ref_artifact"), spec["buffers"], spec["outputs"],
+                     spec["seed"], check)
+    dev = cuda_device(int(spec["device"]))
+    try:
+        tensors = [tensor(a, dev) for a in ref.arrays]
+        dev.sync()
+        notify("started")
+        if check:
+            function(*tensors)
+            dev.sync()
+            _compare(spec["names"], [t.numpy() for t in tensors], ref.expected, spec["rtol"],
+                     spec["atol"])
+        evaluator = time_evaluator(function, dev, number=spec["number"],
+                                   repeat=spec["repeat"], min_repeat_ms=spec["min_repeat_ms"],
+                                   cooldown_interval_ms=spec["cooldown_ms"])
+        return list(evaluator(*tensors).results)
+    except CUDAError as err:
+        raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}",
+                          restart=err.sticky) from None
     except IRCError as err:
         raise TaskFailure(RUN_ERROR, f"the kernel failed: {err}") from None
 
@@ -318,13 +384,19 @@ class LocalRunner(Runner):
     unscheduled function on random inputs; ``rtol``/``atol`` for floats),
     ``setup_timeout`` (loading and computing reference outputs), ``seed`` (of the random
     inputs) and ``log_dir`` (keep the process's output there).
+
+    CUDA candidates (built for a ``cuda`` target) run on GPU ``device_index`` with CUDA
+    events as the clock; their reference outputs come from the unscheduled function
+    compiled for the CPU; ``enable_cpu_cache_flush`` does not apply to them. A CUDA
+    error is a ``RUN_ERROR`` record; after one that breaks the CUDA context (an illegal
+    address, a launch failure) the runner process is replaced.
     """
 
     def __init__(self, timeout: float = 10.0, number: int = 3, repeat: int = 1,
                  min_repeat_ms: float = 100.0, cooldown_interval_ms: float = 0.0,
                  enable_cpu_cache_flush: bool = False, check_correctness: bool = False,
                  rtol: float = 1e-3, atol: float = 1e-3, setup_timeout: float = 120.0,
-                 seed: int = 0, log_dir: str | None = None):
+                 seed: int = 0, log_dir: str | None = None, device_index: int = 0):
         if timeout <= 0 or setup_timeout <= 0:
             raise TuningError("LocalRunner timeouts must be positive")
         if number < 1 or repeat < 1 or min_repeat_ms < 0:
@@ -345,6 +417,7 @@ class LocalRunner(Runner):
         self.rtol, self.atol = float(rtol), float(atol)
         self.setup_timeout = float(setup_timeout)
         self.seed = int(seed)
+        self.device_index = int(device_index)
         self._worker = WorkerProcess("runner", log_dir)
         self._references: OrderedDict[str, bytes] = OrderedDict()
         self._outputs: dict[str, list[int]] = {}
@@ -362,8 +435,14 @@ class LocalRunner(Runner):
         key = inp.workload.key
         blob = self._references.get(key)
         if blob is None:
-            blob = serialize_for_runner(build(inp.workload.func, target=inp.target,
-                                              name="main"))
+            func = inp.workload.func
+            target = Target.canon(inp.target)
+            if target.host is not None:
+                # GPU candidates are checked on the CPU, against the workload with the
+                # CPU's default schedule: unscheduled, a 4096^3 matmul would take minutes.
+                target = target.host
+                func = schedule_func(func, target, default_rules_for(target)) or func
+            blob = serialize_for_runner(build(func, target=target, name="main"))
             self._references[key] = blob
             while len(self._references) > _REFERENCE_CACHE_SIZE:
                 self._references.popitem(last=False)
@@ -379,9 +458,15 @@ class LocalRunner(Runner):
                 "atol": self.atol, "number": self.number, "repeat": self.repeat,
                 "min_repeat_ms": self.min_repeat_ms, "cooldown_ms": self.cooldown_interval_ms,
                 "flush": self.enable_cpu_cache_flush}
-        rewrites = _layout_rewrites_of(inp)
-        if rewrites:
-            spec["layout_rewrites"] = rewrites
+        if Target.canon(inp.target).kind.name == "cuda":
+            func = inp.workload.func
+            spec["device"] = self.device_index
+            spec["buffers"] = buffer_specs(func)
+            spec["names"] = [p.name for p in func.params]
+        else:
+            rewrites = _layout_rewrites_of(inp)
+            if rewrites:
+                spec["layout_rewrites"] = rewrites
         if self.check_correctness:
             gen, sent = self._sent
             if gen != self._worker.generation:
@@ -446,6 +531,10 @@ class LocalRunner(Runner):
         wall = time.monotonic() - t_start
         if msg[0] == "ok":
             return RunResult(tuple(float(s) for s in msg[1]), run_wall_secs=wall)
+        if len(msg) > 3 and msg[3]:
+            # The process's state is broken (a faulted CUDA context); it has exited.
+            self.restarts += 1
+            w.kill()
         return RunResult(None, msg[1] or RUN_ERROR, msg[2], wall)
 
     def close(self) -> None:

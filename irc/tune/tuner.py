@@ -32,10 +32,11 @@ from dataclasses import fields, replace
 from typing import Any, Callable, NamedTuple, Sequence
 
 from ..codegen import can_build
+from ..codegen.nvrtc import nvrtc_version
 from ..core.diagnostics import IRCError, TuningError
 from ..core.target import Target, host_num_cores
-from ..dlight import apply_rules
-from ..dlight.cpu import default_rules
+from ..dlight import apply_rules, default_rules_for
+from ..runtime.device import cuda as cuda_device
 from .builder import LocalBuilder
 from .cost_model import CostModel, create_cost_model
 from .database import Database, open_database
@@ -69,14 +70,43 @@ def check_target_buildable(target: Target) -> None:
                           "built and measured",
                           hint="tune for 'llvm' (the CPU); GPU search spaces can still be "
                                "generated with irc.tune.space.SpaceGenerator('cuda')")
-    if target.kind.name != "llvm":
-        # CUDA kernels build (irc.build(..., target="cuda")), but the tuner's builder and
-        # runner do not yet compile with NVRTC in workers and time on a GPU.
-        raise TuningError(f"cannot tune for {target}: measuring candidates on a GPU is not "
-                          "available yet (kernels build with irc.build(func, "
-                          "target='cuda'), but the tuner's runner times CPU kernels only)",
-                          hint="tune for 'llvm' (the CPU); GPU search spaces can still be "
-                               "generated with irc.tune.space.SpaceGenerator('cuda')")
+    if target.kind.name == "cuda":
+        try:
+            nvrtc_version()
+        except IRCError as err:
+            raise TuningError(f"cannot tune for {target}: CUDA candidates are compiled with "
+                              f"NVRTC, which is not available: {err}",
+                              hint="pip install 'irc[cuda]'") from None
+
+
+def check_gpu_for_measuring(target: Target, index: int) -> None:
+    """Raise a TuningError unless GPU ``index`` of this machine can run and time
+    candidates for the CUDA ``target``: the GPU exists, its architecture is the
+    target's ``-arch`` (a cubin for another one does not load), and the limits the search
+    assumes (threads and shared memory per block, warp size, registers) are within the
+    device's."""
+    gpu = cuda_device(index)
+    if not gpu.exist:
+        raise TuningError(f"cannot tune for {target}: measuring CUDA candidates needs an "
+                          f"NVIDIA GPU, and this machine has no cuda({index})",
+                          hint="tune on a machine with a GPU (the builder needs none), or "
+                               "pass a runner that measures elsewhere")
+    attrs = gpu.attributes
+    arch = "sm_{}{}".format(*attrs.compute_capability)
+    if target.arch != arch:
+        raise TuningError(f"cannot tune for {target} on cuda({index}), an {attrs.name} of "
+                          f"architecture {arch}: its kernels would not load there",
+                          hint=f"tune for 'cuda -arch={arch}' (irc.target.Target."
+                               "from_device(irc.cuda()))")
+    limits = [("max-num-threads", target.max_num_threads, attrs.max_threads_per_block),
+              ("max-shared-memory-per-block", target.max_shared_memory_per_block,
+               attrs.max_shared_memory_per_block),
+              ("thread-warp-size", target.thread_warp_size, attrs.warp_size)]
+    for option, want, have in limits:
+        if option == "thread-warp-size" and want != have or want > have:
+            raise TuningError(f"cannot tune for {target} on cuda({index}) ({attrs.name}): "
+                              f"-{option}={want}, but the device's is {have}",
+                              hint=f"leave -{option} out, or set it to {have}")
 
 
 class SearchSpeed(NamedTuple):
@@ -133,6 +163,8 @@ class TuningEngine(TaskTuner):
             LocalBuilder(log_dir=log_dir)
         self.runner = components.runner if components.runner is not None else \
             LocalRunner(check_correctness=True, log_dir=log_dir)
+        if self.target.kind.name == "cuda" and isinstance(self.runner, LocalRunner):
+            check_gpu_for_measuring(self.target, self.runner.device_index)
         self._default_runner: Runner | None = None
         self.log_dir = log_dir
         if isinstance(components.cost_model, CostModel):
@@ -260,7 +292,8 @@ class TuningEngine(TaskTuner):
                 # One run per repeat: an unscheduled kernel can take seconds.
                 self._default_runner = LocalRunner(timeout=r.timeout, number=1, repeat=1,
                                                    min_repeat_ms=r.min_repeat_ms,
-                                                   log_dir=self.log_dir)
+                                                   log_dir=self.log_dir,
+                                                   device_index=r.device_index)
             else:
                 self._default_runner = r
         return self._default_runner
@@ -302,8 +335,9 @@ class TuningEngine(TaskTuner):
             return self._default_traces[task_id]
         trace = None
         task = self.tasks[task_id]
-        if task.target.kind.name == "llvm":
-            outcome = apply_rules(task.func, task.target, default_rules(), name=task.name)
+        rules = default_rules_for(task.target)
+        if rules:
+            outcome = apply_rules(task.func, task.target, rules, name=task.name)
             self.rule_failures += len(outcome.failures)
             if outcome.schedule is not None:
                 trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()

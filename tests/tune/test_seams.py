@@ -154,7 +154,8 @@ class _Broken(ScheduleRule):
 
 
 def test_a_failing_default_rule_is_logged_and_counted(tmp_path, runner, caplog, monkeypatch):
-    monkeypatch.setattr(tuner_mod, "default_rules", lambda: [_Broken(), *default_rules()])
+    monkeypatch.setattr(tuner_mod, "default_rules_for",
+                        lambda target: [_Broken(), *default_rules()])
     out = io.StringIO()
     task = TuneTask(matmul(16), "llvm", name="mm16")
     with caplog.at_level(logging.INFO):

@@ -174,8 +174,6 @@ def test_bad_options_are_irc_errors(tmp_path):
         TuneConfig(4, task_scheduling="fastest")
     with pytest.raises(TuningError, match="takes a TuneConfig"):
         tune_tasks([task], str(tmp_path / "e.json"), 4)
-    with pytest.raises(TuningError, match="not available yet"):
-        tune_tasks([TuneTask(matmul(32), "cuda")], str(tmp_path / "e.json"), TuneConfig(4))
     with pytest.raises(TuningError, match="empty"):
         tune_tasks([], str(tmp_path / "e.json"), TuneConfig(4))
     with pytest.raises(TuningError, match="unknown search option 'populaton'"):

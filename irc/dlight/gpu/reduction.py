@@ -156,6 +156,13 @@ def schedule_rfactor(sch: Schedule, info: BlockInfo, rest: list[BlockInfo], targ
             epi_loops = trial.get_loops(epi.block_rv)[1:]
             if epi_loops:
                 loop = trial.fuse(*epi_loops) if len(epi_loops) > 1 else epi_loops[0]
+                ext = const(trial, loop)
+                if ext is None or ext > t_sp:
+                    # The epilogue reads outputs of other blocks (its region did not
+                    # narrow to this block's tile).
+                    raise ScheduleError(f"the epilogue covers {ext or 'a symbolic number of'}"
+                                        f" elements per block, more than the {t_sp} the "
+                                        "block computes")
                 trial.bind(loop, "threadIdx.y" if reduce_on_x else "threadIdx.x")
             trial.set_scope(write_back, 0, "shared")
             sch = trial
