@@ -174,7 +174,8 @@ def _reference(key: str, ref_artifact: bytes | None, specs: Any, outputs: list[i
                seed: int, check: bool) -> _Reference:
     """The random inputs of workload ``key`` (``specs``: ``(dtype, shape)`` per
     parameter, or a callable giving them) and, with ``check``, the outputs of the
-    unscheduled function (``ref_artifact``, a CPU module) on them."""
+    reference (``ref_artifact``, a CPU module: the unscheduled function, or for GPU
+    candidates the workload with its CPU default schedule) on them."""
     ref = _references.get(key)
     if ref is not None and (ref.expected is not None or not check):
         _references.move_to_end(key)
