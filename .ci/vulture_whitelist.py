@@ -50,3 +50,6 @@ _.vrd, _.vwr
 
 # PyTorch's switches, set as attributes (benchmarks/gpu.py turns TF32 off for its peer).
 _.allow_tf32
+
+# Dispatch code generators are found through register_codegen (irc/dispatch/codegen.py).
+blas_codegen

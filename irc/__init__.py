@@ -35,7 +35,7 @@ if _sys.getrecursionlimit() < 10000:
 # Runtime, targets and code generation (irc.build, irc.cpu(), irc.tensor(...)); frontends
 # (irc.frontend.nn: build models in Python and export them); default schedule rules
 # (from irc import dlight as dl).
-from . import dlight, frontend, runtime, target, te, topi
+from . import dispatch, dlight, frontend, runtime, target, te, topi
 from .codegen import build
 from .runtime import cpu, cuda, device, tensor
 

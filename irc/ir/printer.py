@@ -90,7 +90,7 @@ class _Meta:
     def object_ref(self, obj: Any) -> str:
         """``metadata["<type name>"][i]`` for an object that has no text form."""
         self.refs = True
-        kind = type(obj).__name__
+        kind = getattr(obj, "metadata_kind", None) or type(obj).__name__
         table = self.objects.setdefault(kind, [])
         for i, o in enumerate(table):
             if o is obj:

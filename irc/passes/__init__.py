@@ -31,10 +31,12 @@ from .dead_code_elimination import DeadCodeElimination
 from .decompose_ops import DecomposeOpsForInference
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
+from .fuse_ops_by_pattern import FuseOpsByPattern
 from .fuse_tir import FuseTIR
 from .legalize import LegalizeOps
 from .normalize import Normalize
 from .pipeline import get_pipeline
+from .run_codegen import RunCodegen
 
 _LATE: dict[str, Callable[[], Any]] = {}
 

@@ -3,7 +3,7 @@ collection, purity, fresh names and module reachability."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule, unique_name
@@ -218,6 +218,19 @@ class NameSupply:
             return DataflowVar(name_hint=self.fresh(prefix or "lv"),
                                struct_info=value.struct_info)
         return Var(name_hint=self.fresh(prefix or "gv"), struct_info=value.struct_info)
+
+
+def map_dataflow_blocks(func: Function, fn: Callable[[DataflowBlock], DataflowBlock]
+                        ) -> Function:
+    """``func`` with ``fn(block)`` in place of each dataflow block of its body (the
+    function itself when nothing changed or its body is not a sequence of blocks)."""
+    body = func.body
+    if not isinstance(body, SeqExpr):
+        return func
+    blocks = tuple(fn(b) if isinstance(b, DataflowBlock) else b for b in body.blocks)
+    if all(a is b for a, b in zip(blocks, body.blocks)):
+        return func
+    return func.replace(body=body.replace(blocks=blocks))
 
 
 def make_block(bindings: list[Binding], dataflow: bool) -> BindingBlock:

@@ -55,7 +55,7 @@ from ..ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ..ir.struct_info_analysis import get_defining_shape_vars, get_shape_vars, prove_equal
 from ..tir.stmt import PrimFunc
 from ._fusion_graph import GraphNode, GraphPartitioner
-from ._graph_utils import NameSupply, collect_names, substitute_vars
+from ._graph_utils import NameSupply, collect_names, map_dataflow_blocks, substitute_vars
 
 _MAX_NAME = 64
 
@@ -313,19 +313,8 @@ class _FunctionFuser:
         return gv
 
     def run(self, func: Function) -> Function:
-        body = func.body
-        if not isinstance(body, SeqExpr):
-            return func
         self.names = NameSupply(collect_names(func))
-        blocks = []
-        for block in body.blocks:
-            if isinstance(block, DataflowBlock):
-                blocks.append(_BlockFuser(self, block).run())
-            else:
-                blocks.append(block)
-        if all(a is b for a, b in zip(blocks, body.blocks)):
-            return func
-        return func.replace(body=body.replace(blocks=tuple(blocks)))
+        return map_dataflow_blocks(func, lambda block: _BlockFuser(self, block).run())
 
 
 @dataclass(frozen=True)

@@ -25,4 +25,7 @@ __all__ = [
     "Stream", "Tensor", "TimeEvaluator", "aligned_empty", "array", "cpu", "cuda", "device",
     "empty", "from_dlpack", "load_module", "tensor", "time_evaluator", "zeros",
 ]
+# Registers the loader of BLAS library modules (executables with dispatched matmuls); it
+# does not load OpenBLAS, which happens on the first call.
+from . import blas_module
 from .registry import get_global_func, list_global_funcs, register_func

@@ -17,6 +17,7 @@ from ..core.module import IRModule
 from ..core.target import Target
 from ..ir.expr import Function
 from ..runtime import Module
+from ..runtime.external import ExternalModule
 from ..tir.stmt import PrimFunc
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable
@@ -71,4 +72,9 @@ def link(mod: IRModule, target: Any = "llvm") -> Executable:
         lib = build_kernels(IRModule(functions=kernels), target=t)
     else:
         lib = Module(b"", {}, [], str(t))
-    return Executable(functions, consts.values, lib, str(t))
+    external = list(mod.attrs.get("external_mods", ()))
+    for m in external:
+        if not isinstance(m, ExternalModule):
+            raise BuildError(f"the module attribute external_mods holds a "
+                             f"{type(m).__name__}, not a library module made by RunCodegen")
+    return Executable(functions, consts.values, lib, str(t), external)

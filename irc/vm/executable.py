@@ -2,9 +2,11 @@
 
 The file is a zip archive: ``bytecode.json`` (functions, target, format version),
 ``constants.npz`` (tensor constants) with ``constants.json`` (scalar and string
-constants), and ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
+constants), ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
 Module, object code and signatures; for CUDA a CUDAProgramModule, cubin, source and host
-plans). ``Executable.load(path)`` reads it back; no compilation happens on load.
+plans), and ``external.json`` with ``external/<i>.bin`` (the library modules of
+dispatched subgraphs, :mod:`irc.runtime.external`). ``Executable.load(path)`` reads it
+back; no compilation happens on load.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..core.diagnostics import IRCError, VMError
 from ..runtime import Module
 from ..runtime.cuda_program import MAGIC as CUDA_MAGIC
 from ..runtime.cuda_program import CUDAProgramModule
+from ..runtime.external import ExternalModule, load_external
 from .bytecode import VMFunction
 
 FORMAT = "irc-vm-executable/1"
@@ -33,11 +36,13 @@ class Executable:
 
     def __init__(self, functions: dict[str, VMFunction], constants: list[Any],
                  lib: Module | CUDAProgramModule,
-                 target: str):
+                 target: str, external: list[ExternalModule] | None = None):
         self.functions = functions
         self.constants = constants
         self.lib = lib
         self.target = target
+        # Library modules made by RunCodegen (irc.dispatch), called by packed calls.
+        self.external = list(external or [])
 
     def __repr__(self) -> str:
         return (f"<irc.vm.Executable target={self.target!r} functions="
@@ -80,6 +85,9 @@ class Executable:
                 z.writestr("constants.npz", buf.getvalue())
                 z.writestr("constants.json", json.dumps(others))
                 z.writestr("kernels.bin", self.lib.serialize())
+                z.writestr("external.json", json.dumps([m.kind for m in self.external]))
+                for i, m in enumerate(self.external):
+                    z.writestr(f"external/{i}.bin", m.serialize())
         except OSError as err:
             raise VMError(f"cannot write executable {path!r}: {err.strerror}",
                           hint="check that the directory exists and is writable") from None
@@ -153,7 +161,9 @@ def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
     lib = CUDAProgramModule.deserialize(blob) if blob[:8] == CUDA_MAGIC \
         else Module.deserialize(blob)
     functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
-    return Executable(functions, constants, lib, meta["target"])
+    kinds = json.loads(z.read("external.json")) if "external.json" in names else []
+    external = [load_external(kind, z.read(f"external/{i}.bin")) for i, kind in enumerate(kinds)]
+    return Executable(functions, constants, lib, meta["target"], external)
 
 
 def load_executable(path: str) -> Executable:

@@ -275,7 +275,7 @@ class _PreparedFunction:
         return run
 
     def _op_packed(self, name: str, args: list[int], dst: int) -> _Closure:
-        func = get_global_func(name)
+        func = self.vm.external_functions.get(name) or get_global_func(name)
         fname = self.fn.name
 
         def run(regs, heap):
@@ -391,6 +391,10 @@ class VirtualMachine:
             raise VMError(f"VirtualMachine expects an irc.vm.Executable, got "
                           f"{type(exe).__name__}; build one with irc.compile(mod, target)")
         self.exe = exe
+        # Functions of the executable's library modules (dispatched subgraphs) by name;
+        # packed calls look here before the global registry.
+        self.external_functions = {name: m.get_function(name) for m in exe.external
+                                   for name in m.function_names}
         gpu_code = isinstance(exe.lib, CUDAProgramModule)
         if device is None:
             device = "cuda" if gpu_code else cpu()

@@ -1,0 +1,146 @@
+"""BlasModule: the library module of the ``blas`` dispatch backend.
+
+Each function is one OpenBLAS matrix product (:class:`~irc.runtime.blas.BlasGemmPlan`,
+laid out once) followed, when the dispatched subgraph had one, by an epilogue (bias add
+and activation) compiled by irc with LLVM into the module's own kernel library: the
+product goes to a scratch buffer, the epilogue kernel writes the output. Operands are
+the function's parameters or constants (weights bound into the dispatched function),
+kept in the module.
+
+A function is called by the VM with its inputs then its output (CPU tensors), as
+``R.call_dps_packed`` passes them. Serialized form: :func:`~irc.runtime.module.pack_blob`
+with the function specs as JSON and, as payload, an ``.npz`` archive of the constants
+and the epilogue library's bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.diagnostics import IRCError, RuntimeShapeError
+from .blas import BlasGemmPlan
+from .external import ExternalModule, register_external_loader
+from .module import Module, pack_blob, unpack_blob
+from .ndarray import Tensor, aligned_empty
+
+MAGIC = b"IRCBLAS\x01"
+
+
+class BlasModule(ExternalModule):
+    """Dispatched matrix products (see the module docstring). ``specs`` maps a symbol to
+    ``{"plan": BlasGemmPlan JSON, "lhs"/"rhs"/"bias": ["param", i] | ["const", key] |
+    None, "num_params": n, "out_shape": [...], "dtype": ..., "epilogue": name | None}``;
+    ``constants`` maps keys to arrays; ``epilogues`` is the compiled epilogue library
+    (None when no function has one)."""
+
+    kind = "blas"
+
+    def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
+                 epilogues: Module | None):
+        self.specs = specs
+        self.constants = {k: _aligned(v) for k, v in constants.items()}
+        self.epilogues = epilogues
+        self._functions: dict[str, Callable[..., None]] = {}
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self.specs)
+
+    def get_function(self, name: str) -> Callable[..., None]:
+        fn = self._functions.get(name)
+        if fn is None:
+            spec = self.specs.get(name)
+            if spec is None:
+                raise IRCError(f"the BLAS module has no function {name!r}; it has "
+                               f"{', '.join(self.specs) or 'none'}")
+            fn = self._functions[name] = self._make(name, spec)
+        return fn
+
+    def _make(self, name: str, spec: dict) -> Callable[..., None]:
+        plan = BlasGemmPlan.from_json(spec["plan"])
+        n_params = int(spec["num_params"])
+        out_shape = tuple(spec["out_shape"])
+        dtype = np.dtype(spec["dtype"])
+        consts = self.constants
+
+        def operand(role: list | None) -> Callable[[tuple], int] | None:
+            if role is None:
+                return None
+            if role[0] == "const":
+                ptr = consts[role[1]].ctypes.data
+                return lambda args: ptr
+            i = int(role[1])
+            return lambda args: _pointer(args[i], name, i)
+
+        lhs, rhs = operand(spec["lhs"]), operand(spec["rhs"])
+        epilogue = None
+        if spec.get("epilogue"):
+            if self.epilogues is None:
+                raise IRCError(f"BLAS function {name}: its epilogue library is missing")
+            epilogue = self.epilogues.get_function(spec["epilogue"])
+            bias_role = spec.get("bias")
+            bias = None if bias_role is None else (
+                consts[bias_role[1]] if bias_role[0] == "const" else int(bias_role[1]))
+            scratch = aligned_empty(out_shape, dtype)
+            scratch_ptr = scratch.ctypes.data
+
+        def run(*args: Any) -> None:
+            if len(args) != n_params + 1:
+                raise RuntimeShapeError(f"BLAS function {name} takes {n_params} inputs and "
+                                        f"an output, got {len(args)} arguments")
+            out = args[-1]
+            if tuple(out.shape) != out_shape:
+                raise RuntimeShapeError(f"BLAS function {name}: the output has shape "
+                                        f"{list(out.shape)}, expected {list(out_shape)}")
+            if epilogue is None:
+                plan(lhs(args), rhs(args), _pointer(out, name, n_params))
+                return
+            plan(lhs(args), rhs(args), scratch_ptr)
+            if bias is None:
+                epilogue(scratch, out)
+            else:
+                epilogue(scratch, args[bias] if isinstance(bias, int) else bias, out)
+        run.__name__ = name
+        return run
+
+    # -- bytes ------------------------------------------------------------------------------
+    def serialize(self) -> bytes:
+        buf = io.BytesIO()
+        arrays = dict(self.constants)
+        if self.epilogues is not None:
+            arrays["__epilogues__"] = np.frombuffer(self.epilogues.serialize(), np.uint8)
+        np.savez(buf, **arrays)
+        return pack_blob(MAGIC, {"specs": self.specs}, buf.getvalue())
+
+    @staticmethod
+    def deserialize(blob: bytes) -> BlasModule:
+        meta, payload = unpack_blob(blob, MAGIC, "irc BLAS module")
+        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        lib = arrays.pop("__epilogues__", None)
+        epilogues = Module.deserialize(lib.tobytes()) if lib is not None else None
+        return BlasModule(meta["specs"], arrays, epilogues)
+
+
+def _aligned(a: np.ndarray) -> np.ndarray:
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def _pointer(x: Any, name: str, i: int) -> int:
+    if isinstance(x, Tensor):
+        if x.device.device_type != "cpu":
+            raise RuntimeShapeError(f"BLAS function {name}: argument #{i} is on "
+                                    f"{x.device}; the blas backend runs on the CPU")
+        return x.data_ptr
+    if isinstance(x, np.ndarray) and x.flags.c_contiguous:
+        return x.ctypes.data
+    raise RuntimeShapeError(f"BLAS function {name}: argument #{i} must be a contiguous CPU "
+                            f"tensor, got {type(x).__name__}")
+
+
+register_external_loader(BlasModule.kind, BlasModule.deserialize)
