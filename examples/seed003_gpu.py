@@ -1,10 +1,11 @@
-"""Seed 003's GPU flow with irc's names: an nn.Module exported to an IRModule, legalized
-(the "zero" pipeline), scheduled by the DLight GPU rules, compiled for ``cuda`` and run
-on the VM on ``irc.cuda(0)`` with inputs and weights on the GPU.
+"""Seed 003's GPU flow with irc's names: an nn.Module exported to an IRModule, its
+``matmul(x, permute_dims(w)) + b -> relu`` offloaded to cuBLAS by pattern
+(``cublas.matmul_transposed_bias_relu``, through a custom module pass), the rest
+legalized (the "zero" pipeline) and scheduled by the DLight GPU rules, compiled for
+``cuda`` and run on the VM on ``irc.cuda(0)`` with inputs and weights on the GPU.
 
 The kernels are compiled with NVRTC whether or not this machine has a GPU; running them
 needs one (without it the example says so and stops after the build).
-(Seed 003's cuBLAS offload of ``matmul + add + relu`` is library dispatch: issue 11.)
 
 Run: ``python examples/seed003_gpu.py``.
 """
@@ -24,11 +25,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tune_seed003_passes import RelaxModel
 
 
+@passes.module_pass(opt_level=0, name="CublasDispatch")
+class CublasDispatch:
+    def transform_module(self, mod, ctx):
+        # In practice all of them: irc.dispatch.get_patterns_with_prefix("cublas").
+        patterns = [irc.dispatch.get_pattern("cublas.matmul_transposed_bias_relu")]
+        mod = passes.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
+        return passes.RunCodegen()(mod)
+
+
 def main():
     input_shape = (1, 784)
     mod, params = RelaxModel().export_ir({"forward": {"x": nn.spec.Tensor(input_shape,
                                                                           "float32")}})
-    target = irc.target.Target("cuda")
+    target = irc.target.Target.from_device(irc.cuda(0))
+    mod = CublasDispatch()(mod)
+    mod.show()
     with target:
         mod = passes.Sequential(
             [

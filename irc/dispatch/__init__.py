@@ -10,8 +10,9 @@ cuBLAS) can run, and hand them to it.
   ``irc.passes.FuseOpsByPattern`` turns into composite functions.
 - ``codegen``: the backends' code generators (``register_codegen``), which
   ``irc.passes.RunCodegen`` calls to turn composite functions into library modules.
-- backends: ``blas`` (OpenBLAS, extra ``irc[blas]``; its patterns are registered when
-  irc is imported, the library is loaded at the first call).
+- backends: ``blas`` (OpenBLAS, extra ``irc[blas]``) and ``cublas`` (cuBLAS on NVIDIA
+  GPUs, extra ``irc[cuda]`` with ``nvidia-cublas``); their patterns are registered when
+  irc is imported, the libraries are loaded at the first call.
 
     from irc.dispatch import is_op, wildcard, register_patterns
     x, w = wildcard(), wildcard()
@@ -19,7 +20,7 @@ cuBLAS) can run, and hand them to it.
                         {"lhs": x, "rhs": w})])
 """
 
-from . import blas
+from . import blas, cublas
 from .codegen import get_codegen, register_codegen
 from .pattern import (
     AttrPattern,
@@ -53,7 +54,7 @@ from .table import (
 )
 
 __all__ = [
-    "blas", "get_codegen", "register_codegen",
+    "blas", "cublas", "get_codegen", "register_codegen",
     "Pattern", "WildcardPattern", "OpPattern", "CallPattern", "ConstantPattern",
     "TuplePattern", "TupleGetItemPattern", "OrPattern", "AttrPattern", "DataTypePattern",
     "ShapePattern", "wildcard", "is_op", "is_const", "is_tuple", "is_tuple_get_item",

@@ -25,7 +25,7 @@ __all__ = [
     "Stream", "Tensor", "TimeEvaluator", "aligned_empty", "array", "cpu", "cuda", "device",
     "empty", "from_dlpack", "load_module", "tensor", "time_evaluator", "zeros",
 ]
-# Registers the loader of BLAS library modules (executables with dispatched matmuls); it
-# does not load OpenBLAS, which happens on the first call.
-from . import blas_module
+# Register the loaders of the BLAS and cuBLAS library modules (executables with
+# dispatched matmuls); neither loads its library, which happens on the first call.
+from . import blas_module, cublas_module
 from .registry import get_global_func, list_global_funcs, register_func

@@ -15,21 +15,20 @@ and the epilogue library's bytes.
 
 from __future__ import annotations
 
-import io
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.diagnostics import IRCError, RuntimeShapeError
 from .blas import BlasGemmPlan
-from .external import ExternalModule, register_external_loader
-from .module import Module, pack_blob, unpack_blob
+from .external import LibraryModule, register_external_loader
+from .module import Module
 from .ndarray import Tensor, aligned_empty
 
 MAGIC = b"IRCBLAS\x01"
 
 
-class BlasModule(ExternalModule):
+class BlasModule(LibraryModule):
     """Dispatched matrix products (see the module docstring). ``specs`` maps a symbol to
     ``{"plan": BlasGemmPlan JSON, "lhs"/"rhs"/"bias": ["param", i] | ["const", key] |
     None, "num_params": n, "out_shape": [...], "dtype": ..., "epilogue": name | None}``;
@@ -37,27 +36,16 @@ class BlasModule(ExternalModule):
     (None when no function has one)."""
 
     kind = "blas"
+    magic = MAGIC
+    library = "BLAS"
 
     def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
                  epilogues: Module | None):
-        self.specs = specs
-        self.constants = {k: _aligned(v) for k, v in constants.items()}
-        self.epilogues = epilogues
-        self._functions: dict[str, Callable[..., None]] = {}
+        super().__init__(specs, {k: _aligned(v) for k, v in constants.items()}, epilogues)
 
-    @property
-    def function_names(self) -> list[str]:
-        return list(self.specs)
-
-    def get_function(self, name: str) -> Callable[..., None]:
-        fn = self._functions.get(name)
-        if fn is None:
-            spec = self.specs.get(name)
-            if spec is None:
-                raise IRCError(f"the BLAS module has no function {name!r}; it has "
-                               f"{', '.join(self.specs) or 'none'}")
-            fn = self._functions[name] = self._make(name, spec)
-        return fn
+    @staticmethod
+    def _load_kernels(blob: bytes) -> Module:
+        return Module.deserialize(blob)
 
     def _make(self, name: str, spec: dict) -> Callable[..., None]:
         plan = BlasGemmPlan.from_json(spec["plan"])
@@ -105,24 +93,6 @@ class BlasModule(ExternalModule):
                 epilogue(scratch, args[bias] if isinstance(bias, int) else bias, out)
         run.__name__ = name
         return run
-
-    # -- bytes ------------------------------------------------------------------------------
-    def serialize(self) -> bytes:
-        buf = io.BytesIO()
-        arrays = dict(self.constants)
-        if self.epilogues is not None:
-            arrays["__epilogues__"] = np.frombuffer(self.epilogues.serialize(), np.uint8)
-        np.savez(buf, **arrays)
-        return pack_blob(MAGIC, {"specs": self.specs}, buf.getvalue())
-
-    @staticmethod
-    def deserialize(blob: bytes) -> BlasModule:
-        meta, payload = unpack_blob(blob, MAGIC, "irc BLAS module")
-        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        lib = arrays.pop("__epilogues__", None)
-        epilogues = Module.deserialize(lib.tobytes()) if lib is not None else None
-        return BlasModule(meta["specs"], arrays, epilogues)
 
 
 def _aligned(a: np.ndarray) -> np.ndarray:

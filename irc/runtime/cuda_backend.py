@@ -249,23 +249,65 @@ def destroy(d: Any, index: int, free: Any, handle: Any) -> None:
 
 # -- memory ---------------------------------------------------------------------------------
 
+# Freed allocations kept for reuse, by (GPU, size): cuMemFree waits for the whole GPU,
+# so freeing a VM's result each call would stall the queue between calls. Reuse is safe
+# because irc queues all its work on one stream (the legacy default), which orders a
+# later user of a block after the earlier ones; at most _POOL_LIMIT bytes are kept.
+_pool: dict[tuple[int, int, int], list] = {}  # (id(driver), GPU, size) -> handles
+_pool_bytes = 0
+_POOL_LIMIT = 1 << 30
+
+
 class DeviceMemory:
-    """An allocation of ``nbytes`` on GPU ``index``, freed when garbage collected."""
+    """An allocation of ``nbytes`` on GPU ``index``, returned to irc's pool of free blocks
+    when garbage collected (:func:`empty_cache` gives the pool back to the driver)."""
 
     def __init__(self, nbytes: int, index: int):
+        global _pool_bytes
         d = driver()
-        context(index)
         self.index = index
         self.nbytes = nbytes
-        err, ptr = d.cuMemAlloc(max(1, nbytes))
-        check(d, err, f"cuMemAlloc({nbytes})", device=index)
+        size = max(1, nbytes)
+        free = _pool.get((id(d), index, size))
+        if free:
+            ptr = free.pop()
+            _pool_bytes -= size
+        else:
+            context(index)
+            err, ptr = d.cuMemAlloc(size)
+            if int(err) != 0 and _pool:
+                empty_cache()  # out of memory with blocks cached: give them back, retry
+                context(index)
+                err, ptr = d.cuMemAlloc(size)
+            check(d, err, f"cuMemAlloc({nbytes})", device=index)
         self.ptr = int(ptr)
         self._handle = ptr
         self._d = d
 
     def __del__(self):
-        if getattr(self, "_d", None) is not None:
-            destroy(self._d, self.index, self._d.cuMemFree, self._handle)
+        global _pool_bytes
+        d = getattr(self, "_d", None)
+        if d is None:
+            return
+        size = max(1, self.nbytes)
+        if d is _driver and _pool_bytes + size <= _POOL_LIMIT:
+            _pool.setdefault((id(d), self.index, size), []).append(self._handle)
+            _pool_bytes += size
+            return
+        destroy(d, self.index, d.cuMemFree, self._handle)
+
+
+def empty_cache() -> None:
+    """Free the device memory irc keeps for reuse (blocks of collected tensors)."""
+    global _pool_bytes
+    blocks = [(index, h) for (owner, index, _), hs in _pool.items() if owner == id(_driver)
+              for h in hs]
+    _pool.clear()
+    _pool_bytes = 0
+    if _driver is None:
+        return
+    for index, h in blocks:
+        destroy(_driver, index, _driver.cuMemFree, h)
 
 
 class BorrowedMemory:

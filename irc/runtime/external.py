@@ -11,9 +11,13 @@ executable's external modules before the global registry (``irc.runtime.registry
 
 from __future__ import annotations
 
+import io
 from typing import Any, Callable
 
+import numpy as np
+
 from ..core.diagnostics import IRCError
+from .module import pack_blob, unpack_blob
 
 
 class ExternalModule:
@@ -58,3 +62,75 @@ def load_external(kind: str, blob: bytes) -> ExternalModule:
                        f"{', '.join(sorted(_LOADERS)) or 'none'})",
                        hint="import the package that provides it, or install its extra")
     return loader(blob)
+
+
+def pack_library(magic: bytes, specs: dict, constants: dict[str, np.ndarray],
+                 kernels: bytes | None) -> bytes:
+    """A library module's bytes: its function ``specs`` as JSON and, as payload, an
+    ``.npz`` archive of its ``constants`` and its compiled ``kernels`` (epilogues)."""
+    buf = io.BytesIO()
+    arrays = dict(constants)
+    if kernels is not None:
+        arrays["__kernels__"] = np.frombuffer(kernels, np.uint8)
+    np.savez(buf, **arrays)
+    return pack_blob(magic, {"specs": specs}, buf.getvalue())
+
+
+def unpack_library(blob: bytes, magic: bytes, what: str
+                   ) -> tuple[dict, dict[str, np.ndarray], bytes | None]:
+    """``(specs, constants, kernels)`` of bytes written by :func:`pack_library`."""
+    meta, payload = unpack_blob(blob, magic, what)
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    kernels = arrays.pop("__kernels__", None)
+    return meta["specs"], arrays, None if kernels is None else kernels.tobytes()
+
+
+class LibraryModule(ExternalModule):
+    """An external module of library calls described by ``specs`` (one JSON-able dict per
+    function symbol), with ``constants`` (arrays the calls read) and ``epilogues`` (irc's
+    compiled kernels around the calls, or None). Subclasses set ``kind``, ``magic`` and
+    ``library`` (the name in messages), implement ``_make(name, spec)`` (the callable of a
+    function) and ``_load_kernels(blob)``."""
+
+    magic = b""
+    library = "library"
+
+    def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
+                 epilogues: Any):
+        self.specs = specs
+        self.constants = constants
+        self.epilogues = epilogues
+        self._functions: dict[str, Callable[..., None]] = {}
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self.specs)
+
+    def get_function(self, name: str) -> Callable[..., None]:
+        fn = self._functions.get(name)
+        if fn is None:
+            spec = self.specs.get(name)
+            if spec is None:
+                raise IRCError(f"the {self.library} module has no function {name!r}; it has "
+                               f"{', '.join(self.specs) or 'none'}")
+            fn = self._functions[name] = self._make(name, spec)
+        return fn
+
+    def _make(self, name: str, spec: dict) -> Callable[..., None]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _load_kernels(blob: bytes) -> Any:
+        raise NotImplementedError
+
+    def serialize(self) -> bytes:
+        kernels = self.epilogues.serialize() if self.epilogues is not None else None
+        return pack_library(self.magic, self.specs, self.constants, kernels)
+
+    @classmethod
+    def deserialize(cls, blob: bytes) -> LibraryModule:
+        """The module :meth:`serialize` wrote."""
+        specs, constants, kernels = unpack_library(blob, cls.magic, f"irc {cls.library} "
+                                                                    "module")
+        return cls(specs, constants, cls._load_kernels(kernels) if kernels else None)

@@ -13,6 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gemm_modules import (
+    ACTS,
+    batch_matmul_module,
+    dense_module,
+    dispatch,
+    packed_calls,
+    random_inputs,
+    tensor_type,
+)
 
 import irc
 from irc import passes
@@ -25,68 +34,6 @@ from irc.vm.executable import Executable
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 pytest.importorskip("scipy_openblas32", reason="needs the scipy-openblas32 wheel (irc[blas])")
-
-ACTS = {"": None, "relu": "R.nn.relu", "gelu": "R.nn.gelu", "gelu_tanh": "R.nn.gelu_tanh",
-        "silu": "R.nn.silu"}
-
-
-def _t(shape, dtype="float32"):
-    return f'R.Tensor(({", ".join(map(str, shape))}{"," if len(shape) == 1 else ""}), ' \
-           f'dtype="{dtype}")'
-
-
-def dense_module(x_shape, n, transposed, bias_shape, act, dtype="float32"):
-    """``act(matmul(x, w or permute_dims(w)) + b)`` as IR text."""
-    k = x_shape[-1]
-    w_shape = (n, k) if transposed else (k, n)
-    out = tuple(x_shape[:-1]) + (n,)
-    if bias_shape is not None:
-        out = np.broadcast_shapes(out, bias_shape)
-    params = [f"x: {_t(x_shape, dtype)}", f"w: {_t(w_shape, dtype)}"]
-    lines = []
-    rhs = "w"
-    if transposed:
-        lines.append("wt = R.permute_dims(w, axes=None)")
-        rhs = "wt"
-    lines.append(f'y = R.matmul(x, {rhs}, out_dtype="void")')
-    if bias_shape is not None:
-        params.append(f"b: {_t(bias_shape, dtype)}")
-        lines.append("y1 = R.add(y, b)")
-        lines.append("y = y1")
-    if act:
-        lines.append(f"y2 = {ACTS[act]}(y)")
-        lines.append("y = y2")
-    lines.append("gv = y")
-    body = "\n".join(f"            {ln}" for ln in lines)
-    return irc.parse(f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main({", ".join(params)}) -> {_t(out, dtype)}:
-        with R.dataflow():
-{body}
-            R.output(gv)
-        return gv
-""")
-
-
-def _inputs(mod, rng):
-    f = mod["main"]
-    return [rng.standard_normal([int(d.value) for d in p.struct_info.shape]).astype(
-        p.struct_info.dtype) for p in f.params]
-
-
-def _dispatch(mod, patterns, bind_constants=True):
-    mod = passes.FuseOpsByPattern(patterns, bind_constants=bind_constants,
-                                  annotate_codegen=True)(mod)
-    return passes.RunCodegen()(mod)
-
-
-def _packed_calls(mod):
-    """The symbols of the module's ``R.call_dps_packed`` calls, as printed."""
-    return [line.split('R.call_dps_packed("')[1].split('"')[0]
-            for line in mod.script().splitlines() if "R.call_dps_packed(" in line]
-
 
 def _run(mod, args, params=None):
     ex = irc.compile(mod, target="llvm", params=params)
@@ -108,28 +55,28 @@ def test_every_dense_pattern_matches_irc_numerics(x_shape, transposed, bias, act
     n = 16
     bias_shape = {None: None, "vector": (n,), "row": (1, n)}[bias]
     mod = dense_module(x_shape, n, transposed, bias_shape, act)
-    args = _inputs(mod, np.random.default_rng(1))
+    args = random_inputs(mod, np.random.default_rng(1))
     want = _run(mod, args)
     name = "blas.matmul" + ("_transposed" if transposed else "") + \
         ("_bias" if bias else "") + (f"_{act}" if act else "")
-    out = _dispatch(mod, [get_pattern(name)])
-    assert len(_packed_calls(out)) == 1, out.script()
+    out = dispatch(mod, [get_pattern(name)])
+    assert len(packed_calls(out)) == 1, out.script()
     (ext,) = out.attrs["external_mods"]
     assert isinstance(ext, BlasModule)
     np.testing.assert_allclose(_run(out, args), want, rtol=1e-5, atol=1e-5)
     # The whole table picks the same (most specific) pattern.
-    out_all = _dispatch(mod, get_patterns_with_prefix("blas"))
-    assert _packed_calls(out_all) == _packed_calls(out)
+    out_all = dispatch(mod, get_patterns_with_prefix("blas"))
+    assert packed_calls(out_all) == packed_calls(out)
 
 
 @pytest.mark.parametrize("bind_constants", [True, False])
 def test_bound_weights_stay_in_the_library_module_or_become_arguments(bind_constants):
     mod = dense_module((4, 32), 8, True, (8,), "relu")
     rng = np.random.default_rng(2)
-    x, w, b = _inputs(mod, rng)
+    x, w, b = random_inputs(mod, rng)
     want = _run(mod, [x, w, b])
     bound = passes.BindParams("main", {"w": w, "b": b})(mod)
-    out = _dispatch(bound, get_patterns_with_prefix("blas"), bind_constants=bind_constants)
+    out = dispatch(bound, get_patterns_with_prefix("blas"), bind_constants=bind_constants)
     (ext,) = out.attrs["external_mods"]
     assert (len(ext.constants) == 2) == bind_constants
     np.testing.assert_allclose(_run(out, [x]), want, rtol=1e-5, atol=1e-5)
@@ -137,37 +84,28 @@ def test_bound_weights_stay_in_the_library_module_or_become_arguments(bind_const
 
 def test_batch_matmul_with_and_without_a_broadcast_batch():
     for b_batch in (3, 1):
-        mod = irc.parse(f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main(a: {_t((3, 4, 8))}, b: {_t((b_batch, 8, 5))}) -> {_t((3, 4, 5))}:
-        with R.dataflow():
-            gv = R.matmul(a, b, out_dtype="void")
-            R.output(gv)
-        return gv
-""")
-        args = _inputs(mod, np.random.default_rng(3))
-        out = _dispatch(mod, [get_pattern("blas.batch_matmul")])
-        assert _packed_calls(out), out.script()
+        mod = batch_matmul_module((3, 4, 8), (b_batch, 8, 5))
+        args = random_inputs(mod, np.random.default_rng(3))
+        out = dispatch(mod, [get_pattern("blas.batch_matmul")])
+        assert packed_calls(out), out.script()
         np.testing.assert_allclose(_run(out, args), args[0] @ args[1], rtol=1e-5,
                                    atol=1e-5)
 
 
 def test_float64_runs_and_unsupported_inputs_are_left_alone():
     mod = dense_module((3, 8), 4, True, (4,), "relu", dtype="float64")
-    args = _inputs(mod, np.random.default_rng(4))
-    out = _dispatch(mod, get_patterns_with_prefix("blas"))
-    assert _packed_calls(out)
+    args = random_inputs(mod, np.random.default_rng(4))
+    out = dispatch(mod, get_patterns_with_prefix("blas"))
+    assert packed_calls(out)
     np.testing.assert_allclose(_run(out, args), _run(mod, args), rtol=1e-12)
     # float16: no dispatch.
     half = dense_module((3, 8), 4, True, (4,), "relu", dtype="float16")
-    assert not _packed_calls(_dispatch(half, get_patterns_with_prefix("blas")))
+    assert not packed_calls(dispatch(half, get_patterns_with_prefix("blas")))
     # A bias that broadcasts the product to a larger output: only the product goes to BLAS.
     wide = dense_module((3, 8), 4, True, (3, 1, 4), "")
-    out = _dispatch(wide, get_patterns_with_prefix("blas"))
-    assert _packed_calls(out) == ["fused_permute_dims_matmul_blas"]
-    args = _inputs(wide, np.random.default_rng(4))
+    out = dispatch(wide, get_patterns_with_prefix("blas"))
+    assert packed_calls(out) == ["fused_permute_dims_matmul_blas"]
+    args = random_inputs(wide, np.random.default_rng(4))
     np.testing.assert_allclose(_run(out, args), _run(wide, args), rtol=1e-5)
 
 
@@ -177,13 +115,13 @@ def test_symbolic_shapes_are_left_to_irc():
 class Module:
     @R.function
     def main(x: R.Tensor(("n", 8), dtype="float32"),
-             w: {_t((8, 4))}) -> R.Tensor(("n", 4), dtype="float32"):
+             w: {tensor_type((8, 4))}) -> R.Tensor(("n", 4), dtype="float32"):
         with R.dataflow():
             gv = R.matmul(x, w, out_dtype="void")
             R.output(gv)
         return gv
 """)
-    assert not _packed_calls(_dispatch(mod, get_patterns_with_prefix("blas")))
+    assert not packed_calls(dispatch(mod, get_patterns_with_prefix("blas")))
 
 
 def test_composite_functions_carry_their_pattern_and_backend():
@@ -203,7 +141,7 @@ def test_composite_functions_carry_their_pattern_and_backend():
     (g,) = [f for f in plain.functions.values()
             if isinstance(f, Function) and "Composite" in f.attrs]
     assert "Codegen" not in g.attrs
-    args = _inputs(mod, np.random.default_rng(5))
+    args = random_inputs(mod, np.random.default_rng(5))
     np.testing.assert_allclose(_run(plain, args), _run(mod, args), rtol=1e-6)
 
 
@@ -212,8 +150,8 @@ def test_an_intermediate_used_elsewhere_is_not_swallowed():
 @I.ir_module
 class Module:
     @R.function
-    def main(x: {_t((2, 8))}, w: {_t((8, 4))},
-             b: {_t((4,))}) -> R.Tuple({_t((2, 4))}, {_t((2, 4))}):
+    def main(x: {tensor_type((2, 8))}, w: {tensor_type((8, 4))},
+             b: {tensor_type((4,))}) -> R.Tuple({tensor_type((2, 4))}, {tensor_type((2, 4))}):
         with R.dataflow():
             mm = R.matmul(x, w, out_dtype="void")
             ad = R.add(mm, b)
@@ -221,10 +159,10 @@ class Module:
             R.output(gv)
         return gv
 """)
-    out = _dispatch(mod, get_patterns_with_prefix("blas"))
+    out = dispatch(mod, get_patterns_with_prefix("blas"))
     # matmul + add would hide mm, which the tuple reads: only the matmul is dispatched.
-    assert _packed_calls(out) == ["fused_matmul_blas"]
-    args = _inputs(mod, np.random.default_rng(6))
+    assert packed_calls(out) == ["fused_matmul_blas"]
+    args = random_inputs(mod, np.random.default_rng(6))
     ex = irc.compile(out, target="llvm")
     got = irc.vm.VirtualMachine(ex, irc.cpu())["main"](*[irc.tensor(a) for a in args])
     np.testing.assert_allclose(got[0].numpy(), args[0] @ args[1] + args[2], rtol=1e-5)
@@ -233,8 +171,8 @@ class Module:
 
 def test_executables_with_library_modules_save_and_load(tmp_path):
     mod = dense_module((2, 16), 8, True, (8,), "gelu")
-    args = _inputs(mod, np.random.default_rng(7))
-    ex = irc.compile(_dispatch(mod, get_patterns_with_prefix("blas")), target="llvm")
+    args = random_inputs(mod, np.random.default_rng(7))
+    ex = irc.compile(dispatch(mod, get_patterns_with_prefix("blas")), target="llvm")
     assert [m.kind for m in ex.external] == ["blas"]
     path = str(tmp_path / "dense.ircx")
     ex.save(path)

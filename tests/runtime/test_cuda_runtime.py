@@ -393,10 +393,34 @@ def fake(monkeypatch):
     pytest.importorskip("cuda.bindings.driver", reason="needs NVIDIA's cuda-bindings")
     drv = FakeDriver({"vadd": _host_vadd})
     monkeypatch.setattr(cuda_backend, "_driver", drv)
-    for table in ("_contexts", "_attributes", "_last_kernel"):
+    for table in ("_contexts", "_attributes", "_last_kernel", "_pool"):
         monkeypatch.setattr(cuda_backend, table, {})
+    monkeypatch.setattr(cuda_backend, "_pool_bytes", 0)
     yield drv
     gc.collect()  # streams, events and modules of the fake are freed by the fake
+
+
+def test_freed_device_memory_is_reused_not_freed(fake, monkeypatch):
+    # cuMemFree waits for the whole GPU: a freed block goes back to irc's pool.
+    t = irc.runtime.empty((1000,), "float32", irc.cuda(0))
+    ptr = t.data_ptr
+    del t
+    gc.collect()
+    assert len(fake.memory) == 1
+    again = irc.runtime.empty((1000,), "float32", irc.cuda(0))
+    assert again.data_ptr == ptr and len(fake.memory) == 1
+    other = irc.runtime.empty((10,), "float32", irc.cuda(0))  # another size: a new block
+    assert other.data_ptr != ptr and len(fake.memory) == 2
+    del again, other
+    gc.collect()
+    cuda_backend.empty_cache()
+    assert fake.memory == {}
+    # Beyond the pool's limit, blocks go back to the driver at once.
+    monkeypatch.setattr(cuda_backend, "_POOL_LIMIT", 100)
+    big = irc.runtime.empty((1000,), "float32", irc.cuda(0))
+    del big
+    gc.collect()
+    assert fake.memory == {}
 
 
 def test_fake_launch_runs_the_kernel_with_its_arguments(fake):

@@ -161,9 +161,11 @@ def test_vm_on_the_gpu_matches_the_reference(name):
 
 
 def test_seed003_gpu_example_builds(capsys):
-    # Seed 003's flow: DLight GPU rules, compile for cuda, the VM on irc.cuda(0) (which
-    # runs and checks numpy where a GPU exists).
+    # Seed 003's flow: cuBLAS by pattern for the first dense layer, DLight GPU rules for
+    # the rest, compile for cuda, the VM on irc.cuda(0) (which runs and checks numpy where
+    # a GPU exists).
     runpy.run_path(str(EXAMPLES / "seed003_gpu.py"), run_name="__main__")
     out = capsys.readouterr().out
-    assert "kernels=4" in out
+    assert 'R.call_dps_packed("fused_permute_dims_matmul_add_nn_relu_cublas"' in out
+    assert "kernels=2" in out
     assert ("matches numpy" in out) == irc.cuda(0).exist

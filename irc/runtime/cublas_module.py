@@ -1,0 +1,105 @@
+"""CublasModule: the library module of the ``cublas`` dispatch backend.
+
+Each function is one cuBLAS product (:class:`~irc.runtime.cublas.CublasGemmPlan`) and,
+when the dispatched subgraph had one, an epilogue (bias add, activation) that irc
+compiled to a CUDA kernel (a :class:`~irc.runtime.cuda_program.CUDAProgramModule`): the
+product goes to a scratch buffer on the GPU, the epilogue kernel writes the output.
+Operands are the function's parameters (CUDA tensors, as the VM on ``irc.cuda(i)``
+passes them) or constants kept in the module and copied to the GPU on first use.
+
+Serialized form: :func:`~irc.runtime.module.pack_blob` with the specs as JSON and an
+``.npz`` payload of the constants and the epilogue module's bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.diagnostics import IRCError, RuntimeShapeError
+from .cublas import CublasGemmPlan
+from .cuda_program import CUDAProgramModule
+from .external import LibraryModule, register_external_loader
+from .ndarray import Tensor, empty, tensor
+
+MAGIC = b"IRCCUBL\x01"
+
+
+class CublasModule(LibraryModule):
+    """Dispatched GPU matrix products (see the module docstring). ``specs`` maps a symbol
+    to ``{"plan": CublasGemmPlan JSON, "lhs"/"rhs"/"bias": ["param", i] | ["const", key]
+    | None, "num_params": n, "out_shape": [...], "dtype": out dtype, "epilogue": name |
+    None}``."""
+
+    kind = "cublas"
+    magic = MAGIC
+    library = "cuBLAS"
+
+    def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
+                 epilogues: CUDAProgramModule | None):
+        super().__init__(specs, constants, epilogues)
+        self._on_device: dict[tuple[str, int], Tensor] = {}
+
+    @staticmethod
+    def _load_kernels(blob: bytes) -> CUDAProgramModule:
+        return CUDAProgramModule.deserialize(blob)
+
+    def _constant(self, key: str, device: Any) -> Tensor:
+        t = self._on_device.get((key, device.index))
+        if t is None:
+            t = self._on_device[(key, device.index)] = tensor(self.constants[key], device)
+        return t
+
+    def _make(self, name: str, spec: dict) -> Callable[..., None]:
+        plan = CublasGemmPlan.from_json(spec["plan"])
+        n_params = int(spec["num_params"])
+        out_shape = tuple(spec["out_shape"])
+        epilogue = None
+        if spec.get("epilogue"):
+            if self.epilogues is None:
+                raise IRCError(f"cuBLAS function {name}: its epilogue kernels are missing")
+            epilogue = self.epilogues.get_function(spec["epilogue"])
+        scratch: dict[int, Tensor] = {}
+
+        def operand(role: list | None, args: tuple, device: Any) -> Tensor | None:
+            if role is None:
+                return None
+            if role[0] == "const":
+                return self._constant(role[1], device)
+            return args[int(role[1])]
+
+        def run(*args: Any) -> None:
+            if len(args) != n_params + 1:
+                raise RuntimeShapeError(f"cuBLAS function {name} takes {n_params} inputs "
+                                        f"and an output, got {len(args)} arguments")
+            out = args[-1]
+            if not isinstance(out, Tensor) or out.device.device_type != "cuda":
+                raise RuntimeShapeError(f"cuBLAS function {name}: the output must be a "
+                                        "tensor on a CUDA GPU")
+            if tuple(out.shape) != out_shape:
+                raise RuntimeShapeError(f"cuBLAS function {name}: the output has shape "
+                                        f"{list(out.shape)}, expected {list(out_shape)}")
+            dev = out.device
+            lhs, rhs = operand(spec["lhs"], args, dev), operand(spec["rhs"], args, dev)
+            for i, t in enumerate((lhs, rhs)):
+                if not isinstance(t, Tensor) or t.device != dev:
+                    raise RuntimeShapeError(f"cuBLAS function {name}: operand {i} must be "
+                                            f"a tensor on {dev}")
+            if epilogue is None:
+                plan(dev.index, lhs.data_ptr, rhs.data_ptr, out.data_ptr)
+                return
+            tmp = scratch.get(dev.index)
+            if tmp is None:
+                tmp = scratch[dev.index] = empty(out_shape, plan.out_dtype, dev)
+            plan(dev.index, lhs.data_ptr, rhs.data_ptr, tmp.data_ptr)
+            bias = operand(spec.get("bias"), args, dev)
+            if bias is None:
+                epilogue(tmp, out)
+            else:
+                epilogue(tmp, bias, out)
+        run.__name__ = name
+        return run
+
+
+register_external_loader(CublasModule.kind, CublasModule.deserialize)
