@@ -15,6 +15,7 @@ from ..codegen import build as build_kernels
 from ..core.diagnostics import BuildError
 from ..core.module import IRModule
 from ..core.target import Target
+from ..dispatch import PatternEntry, get_pattern, get_patterns_with_prefix
 from ..ir.expr import Function
 from ..runtime import Module
 from ..runtime.external import ExternalModule
@@ -24,13 +25,17 @@ from .executable import Executable
 
 
 def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
-            params: dict | None = None) -> Executable:
+            params: dict | None = None, dispatch: Any = None) -> Executable:
     """Compile ``mod`` for ``target`` and return an :class:`Executable`.
 
     ``pipeline`` is a pipeline name for ``passes.get_pipeline`` (``"default"``,
     ``"zero"``), a pass, or None to take the module as it is (it must then contain only
     what the VM executes: call_tir of PrimFuncs, packed calls, tuples, constants).
     ``params`` binds weights by parameter name first (``passes.BindParams``).
+    ``dispatch`` offloads subgraphs to libraries before the pipeline (library dispatch,
+    ``irc.dispatch``): a pattern name or backend prefix, or a list of them, in priority
+    order (``"blas"``, ``["cublas.matmul_transposed_bias_relu", "cublas"]``); None or
+    ``"none"`` (the default) dispatches nothing.
     """
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
@@ -39,6 +44,11 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     t = Target.canon(target)
     if params:
         mod = passes.BindParams(_entry_name(mod), params)(mod)
+    patterns = dispatch_patterns(dispatch)
+    if patterns:
+        with t:  # library epilogues compile for the target
+            mod = passes.RunCodegen()(passes.FuseOpsByPattern(
+                patterns, annotate_codegen=True)(mod))
     if pipeline is not None:
         p = passes.get_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
         if not callable(p):
@@ -47,6 +57,30 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
         with t:
             mod = p(mod)
     return link(mod, t)
+
+
+def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
+    """The pattern entries ``irc.compile(..., dispatch=...)`` names (see there)."""
+    if dispatch is None or dispatch == "none":
+        return []
+    items = [dispatch] if isinstance(dispatch, str) else dispatch
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise BuildError(f"irc.compile: dispatch must be 'none', a pattern name or backend "
+                         f"prefix, or a list of them; got {dispatch!r}")
+    out: list[PatternEntry] = []
+    for item in items:
+        if item == "auto":
+            raise BuildError("irc.compile: dispatch='auto' (choosing libraries by "
+                             "measurement) is not available yet",
+                             hint="name the libraries: dispatch='blas' on the CPU, "
+                                  "dispatch='cublas' on an NVIDIA GPU")
+        found = get_patterns_with_prefix(item if "." in item else item + ".")
+        if any(e.name == item for e in found):
+            found = [get_pattern(item)]  # a full name: that pattern alone
+        elif not found:
+            found = [get_pattern(item)]  # an IRCError naming close names
+        out.extend(e for e in found if e not in out)
+    return out
 
 
 def _entry_name(mod: IRModule) -> str:

@@ -395,9 +395,10 @@ class VirtualMachine:
         # packed calls look here before the global registry.
         self.external_functions = {name: m.get_function(name) for m in exe.external
                                    for name in m.function_names}
-        # The target decides: a GPU graph whose every operation went to a library (cuBLAS)
-        # has no kernels of its own.
-        gpu_code = isinstance(exe.lib, CUDAProgramModule) or exe.target.split()[0] == "cuda"
+        # The kernels decide; a GPU graph whose every operation went to a library (cuBLAS)
+        # has none, and then the target does.
+        gpu_code = isinstance(exe.lib, CUDAProgramModule) or (
+            not exe.lib.function_names and exe.target.split()[0] == "cuda")
         if device is None:
             device = "cuda" if gpu_code else cpu()
         self.device = as_device(device)

@@ -7,6 +7,25 @@ import numpy as np
 
 import irc
 from irc import passes
+from irc.testing.models.reference_ops import gelu
+
+# numpy forms of the activations (float64)
+NUMPY_ACTS = {
+    "": lambda v: v,
+    "relu": lambda v: np.maximum(v, 0),
+    "gelu": gelu,
+    "gelu_tanh": lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3))),
+    "silu": lambda v: v / (1 + np.exp(-v)),
+}
+
+
+def dense_reference(args, transposed, act):
+    """numpy's ``act(x @ w(.T) + b)`` in float64 for the inputs of :func:`dense_module`."""
+    x, w = (a.astype(np.float64) for a in args[:2])
+    y = x @ (w.T if transposed else w)
+    if len(args) > 2:
+        y = y + args[2].astype(np.float64)
+    return NUMPY_ACTS[act](y)
 
 ACTS = {"": None, "relu": "R.nn.relu", "gelu": "R.nn.gelu", "gelu_tanh": "R.nn.gelu_tanh",
         "silu": "R.nn.silu"}

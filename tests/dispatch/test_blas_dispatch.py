@@ -17,6 +17,7 @@ from gemm_modules import (
     ACTS,
     batch_matmul_module,
     dense_module,
+    dense_reference,
     dispatch,
     packed_calls,
     random_inputs,
@@ -63,7 +64,10 @@ def test_every_dense_pattern_matches_irc_numerics(x_shape, transposed, bias, act
     assert len(packed_calls(out)) == 1, out.script()
     (ext,) = out.attrs["external_mods"]
     assert isinstance(ext, BlasModule)
-    np.testing.assert_allclose(_run(out, args), want, rtol=1e-5, atol=1e-5)
+    got = _run(out, args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, dense_reference(args, transposed, act), rtol=1e-4,
+                               atol=1e-4)
     # The whole table picks the same (most specific) pattern.
     out_all = dispatch(mod, get_patterns_with_prefix("blas"))
     assert packed_calls(out_all) == packed_calls(out)
@@ -193,6 +197,28 @@ def test_seed003_dispatch_example_runs():
            'x, fc1_bias)' in res.stdout
     assert 'I.module_attrs({"external_mods": [metadata["runtime.Module"][0]]})' in res.stdout
     assert "matches numpy" in res.stdout
+
+
+def test_compile_dispatches_the_libraries_it_is_told():
+    mod = dense_module((3, 32), 8, True, (8,), "relu")
+    args = random_inputs(mod, np.random.default_rng(8))
+    want = _run(mod, args)
+    for dispatch_ in ("blas", ["blas.matmul_transposed_bias_relu"], ("blas.matmul", "blas")):
+        ex = irc.compile(mod, target="llvm", dispatch=dispatch_)
+        assert [m.kind for m in ex.external] == ["blas"]
+        got = irc.vm.VirtualMachine(ex, irc.cpu())["main"](*[irc.tensor(a) for a in args])
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    # A full name means that pattern alone: blas.matmul leaves the bias and relu to irc.
+    ex = irc.compile(mod, target="llvm", dispatch="blas.matmul_transposed")
+    (ext,) = ex.external
+    assert [s["epilogue"] for s in ext.specs.values()] == [None]
+    assert not irc.compile(mod, target="llvm", dispatch="none").external
+    with pytest.raises(IRCError, match="dispatch='auto' .* is not available yet"):
+        irc.compile(mod, target="llvm", dispatch="auto")
+    with pytest.raises(IRCError, match="no dispatch pattern named 'blsa'"):
+        irc.compile(mod, target="llvm", dispatch="blsa")
+    with pytest.raises(IRCError, match="dispatch must be 'none', a pattern name"):
+        irc.compile(mod, target="llvm", dispatch=3)
 
 
 def test_library_errors_are_irc_errors():
