@@ -52,4 +52,4 @@ _.vrd, _.vwr
 _.allow_tf32
 
 # Dispatch code generators are found through register_codegen (irc/dispatch/codegen.py).
-blas_codegen, cublas_codegen
+blas_codegen, cublas_codegen, dnnl_codegen

@@ -8,16 +8,24 @@ dispatch, all measured in this run with both cores:
 - a dense layer ``relu(x @ w.T + b)`` at 1 x 784 -> 256 (seed 003's) and 128 x 1024 ->
   1024 (the epilogue compiled by irc around the BLAS call).
 
-The overhead irc adds to the library is the ratio of the first two columns. oneDNN
-convolutions (``dnnl``) and ResNet-18 with dispatch next to ONNX Runtime are not measured:
-those backends are not built yet. GPU figures (cuBLAS) are in ``benchmarks/gpu.py``.
+and, with the ``dnnl`` extra, seed 000's convolution ``relu(conv2d(x, w) + b)`` (1 x 512 x
+7 x 7, 3x3 kernel, 512 -> 512, NCHW, weights bound as constants) through the ``dnnl``
+backend next to the same oneDNN primitive called directly
+(``irc.runtime.dnnl.ConvPlan.build``), PyTorch's CPU convolution (oneDNN inside; when
+torch is installed), irc's default build and irc's build tuned for ``--trials``
+measurements (``ms.tune_relax``: the fused convolution as one task), all with 2 threads.
 
-Run: ``python benchmarks/dispatch.py [--repeat 20]`` on a quiet machine.
+The overhead irc adds to a library is the ratio of the library path to the direct call.
+ResNet-18 with ``dispatch="auto"`` next to ONNX Runtime is not measured: automatic
+dispatch is not built yet. GPU figures (cuBLAS) are in ``benchmarks/gpu.py``.
+
+Run: ``python benchmarks/dispatch.py [--repeat 20] [--trials 64]`` on a quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from typing import Any
 
@@ -26,7 +34,8 @@ import numpy as np
 import irc
 from irc import passes
 from irc.dispatch import get_patterns_with_prefix
-from irc.runtime import blas
+from irc.runtime import blas, dnnl
+from irc.tune import ms
 
 
 def _module(m: int, k: int, n: int, dense: bool) -> irc.IRModule:
@@ -53,8 +62,12 @@ class Module:
 """)
 
 
-def _vm_time(mod: irc.IRModule, args: list[np.ndarray], repeat: int) -> tuple[float, Any]:
-    ex = irc.compile(mod, target="llvm")
+def _vm_time(mod: irc.IRModule, args: list[np.ndarray], repeat: int, **compile_kw: Any
+             ) -> tuple[float, Any]:
+    return _exe_time(irc.compile(mod, target="llvm", **compile_kw), args, repeat)
+
+
+def _exe_time(ex: Any, args: list[np.ndarray], repeat: int) -> tuple[float, Any]:
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     targs = [irc.tensor(a) for a in args]
     out = vm["main"](*targs).numpy()
@@ -95,14 +108,91 @@ def bench(name: str, m: int, k: int, n: int, dense: bool, repeat: int) -> None:
           f"{t_irc * 1e6:9.1f} us ({t_irc / t_lib:5.2f}x the blas path) | err {err:.1e}")
 
 
+CONV = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 512, 7, 7), dtype="float32"),
+             w: R.Tensor((512, 512, 3, 3), dtype="float32"),
+             b: R.Tensor((1, 512, 1, 1), dtype="float32")) -> R.Tensor((1, 512, 7, 7),
+                                                                      dtype="float32"):
+        with R.dataflow():
+            y = R.nn.conv2d(x, w, strides=[1, 1], padding=[1, 1, 1, 1])
+            y1 = R.add(y, b)
+            gv = R.nn.relu(y1)
+            R.output(gv)
+        return gv
+"""
+
+
+def _tuned(mod: irc.IRModule, trials: int) -> Any:
+    """``mod`` tuned as a whole graph (fused tasks) within ``trials`` measurements."""
+    target = irc.target.Target("llvm")
+    with tempfile.TemporaryDirectory() as work_dir:
+        db = ms.tune_relax(mod, None, target, work_dir, max_trials_global=trials, verbose=0)
+        return ms.compile_relax(db, mod, target)
+
+
+def bench_conv(repeat: int, trials: int) -> None:
+    """Seed 000's conv2d + bias + relu through dnnl, oneDNN directly, PyTorch, irc."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 512, 7, 7)).astype("float32")
+    w = (rng.standard_normal((512, 512, 3, 3)) * 0.05).astype("float32")
+    b = rng.standard_normal((1, 512, 1, 1)).astype("float32")
+    mod = irc.passes.BindParams("main", {"w": w, "b": b})(irc.parse(CONV))
+    flops = 2.0 * 512 * 7 * 7 * 512 * 9
+    t_lib, got = _vm_time(mod, [x], repeat, dispatch="dnnl")
+    plan = dnnl.ConvPlan((1, 512, 7, 7), "NCHW", (512, 512, 3, 3), "OIHW", (1, 512, 7, 7),
+                         "NCHW", padding=(1, 1, 1, 1), bias=True, activation="relu")
+    prim = plan.build(w)
+    out = np.empty((1, 512, 7, 7), np.float32)
+    bias = np.ascontiguousarray(b.reshape(-1))
+    t_direct = _host_time(lambda: prim(x.ctypes.data, 0, bias.ctypes.data, 0,
+                                       out.ctypes.data), repeat)
+    t_irc, want = _vm_time(mod, [x], repeat)
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+    line = (f"{'conv2d+bias+relu 7x7 512->512 (seed 000)':34s} irc+dnnl {t_lib * 1e6:9.1f} us "
+            f"{flops / t_lib / 1e9:6.1f} GFLOPS [{prim.implementation}] | oneDNN direct "
+            f"{t_direct * 1e6:9.1f} us | irc+dnnl/direct {t_lib / t_direct:5.2f}x")
+    try:
+        import torch
+    except ImportError:
+        line += " | PyTorch: not installed"
+    else:
+        torch.set_num_threads(2)
+        tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b.reshape(-1))
+
+        def torch_conv() -> Any:
+            with torch.no_grad():
+                return torch.relu(torch.nn.functional.conv2d(tx, tw, tb, padding=1))
+        t_torch = _host_time(torch_conv, repeat)
+        line += f" | PyTorch {t_torch * 1e6:9.1f} us (irc+dnnl/PyTorch {t_lib / t_torch:5.2f}x)"
+    line += f" | irc default {t_irc * 1e6:9.1f} us ({t_irc / t_lib:5.2f}x the dnnl path)"
+    if trials > 0:
+        t0 = time.perf_counter()
+        tuned = _tuned(mod, trials)
+        tune_s = time.perf_counter() - t0
+        t_tuned, got_tuned = _exe_time(tuned, [x], repeat)
+        err = max(err, np.abs(got_tuned - want).max() / max(np.abs(want).max(), 1e-30))
+        line += (f" | irc tuned ({trials} trials, {tune_s:.0f} s) {t_tuned * 1e6:9.1f} us "
+                 f"({t_tuned / t_lib:5.2f}x the dnnl path)")
+    print(line + f" | err {err:.1e}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--trials", type=int, default=64,
+                   help="tuning measurements for the convolution's tuned row (0: skip)")
     args = p.parse_args()
     print(f"CPU: {irc.target.Target('llvm')}; OpenBLAS threads: {blas.get_num_threads()}")
     bench("matmul 1024^3", 1024, 1024, 1024, False, args.repeat)
     bench("dense+relu 1x784->256 (seed 003)", 1, 784, 256, True, args.repeat)
     bench("dense+relu 128x1024->1024", 128, 1024, 1024, True, args.repeat)
+    if dnnl.available():
+        bench_conv(args.repeat, args.trials)
+    else:
+        print(f"conv2d rows skipped: {dnnl.INSTALL} to measure oneDNN")
     return 0
 
 

@@ -10,9 +10,11 @@ cuBLAS) can run, and hand them to it.
   ``irc.passes.FuseOpsByPattern`` turns into composite functions.
 - ``codegen``: the backends' code generators (``register_codegen``), which
   ``irc.passes.RunCodegen`` calls to turn composite functions into library modules.
-- backends: ``blas`` (OpenBLAS, extra ``irc[blas]``) and ``cublas`` (cuBLAS on NVIDIA
-  GPUs, extra ``irc[cuda]`` with ``nvidia-cublas``); their patterns are registered when
-  irc is imported, the libraries are loaded at the first call.
+- backends: ``blas`` (OpenBLAS, extra ``irc[blas]``), ``dnnl`` (oneDNN convolutions and
+  matrix products with post-ops, extra ``irc[dnnl]``; registered only when installed) and
+  ``cublas`` (cuBLAS on NVIDIA GPUs, extra ``irc[cuda]`` with ``nvidia-cublas``); their
+  patterns are registered when irc is imported, the libraries are loaded at the first
+  call.
 
     from irc.dispatch import is_op, wildcard, register_patterns
     x, w = wildcard(), wildcard()
@@ -20,7 +22,7 @@ cuBLAS) can run, and hand them to it.
                         {"lhs": x, "rhs": w})])
 """
 
-from . import blas, cublas
+from . import blas, cublas, dnnl
 from .codegen import get_codegen, register_codegen
 from .pattern import (
     AttrPattern,
@@ -50,15 +52,17 @@ from .table import (
     as_entry,
     get_pattern,
     get_patterns_with_prefix,
+    mark_unavailable,
     register_patterns,
+    unavailable_reason,
 )
 
 __all__ = [
-    "blas", "cublas", "get_codegen", "register_codegen",
+    "blas", "cublas", "dnnl", "get_codegen", "register_codegen",
     "Pattern", "WildcardPattern", "OpPattern", "CallPattern", "ConstantPattern",
     "TuplePattern", "TupleGetItemPattern", "OrPattern", "AttrPattern", "DataTypePattern",
     "ShapePattern", "wildcard", "is_op", "is_const", "is_tuple", "is_tuple_get_item",
     "match", "find_matches", "external_uses", "PatternMatch", "PatternEntry",
     "PatternCheckContext", "register_patterns", "get_pattern", "get_patterns_with_prefix",
-    "as_entry",
+    "as_entry", "mark_unavailable", "unavailable_reason",
 ]

@@ -119,8 +119,10 @@ def gemm_entries(backend: str, activations: list[str], dtypes: DtypeRule,
     return out
 
 
-class GemmFunction:
-    """What one composite function computes, read from its bindings."""
+class CompositeFunction:
+    """A composite function made by ``FuseOpsByPattern``, read by a backend's code
+    generator: its bindings by variable, its parameters by position, and the roles of its
+    operands (a parameter, or a constant the library module keeps in ``constants``)."""
 
     def __init__(self, backend: str, symbol: str, func: Function,
                  constants: dict[str, np.ndarray]):
@@ -133,33 +135,12 @@ class GemmFunction:
         if not isinstance(body, SeqExpr) or len(body.blocks) != 1:
             raise self.error("its body is not one dataflow block")
         self.values = {id(b.var): b.value for b in body.blocks[0].bindings}
-        e = self._call(body.body)
-        self.activation = None
-        self.bias: Any = None
-        if e.op.name.startswith("nn.") and e.op.name[3:] in ACTIVATIONS:
-            self.activation = e.op.name[3:]
-            e = self._call(e.args[0])
-        if e.op.name == "add":
-            a, b = e.args
-            if self._is_matmul(a):
-                mm, self.bias = self._call(a), b
-            else:
-                mm, self.bias = self._call(b), a
-        else:
-            mm = e
-        if mm.op.name != "matmul":
-            raise self.error(f"expected a matmul, found {mm.op.name}")
-        self.lhs, rhs = mm.args
-        self.trans_b = False
-        if self._is_call(rhs, "permute_dims"):
-            self.trans_b = True
-            rhs = self._call(rhs).args[0]
-        self.rhs = rhs
+        self.result = body.body
         sinfo = func.ret_struct_info
         if not isinstance(sinfo, TensorStructInfo):
             raise self.error("it does not return a tensor")
         self.dtype = sinfo.dtype
-        self.out_shape = _shape(sinfo, self)
+        self.out_shape = static_shape(sinfo, self)
 
     def error(self, what: str) -> IRCError:
         return IRCError(f"the {self.backend} backend cannot compile {self.symbol}: {what}")
@@ -180,24 +161,58 @@ class GemmFunction:
         v = self._value(e)
         return isinstance(v, Call) and isinstance(v.op, Op) and v.op.name == name
 
-    def _is_matmul(self, e: Any) -> bool:
-        return self._is_call(e, "matmul")
-
-    def role(self, e: Any) -> list:
-        """``["param", i]`` or ``["const", key]`` for an operand."""
+    def role(self, e: Any, value: np.ndarray | None = None) -> list:
+        """``["param", i]`` or ``["const", key]`` for an operand (a constant stored as
+        ``value`` when given, e.g. reshaped)."""
         if isinstance(e, Var) and id(e) in self.params:
             return ["param", self.params[id(e)]]
         if isinstance(e, Constant):
             key = f"c{len(self.constants)}"
-            self.constants[key] = np.ascontiguousarray(e.data)
+            self.constants[key] = np.ascontiguousarray(e.data if value is None else value)
             return ["const", key]
         raise self.error("an operand is computed inside the function; only parameters "
                          "and constants can be passed to the library")
 
+    def constant(self, e: Any) -> np.ndarray | None:
+        """The array of a constant operand, None for a parameter."""
+        return e.data if isinstance(e, Constant) else None
+
+
+class GemmFunction(CompositeFunction):
+    """What one composite function of the matmul family computes, read from its
+    bindings: ``lhs``, ``rhs`` (with ``trans_b``), ``bias``, ``activation``."""
+
+    def __init__(self, backend: str, symbol: str, func: Function,
+                 constants: dict[str, np.ndarray]):
+        super().__init__(backend, symbol, func, constants)
+        e = self._call(self.result)
+        self.activation = None
+        self.bias: Any = None
+        if e.op.name.startswith("nn.") and e.op.name[3:] in ACTIVATIONS:
+            self.activation = e.op.name[3:]
+            e = self._call(e.args[0])
+        if e.op.name == "add":
+            a, b = e.args
+            if self._is_call(a, "matmul"):
+                mm, self.bias = self._call(a), b
+            else:
+                mm, self.bias = self._call(b), a
+        else:
+            mm = e
+        if mm.op.name != "matmul":
+            raise self.error(f"expected a matmul, found {mm.op.name}")
+        self.lhs, rhs = mm.args
+        self.trans_b = False
+        if self._is_call(rhs, "permute_dims"):
+            self.trans_b = True
+            rhs = self._call(rhs).args[0]
+        self.rhs = rhs
+
     def dims(self) -> dict[str, Any]:
         """The product's sizes: ``m``, ``n``, ``k``, ``batch``, ``b_broadcast``,
         ``trans_b`` (leading dimensions of ``x`` fold into ``m``)."""
-        lhs, rhs = _shape(self.lhs.struct_info, self), _shape(self.rhs.struct_info, self)
+        lhs = static_shape(self.lhs.struct_info, self)
+        rhs = static_shape(self.rhs.struct_info, self)
         k = lhs[-1]
         if len(rhs) == 3:  # batch matmul
             return {"m": lhs[1], "n": rhs[2], "k": k, "batch": lhs[0],
@@ -220,7 +235,7 @@ class GemmFunction:
         inputs = [gemm]
         y = gemm
         if self.bias is not None:
-            bias = te.placeholder(_shape(self.bias.struct_info, self), name="bias",
+            bias = te.placeholder(static_shape(self.bias.struct_info, self), name="bias",
                                   dtype=self.dtype)
             inputs.append(bias)
             y = topi.add(gemm, bias)
@@ -246,7 +261,8 @@ class GemmFunction:
         return out
 
 
-def _shape(sinfo: Any, f: GemmFunction) -> tuple[int, ...]:
+def static_shape(sinfo: Any, f: CompositeFunction) -> tuple[int, ...]:
+    """The static shape of a tensor struct info, or ``f``'s error."""
     shape = getattr(sinfo, "shape", None)
     if shape is None or not all(hasattr(d, "value") for d in shape):
         raise f.error("it needs static shapes")

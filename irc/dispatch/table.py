@@ -18,10 +18,11 @@ match and its annotated expressions) and returns whether the library can run it.
 from __future__ import annotations
 
 import difflib
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..core.diagnostics import IRCError
+from ..core.diagnostics import IRCError, MissingDependencyError
 from ..ir.expr import Expr
 from ..ir.struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 from ..tir.expr import IntImm
@@ -124,6 +125,20 @@ class PatternCheckContext:
 
 
 _TABLE: dict[str, PatternEntry] = {}
+# backend -> why its patterns are not registered (a library that is not installed)
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def mark_unavailable(backend: str, reason: str) -> None:
+    """Record that ``backend``'s patterns are not registered and why (``reason`` says how
+    to get them); asking for its patterns then raises or warns with it."""
+    _UNAVAILABLE[backend] = reason
+
+
+def unavailable_reason(backend: str) -> str | None:
+    """Why ``backend``'s patterns are not registered (how to install its library), or
+    None when nothing was recorded."""
+    return _UNAVAILABLE.get(backend)
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -164,6 +179,9 @@ def get_pattern(name: str) -> PatternEntry:
     closest registered ones."""
     entry = _TABLE.get(name)
     if entry is None:
+        reason = _UNAVAILABLE.get(name.partition(".")[0])
+        if reason is not None:
+            raise MissingDependencyError(f"no dispatch pattern named {name!r}: {reason}")
         hint = _did_you_mean(name, _TABLE) or (
             " (is the backend imported? its module registers its patterns)")
         raise IRCError(f"no dispatch pattern named {name!r}{hint}")
@@ -172,5 +190,10 @@ def get_pattern(name: str) -> PatternEntry:
 
 def get_patterns_with_prefix(prefix: str) -> list[PatternEntry]:
     """The registered entries whose names start with ``prefix`` (``"blas"``), in
-    registration order, which is their priority (earlier first)."""
+    registration order, which is their priority (earlier first). When ``prefix`` names a
+    backend whose library is not installed, the list is empty and a warning says how to
+    install it."""
+    reason = _UNAVAILABLE.get(prefix.partition(".")[0])
+    if reason is not None:
+        warnings.warn(reason, stacklevel=2)
     return [e for name, e in _TABLE.items() if name.startswith(prefix)]

@@ -19,11 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.diagnostics import IRCError, RuntimeShapeError
+from ..core.diagnostics import IRCError
 from .blas import BlasGemmPlan
-from .external import LibraryModule, register_external_loader
+from .external import LibraryModule, aligned_copy, cpu_pointer, register_external_loader
 from .module import Module
-from .ndarray import Tensor, aligned_empty
+from .ndarray import aligned_empty
 
 MAGIC = b"IRCBLAS\x01"
 
@@ -41,7 +41,7 @@ class BlasModule(LibraryModule):
 
     def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
                  epilogues: Module | None):
-        super().__init__(specs, {k: _aligned(v) for k, v in constants.items()}, epilogues)
+        super().__init__(specs, {k: aligned_copy(v) for k, v in constants.items()}, epilogues)
 
     @staticmethod
     def _load_kernels(blob: bytes) -> Module:
@@ -61,7 +61,7 @@ class BlasModule(LibraryModule):
                 ptr = consts[role[1]].ctypes.data
                 return lambda args: ptr
             i = int(role[1])
-            return lambda args: _pointer(args[i], name, i)
+            return lambda args: cpu_pointer(args[i], "BLAS", name, i)
 
         lhs, rhs = operand(spec["lhs"]), operand(spec["rhs"])
         epilogue = None
@@ -76,15 +76,9 @@ class BlasModule(LibraryModule):
             scratch_ptr = scratch.ctypes.data
 
         def run(*args: Any) -> None:
-            if len(args) != n_params + 1:
-                raise RuntimeShapeError(f"BLAS function {name} takes {n_params} inputs and "
-                                        f"an output, got {len(args)} arguments")
-            out = args[-1]
-            if tuple(out.shape) != out_shape:
-                raise RuntimeShapeError(f"BLAS function {name}: the output has shape "
-                                        f"{list(out.shape)}, expected {list(out_shape)}")
+            out = self._check_call(name, args, n_params, out_shape)
             if epilogue is None:
-                plan(lhs(args), rhs(args), _pointer(out, name, n_params))
+                plan(lhs(args), rhs(args), cpu_pointer(out, "BLAS", name, n_params))
                 return
             plan(lhs(args), rhs(args), scratch_ptr)
             if bias is None:
@@ -93,24 +87,6 @@ class BlasModule(LibraryModule):
                 epilogue(scratch, args[bias] if isinstance(bias, int) else bias, out)
         run.__name__ = name
         return run
-
-
-def _aligned(a: np.ndarray) -> np.ndarray:
-    out = aligned_empty(a.shape, a.dtype)
-    out[...] = a
-    return out
-
-
-def _pointer(x: Any, name: str, i: int) -> int:
-    if isinstance(x, Tensor):
-        if x.device.device_type != "cpu":
-            raise RuntimeShapeError(f"BLAS function {name}: argument #{i} is on "
-                                    f"{x.device}; the blas backend runs on the CPU")
-        return x.data_ptr
-    if isinstance(x, np.ndarray) and x.flags.c_contiguous:
-        return x.ctypes.data
-    raise RuntimeShapeError(f"BLAS function {name}: argument #{i} must be a contiguous CPU "
-                            f"tensor, got {type(x).__name__}")
 
 
 register_external_loader(BlasModule.kind, BlasModule.deserialize)

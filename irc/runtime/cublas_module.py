@@ -70,16 +70,10 @@ class CublasModule(LibraryModule):
             return args[int(role[1])]
 
         def run(*args: Any) -> None:
-            if len(args) != n_params + 1:
-                raise RuntimeShapeError(f"cuBLAS function {name} takes {n_params} inputs "
-                                        f"and an output, got {len(args)} arguments")
-            out = args[-1]
+            out = self._check_call(name, args, n_params, out_shape)
             if not isinstance(out, Tensor) or out.device.device_type != "cuda":
                 raise RuntimeShapeError(f"cuBLAS function {name}: the output must be a "
                                         "tensor on a CUDA GPU")
-            if tuple(out.shape) != out_shape:
-                raise RuntimeShapeError(f"cuBLAS function {name}: the output has shape "
-                                        f"{list(out.shape)}, expected {list(out_shape)}")
             dev = out.device
             lhs, rhs = operand(spec["lhs"], args, dev), operand(spec["rhs"], args, dev)
             for i, t in enumerate((lhs, rhs)):

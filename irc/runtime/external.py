@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.diagnostics import IRCError
+from ..core.diagnostics import IRCError, RuntimeShapeError
 from .module import pack_blob, unpack_blob
+from .ndarray import Tensor, aligned_empty
 
 
 class ExternalModule:
@@ -120,6 +121,25 @@ class LibraryModule(ExternalModule):
     def _make(self, name: str, spec: dict) -> Callable[..., None]:
         raise NotImplementedError
 
+    def _check_call(self, name: str, args: tuple, n_params: int, out_shape: tuple,
+                    param_shapes: list[tuple] = ()) -> Any:
+        """Check a call of function ``name``: ``n_params`` inputs (of ``param_shapes``
+        when given) then an output of ``out_shape``; returns the output."""
+        if len(args) != n_params + 1:
+            raise RuntimeShapeError(f"{self.library} function {name} takes {n_params} inputs "
+                                    f"and an output, got {len(args)} arguments")
+        for i, shape in enumerate(param_shapes):
+            if tuple(getattr(args[i], "shape", ())) != shape:
+                raise RuntimeShapeError(f"{self.library} function {name}: input #{i} has "
+                                        f"shape {list(getattr(args[i], 'shape', ()))}, "
+                                        f"expected {list(shape)}")
+        out = args[-1]
+        if tuple(getattr(out, "shape", ())) != out_shape:
+            raise RuntimeShapeError(f"{self.library} function {name}: the output has shape "
+                                    f"{list(getattr(out, 'shape', ()))}, expected "
+                                    f"{list(out_shape)}")
+        return out
+
     @staticmethod
     def _load_kernels(blob: bytes) -> Any:
         raise NotImplementedError
@@ -134,3 +154,24 @@ class LibraryModule(ExternalModule):
         specs, constants, kernels = unpack_library(blob, cls.magic, f"irc {cls.library} "
                                                                     "module")
         return cls(specs, constants, cls._load_kernels(kernels) if kernels else None)
+
+
+def aligned_copy(a: np.ndarray) -> np.ndarray:
+    """``a`` copied into a 64-byte aligned C-contiguous array (library operands)."""
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def cpu_pointer(x: Any, library: str, name: str, i: int) -> int:
+    """The data pointer of argument ``i`` of the library function ``name``: a CPU tensor
+    or a C-contiguous numpy array; anything else is a RuntimeShapeError."""
+    if isinstance(x, Tensor):
+        if x.device.device_type != "cpu":
+            raise RuntimeShapeError(f"{library} function {name}: argument #{i} is on "
+                                    f"{x.device}; the {library} backend runs on the CPU")
+        return x.data_ptr
+    if isinstance(x, np.ndarray) and x.flags.c_contiguous:
+        return x.ctypes.data
+    raise RuntimeShapeError(f"{library} function {name}: argument #{i} must be a contiguous "
+                            f"CPU tensor, got {type(x).__name__}")

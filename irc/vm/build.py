@@ -12,14 +12,20 @@ from typing import Any
 
 from .. import passes
 from ..codegen import build as build_kernels
-from ..core.diagnostics import BuildError
+from ..core.diagnostics import BuildError, MissingDependencyError
 from ..core.module import IRModule
 from ..core.target import Target
-from ..dispatch import PatternEntry, get_pattern, get_patterns_with_prefix
+from ..dispatch import (
+    PatternEntry,
+    get_pattern,
+    get_patterns_with_prefix,
+    unavailable_reason,
+)
 from ..ir.expr import Function
 from ..runtime import Module
 from ..runtime.external import ExternalModule
 from ..tir.stmt import PrimFunc
+from .auto_dispatch import auto_dispatch
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable
 
@@ -34,7 +40,9 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     ``params`` binds weights by parameter name first (``passes.BindParams``).
     ``dispatch`` offloads subgraphs to libraries before the pipeline (library dispatch,
     ``irc.dispatch``): a pattern name or backend prefix, or a list of them, in priority
-    order (``"blas"``, ``["cublas.matmul_transposed_bias_relu", "cublas"]``); None or
+    order (``"blas"``, ``["cublas.matmul_transposed_bias_relu", "cublas"]``); ``"auto"``
+    offloads a subgraph only where its library was measured faster than irc's own build
+    of it on this machine (``irc.vm.auto_dispatch``; decisions cached per shape); None or
     ``"none"`` (the default) dispatches nothing.
     """
     if isinstance(mod, Function):
@@ -44,7 +52,12 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     t = Target.canon(target)
     if params:
         mod = passes.BindParams(_entry_name(mod), params)(mod)
-    patterns = dispatch_patterns(dispatch)
+    if dispatch == "auto":
+        with t:
+            mod = auto_dispatch(mod, t)
+        patterns = []
+    else:
+        patterns = dispatch_patterns(dispatch)
     if patterns:
         with t:  # library epilogues compile for the target
             mod = passes.RunCodegen()(passes.FuseOpsByPattern(
@@ -70,10 +83,13 @@ def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
     out: list[PatternEntry] = []
     for item in items:
         if item == "auto":
-            raise BuildError("irc.compile: dispatch='auto' (choosing libraries by "
-                             "measurement) is not available yet",
-                             hint="name the libraries: dispatch='blas' on the CPU, "
-                                  "dispatch='cublas' on an NVIDIA GPU")
+            raise BuildError("irc.compile: dispatch='auto' stands alone; it cannot be "
+                             "combined with named patterns",
+                             hint="dispatch='auto', or a list of names such as "
+                                  "['dnnl', 'blas']")
+        reason = unavailable_reason(item.partition(".")[0])
+        if reason is not None:
+            raise MissingDependencyError(f"irc.compile: dispatch={item!r}: {reason}")
         found = get_patterns_with_prefix(item if "." in item else item + ".")
         if any(e.name == item for e in found):
             found = [get_pattern(item)]  # a full name: that pattern alone

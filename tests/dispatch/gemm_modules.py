@@ -111,3 +111,9 @@ def packed_calls(mod):
     """The symbols of the module's ``R.call_dps_packed`` calls, as printed."""
     return [line.split('R.call_dps_packed("')[1].split('"')[0]
             for line in mod.script().splitlines() if "R.call_dps_packed(" in line]
+
+
+def run_main(mod, args, params=None):
+    """``main`` of ``mod`` compiled for the CPU and run by the VM on ``args``: numpy."""
+    ex = irc.compile(mod, target="llvm", params=params)
+    return irc.vm.VirtualMachine(ex, irc.cpu())["main"](*[irc.tensor(a) for a in args]).numpy()

@@ -1,0 +1,256 @@
+"""The ``dnnl`` dispatch backend: convolutions and matrix products on oneDNN (the
+``onednn`` wheel, extra ``irc[dnnl]``), their bias, residual add and activation done by
+oneDNN itself (bias and post-ops), float32.
+
+Patterns (most specific first, so a longer match wins):
+
+- ``dnnl.conv2d_bias_add_relu``, ``dnnl.conv2d_bias_add``, ``dnnl.conv2d_bias_relu``,
+  ``dnnl.conv2d_bias``, ``dnnl.conv2d_add_relu``, ``dnnl.conv2d_add``,
+  ``dnnl.conv2d_relu``, ``dnnl.conv2d``: ``relu(conv2d(x, w) + bias + residual)`` in
+  any data / kernel / output layout (NCHW, NHWC, ...), with strides, padding, dilation and
+  groups (depthwise included). ``bias`` broadcasts along the output channels only
+  (``[1, C, 1, 1]`` in NCHW, ``[C]`` in NHWC); ``residual`` has the output's shape (a
+  ResNet shortcut). The residual becomes oneDNN's sum post-op, the activation an
+  eltwise post-op.
+- ``dnnl.matmul_transposed_bias_{relu,gelu,gelu_tanh,silu}``, ``..._bias``,
+  ``dnnl.matmul_transposed``, the same without ``_transposed``, ``dnnl.batch_matmul``:
+  the dense layer / matmul family of ``blas`` (see ``irc.dispatch.blas``), here with the
+  bias and activation fused by oneDNN.
+
+The patterns are registered only when the ``onednn`` wheel is installed (checked without
+loading it); otherwise asking for them says how to install it. The code generator
+(:func:`dnnl_codegen`) turns each composite function into a
+:class:`~irc.runtime.dnnl.ConvPlan` or :class:`~irc.runtime.dnnl.MatmulPlan`; the
+:class:`~irc.runtime.dnnl_module.DnnlModule` creates their primitives once when it is
+made or loaded, with constant weights reordered once into oneDNN's blocked layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.expr import Call, Function
+from ..runtime import dnnl as onednn
+from ..runtime.dnnl_module import DnnlModule
+from ._gemm import CompositeFunction, GemmFunction, gemm_entries, static_shape
+from .codegen import register_codegen
+from .pattern import Pattern, is_op, wildcard
+from .table import PatternCheckContext, mark_unavailable, register_patterns
+
+ACTIVATIONS = list(onednn.ACTIVATIONS)
+
+
+def _static(ctx: PatternCheckContext, name: str) -> tuple[int, ...] | None:
+    shape = ctx.shape(name)
+    if shape is None or any(d is None for d in shape):
+        return None
+    return tuple(int(d) for d in shape)
+
+
+def _bias_fits(bias: tuple[int, ...], out: tuple[int, ...], channel_axis: int) -> bool:
+    """Whether ``bias`` broadcasts to ``out`` along the channel axis only (one value per
+    output channel)."""
+    if len(bias) > len(out):
+        return False
+    padded = (1,) * (len(out) - len(bias)) + bias
+    return all(b == (out[i] if i == channel_axis else 1) for i, b in enumerate(padded))
+
+
+def check_conv2d(ctx: PatternCheckContext) -> bool:
+    """Whether oneDNN runs the matched convolution: float32 throughout (``out_dtype``
+    void or float32), static shapes, a bias with one value per output channel, a residual
+    of the output's shape."""
+    conv = ctx.value("conv")
+    if not isinstance(conv, Call):
+        return False
+    if conv.attrs.get("out_dtype") not in (None, "void", "float32"):
+        return False
+    names = ["data", "weight", "conv", "root"] + [n for n in ("bias", "residual")
+                                                  if n in ctx.annotated]
+    if any(ctx.dtype(n) != "float32" for n in names):
+        return False
+    shapes = {n: _static(ctx, n) for n in names}
+    if any(s is None for s in shapes.values()):
+        return False
+    out = shapes["conv"]
+    if "bias" in shapes:
+        layout = conv.attrs.get("out_layout") or conv.attrs.get("data_layout", "NCHW")
+        if not _bias_fits(shapes["bias"], out, layout.index("C")):
+            return False
+    if "residual" in shapes and shapes["residual"] != out:
+        return False
+    return shapes["root"] == out
+
+
+def _conv_entries() -> list[tuple]:
+    data, weight, bias, residual = wildcard(), wildcard(), wildcard(), wildcard()
+    conv = is_op("nn.conv2d")(data, weight)
+
+    def add(a: Pattern, b: Pattern) -> Pattern:
+        return is_op("add")(a, b) | is_op("add")(b, a)
+
+    with_bias = add(conv, bias)
+    notes = {"data": data, "weight": weight, "conv": conv}
+    relu = is_op("nn.relu")
+    chains = [
+        ("conv2d_bias_add_relu", relu(add(with_bias, residual)), ("bias", "residual")),
+        ("conv2d_bias_add", add(with_bias, residual), ("bias", "residual")),
+        ("conv2d_bias_relu", relu(with_bias), ("bias",)),
+        ("conv2d_bias", with_bias, ("bias",)),
+        ("conv2d_add_relu", relu(add(conv, residual)), ("residual",)),
+        ("conv2d_add", add(conv, residual), ("residual",)),
+        ("conv2d_relu", relu(conv), ()),
+        ("conv2d", conv, ()),
+    ]
+    parts = {"bias": bias, "residual": residual}
+    return [(f"dnnl.{name}", pattern, {**notes, **{p: parts[p] for p in extra}}, check_conv2d)
+            for name, pattern, extra in chains]
+
+
+def _folded_bias(bias: tuple[int, ...], out: tuple[int, ...], batch: bool
+                 ) -> tuple[int, int, int] | None:
+    """The bias's dims against the product's ``[batch, m, n]`` (leading dimensions of a
+    non-batch product folded into m), or None when oneDNN cannot broadcast it so."""
+    if len(bias) > len(out):
+        return None
+    padded = (1,) * (len(out) - len(bias)) + bias
+    if padded[-1] not in (1, out[-1]):
+        return None
+    if batch:
+        if any(b not in (1, o) for b, o in zip(padded, out)):
+            return None
+        return padded  # type: ignore[return-value]
+    lead, lead_out = padded[:-1], out[:-1]
+    if all(b == 1 for b in lead):
+        return (1, 1, padded[-1])
+    if lead == lead_out:
+        return (1, int(np.prod(lead_out)), padded[-1])
+    return None
+
+
+def _check_matmul_bias(ctx: PatternCheckContext) -> bool:
+    if "bias" not in ctx.annotated:
+        return True
+    bias, out = _static(ctx, "bias"), _static(ctx, "root")
+    return bias is not None and out is not None and \
+        _folded_bias(bias, out, len(out) == 3 and ctx.entry.name.endswith("batch_matmul")) \
+        is not None
+
+
+def _register() -> None:
+    if not onednn.available():
+        mark_unavailable("dnnl", f"the dnnl backend needs oneDNN (the 'onednn' wheel): "
+                                 f"{onednn.INSTALL}")
+        return
+    register_patterns(_conv_entries())
+    register_patterns(gemm_entries("dnnl", ACTIVATIONS,
+                                   lambda i, o: i == o == "float32", _check_matmul_bias))
+
+
+_register()
+
+
+class ConvFunction(CompositeFunction):
+    """A composite function of the conv2d family: ``data``, ``weight``, ``bias``,
+    ``residual``, ``activation`` and the convolution's attributes."""
+
+    def __init__(self, symbol: str, func: Function, constants: dict[str, np.ndarray]):
+        super().__init__("dnnl", symbol, func, constants)
+        e = self._call(self.result)
+        self.activation = None
+        if e.op.name == "nn.relu":
+            self.activation = "relu"
+            e = self._call(e.args[0])
+        self.bias: Any = None
+        self.residual: Any = None
+        while e.op.name == "add":
+            a, b = e.args
+            inner, other = (a, b) if self._leads_to_conv(a) else (b, a)
+            shape = static_shape(other.struct_info, self)
+            if shape == self.out_shape and self.residual is None:
+                self.residual = other
+            elif self.bias is None:
+                self.bias = other
+            else:
+                raise self.error("more than one bias or residual add")
+            e = self._call(inner)
+        if e.op.name != "nn.conv2d":
+            raise self.error(f"expected a conv2d, found {e.op.name}")
+        self.conv = e
+        self.data, self.weight = e.args
+
+    def _leads_to_conv(self, e: Any) -> bool:
+        return self._is_call(e, "nn.conv2d") or self._is_call(e, "add")
+
+    def plan(self) -> onednn.ConvPlan:
+        attrs = self.conv.attrs
+        layout = attrs.get("data_layout", "NCHW")
+        return onednn.ConvPlan(
+            data_shape=static_shape(self.data.struct_info, self), data_layout=layout,
+            weight_shape=static_shape(self.weight.struct_info, self),
+            kernel_layout=attrs.get("kernel_layout", "OIHW"),
+            out_shape=self.out_shape, out_layout=attrs.get("out_layout") or layout,
+            strides=tuple(attrs.get("strides", (1, 1))),
+            padding=tuple(attrs.get("padding", (0, 0, 0, 0))),
+            dilation=tuple(attrs.get("dilation", (1, 1))), groups=int(attrs.get("groups", 1)),
+            bias=self.bias is not None, residual=self.residual is not None,
+            activation=self.activation)
+
+    def spec(self) -> dict[str, Any]:
+        plan = self.plan()
+        bias = None
+        if self.bias is not None:
+            data = self.constant(self.bias)
+            bias = self.role(self.bias, None if data is None else np.reshape(data, -1))
+        return {"plan": onednn.plan_to_json(plan), "data": self.role(self.data),
+                "weight": self.role(self.weight), "bias": bias,
+                "residual": None if self.residual is None else self.role(self.residual),
+                "num_params": len(self.func.params), "out_shape": list(self.out_shape),
+                "dtype": self.dtype}
+
+
+def _matmul_spec(f: GemmFunction) -> dict[str, Any]:
+    d = f.dims()
+    bias_shape = None
+    if f.bias is not None:
+        bias_shape = _folded_bias(static_shape(f.bias.struct_info, f), f.out_shape,
+                                  len(static_shape(f.rhs.struct_info, f)) == 3)
+        if bias_shape is None:
+            raise f.error("its bias does not broadcast over the product's rows")
+    rhs = static_shape(f.rhs.struct_info, f)
+    plan = onednn.MatmulPlan(m=d["m"], n=d["n"], k=d["k"], batch=d["batch"],
+                             b_batch=rhs[0] if len(rhs) == 3 else 1, trans_b=d["trans_b"],
+                             bias_shape=bias_shape, activation=f.activation)
+    return {"plan": onednn.plan_to_json(plan), "data": f.role(f.lhs), "weight": f.role(f.rhs),
+            "bias": None if f.bias is None else f.role(f.bias), "residual": None,
+            "num_params": len(f.func.params), "out_shape": list(f.out_shape),
+            "dtype": f.dtype}
+
+
+def _is_conv(func: Function) -> bool:
+    body = func.body
+    blocks = getattr(body, "blocks", ())
+    return any(isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "nn.conv2d"
+               for blk in blocks for b in blk.bindings)
+
+
+@register_codegen("dnnl")
+def dnnl_codegen(funcs: list[tuple[str, Function]]) -> DnnlModule:
+    """A :class:`DnnlModule` with one function per ``(symbol, composite function)``."""
+    constants: dict[str, np.ndarray] = {}
+    specs: dict[str, dict] = {}
+    for symbol, func in funcs:
+        if _is_conv(func):
+            specs[symbol] = ConvFunction(symbol, func, constants).spec()
+        else:
+            f = GemmFunction("dnnl", symbol, func, constants)
+            if f.dtype != "float32" or f.in_dtype != "float32":
+                raise f.error(f"dtype {f.in_dtype} -> {f.dtype} (the dnnl backend takes "
+                              "float32)")
+            specs[symbol] = _matmul_spec(f)
+        specs[symbol]["param_shapes"] = [
+            list(static_shape(p.struct_info, CompositeFunction("dnnl", symbol, func, {})))
+            for p in func.params]
+    return DnnlModule(specs, constants)

@@ -1,0 +1,216 @@
+"""``irc.compile(..., dispatch="auto")``: offload a subgraph to a library only where the
+library was measured faster than irc's own build of it, on this machine.
+
+1. The candidate patterns are those of the installed libraries for the target: on a CPU
+   ``dnnl`` (oneDNN, when its wheel is installed) then ``blas`` (when
+   ``scipy-openblas32`` is); on a CUDA target ``cublas``. ``FuseOpsByPattern`` makes each
+   match a composite function.
+2. Each composite function is compiled alone twice (weights bound as in the model):
+   through its library, and by irc's default pipeline; both run in the VM on random
+   inputs and the faster wins. Decisions are cached on disk, keyed by the function's
+   printed form (operators, attributes, shapes, dtypes; not the weights' values), the
+   pattern, the target and the host CPU, so a shape is measured once per machine
+   (``$IRC_CACHE_DIR/dispatch.json``, default ``~/.cache/irc``).
+3. The model is fused again with the patterns refusing the matches irc won, and
+   ``RunCodegen`` builds the library modules.
+
+A CUDA target with no GPU to measure on dispatches nothing (with a warning); the
+measurement needs the device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import passes
+from ..core.diagnostics import IRCError
+from ..core.module import IRModule
+from ..core.target import Target, host_cpu_model
+from ..dispatch import PatternEntry, get_patterns_with_prefix
+from ..dispatch.table import PatternCheckContext, unavailable_reason
+from ..ir.expr import Call, Function, GlobalVar, SeqExpr, VarBinding
+from ..ir.struct_info import TensorStructInfo
+
+_lock = threading.Lock()
+
+
+def candidate_patterns(target: Target) -> list[PatternEntry]:
+    """The patterns ``dispatch="auto"`` considers for ``target``: those of the libraries
+    installed here, in priority order."""
+    if target.kind.name == "cuda":
+        backends = ["cublas"] if importlib.util.find_spec("cuda") is not None else []
+    else:
+        backends = [b for b, ok in (("dnnl", unavailable_reason("dnnl") is None),
+                                    ("blas", importlib.util.find_spec("scipy_openblas32")
+                                     is not None)) if ok]
+    out: list[PatternEntry] = []
+    for b in backends:
+        out.extend(get_patterns_with_prefix(b + "."))
+    return out
+
+
+def cache_path() -> str:
+    """Where dispatch decisions are cached."""
+    root = os.environ.get("IRC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                           "irc")
+    return os.path.join(root, "dispatch.json")
+
+
+def _load_cache(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        warnings.warn(f"ignoring the dispatch cache {path}: {err}", stacklevel=3)
+        return {}
+
+
+def _save_cache(path: str, data: dict[str, Any]) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError as err:  # a read-only home: decisions are simply not kept
+        warnings.warn(f"cannot write the dispatch cache {path}: {err}", stacklevel=3)
+
+
+def _standalone(func: Function) -> IRModule:
+    """A composite function as a module's ``main`` (its dispatch attributes dropped)."""
+    attrs = {k: v for k, v in func.attrs.items()
+             if k not in ("Composite", "Codegen", "Primitive", "global_symbol")}
+    return IRModule(functions={"main": func.replace(attrs=attrs)})
+
+
+def _time(mod: IRModule, target: Target, dispatch: Any, args: list[np.ndarray],
+          device: Any) -> float:
+    from ..runtime import tensor
+    from .build import compile as irc_compile
+    from .vm import VirtualMachine
+
+    vm = VirtualMachine(irc_compile(mod, target=target, dispatch=dispatch), device)
+    targs = [tensor(a, device) for a in args]
+    return float(vm.time_evaluator("main", device, number=3, repeat=3,
+                                   min_repeat_ms=20)(*targs).median)
+
+
+def _measure(func: Function, pattern: str, target: Target, device: Any) -> dict[str, Any]:
+    mod = _standalone(func)
+    rng = np.random.default_rng(0)
+    args = []
+    for p in func.params:
+        sinfo = p.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+            raise IRCError(f"dispatch='auto': cannot measure {pattern}: a parameter of "
+                           "unknown shape")
+        shape = [int(d.value) for d in sinfo.shape]
+        args.append(rng.standard_normal(shape).astype(sinfo.dtype))
+    lib_s = _time(mod, target, [pattern], args, device)
+    irc_s = _time(mod, target, None, args, device)
+    return {"pattern": pattern, "library_s": lib_s, "irc_s": irc_s,
+            "choice": "library" if lib_s < irc_s else "irc"}
+
+
+def _key(func: Function, pattern: str, target: Target) -> str:
+    text = _standalone(func).script()
+    raw = "\n".join([pattern, str(target), host_cpu_model(), text])
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def auto_dispatch(mod: IRModule, target: Target, report: list | None = None) -> IRModule:
+    """``mod`` with the subgraphs where a library wins offloaded to it (module docstring);
+    each decision is appended to ``report`` when given."""
+    from ..runtime import cpu, cuda
+
+    entries = candidate_patterns(target)
+    if not entries:
+        return mod
+    if target.kind.name == "cuda":
+        device = cuda(0)
+        if not device.exist:
+            warnings.warn("dispatch='auto' needs the GPU to measure on; nothing is "
+                          "dispatched", stacklevel=3)
+            return mod
+    else:
+        device = cpu(0)
+    path = cache_path()
+    with _lock:
+        cache = _load_cache(path)
+        measured: set[int] = set()
+        losers: set[int] = set()
+        changed = False
+        kept = entries
+        # Refusing a match can let a smaller pattern match part of it: fuse again until
+        # every remaining match has been decided.
+        while True:
+            fused = passes.FuseOpsByPattern(kept, annotate_codegen=True)(mod)
+            composites = {gv: f for gv, f in fused.functions.items()
+                          if isinstance(f, Function) and "Composite" in f.attrs}
+            new = [(root, gv) for root, gv in _call_sites(fused, composites)
+                   if id(root) not in measured]
+            if not new:
+                break
+            for root, gv in new:
+                measured.add(id(root))
+                func = composites[gv]
+                pattern = str(func.attrs["Composite"])
+                key = _key(func, pattern, target)
+                decision = cache.get(key)
+                if not isinstance(decision, dict) or \
+                        decision.get("choice") not in ("library", "irc"):
+                    decision = _measure(func, pattern, target, device)
+                    cache[key] = decision
+                    changed = True
+                if report is not None:
+                    report.append({"function": gv.name_hint, **decision})
+                if decision["choice"] == "irc":
+                    losers.add(id(root))
+            kept = [_refusing(e, losers) for e in entries]
+        if changed:
+            _save_cache(path, cache)
+    return passes.RunCodegen()(fused)
+
+
+def _call_sites(mod: IRModule, composites: dict[GlobalVar, Function]
+                ) -> list[tuple[Any, GlobalVar]]:
+    """``(root variable, composite)`` for each call of a composite function: the call is
+    bound to the variable the match's root had in the original module."""
+    out = []
+    for f in mod.functions.values():
+        if not isinstance(f, Function) or "Composite" in f.attrs:
+            continue
+        body = f.body
+        if not isinstance(body, SeqExpr):
+            continue
+        for block in body.blocks:
+            for b in block.bindings:
+                if isinstance(b, VarBinding) and isinstance(b.value, Call) and \
+                        isinstance(b.value.op, GlobalVar) and b.value.op in composites:
+                    out.append((b.var, b.value.op))
+    return out
+
+
+def _refusing(entry: PatternEntry, losers: set[int]) -> PatternEntry:
+    """``entry`` whose check also refuses matches rooted at a variable in ``losers``."""
+    check = entry.check
+
+    def decided(ctx: PatternCheckContext) -> bool:
+        if id(ctx.match.root) in losers:
+            return False
+        return check is None or bool(check(ctx))
+
+    return PatternEntry(entry.name, entry.pattern,
+                        {k: v for k, v in entry.annotations.items() if k != "root"}, decided)
