@@ -27,7 +27,7 @@ import os
 import tempfile
 import threading
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -96,18 +96,18 @@ def _standalone(func: Function) -> IRModule:
 
 
 def _time(mod: IRModule, target: Target, dispatch: Any, args: list[np.ndarray],
-          device: Any) -> float:
+          device: Any, compile_fn: Callable[..., Any]) -> float:
     from ..runtime import tensor
-    from .build import compile as irc_compile
     from .vm import VirtualMachine
 
-    vm = VirtualMachine(irc_compile(mod, target=target, dispatch=dispatch), device)
+    vm = VirtualMachine(compile_fn(mod, target=target, dispatch=dispatch), device)
     targs = [tensor(a, device) for a in args]
     return float(vm.time_evaluator("main", device, number=3, repeat=3,
                                    min_repeat_ms=20)(*targs).median)
 
 
-def _measure(func: Function, pattern: str, target: Target, device: Any) -> dict[str, Any]:
+def _measure(func: Function, pattern: str, target: Target, device: Any,
+             compile_fn: Callable[..., Any]) -> dict[str, Any]:
     mod = _standalone(func)
     rng = np.random.default_rng(0)
     args = []
@@ -118,8 +118,8 @@ def _measure(func: Function, pattern: str, target: Target, device: Any) -> dict[
                            "unknown shape")
         shape = [int(d.value) for d in sinfo.shape]
         args.append(rng.standard_normal(shape).astype(sinfo.dtype))
-    lib_s = _time(mod, target, [pattern], args, device)
-    irc_s = _time(mod, target, None, args, device)
+    lib_s = _time(mod, target, [pattern], args, device, compile_fn)
+    irc_s = _time(mod, target, None, args, device, compile_fn)
     return {"pattern": pattern, "library_s": lib_s, "irc_s": irc_s,
             "choice": "library" if lib_s < irc_s else "irc"}
 
@@ -130,9 +130,11 @@ def _key(func: Function, pattern: str, target: Target) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def auto_dispatch(mod: IRModule, target: Target, report: list | None = None) -> IRModule:
+def auto_dispatch(mod: IRModule, target: Target, compile_fn: Callable[..., Any],
+                  report: list | None = None) -> IRModule:
     """``mod`` with the subgraphs where a library wins offloaded to it (module docstring);
-    each decision is appended to ``report`` when given."""
+    ``compile_fn`` is ``irc.compile`` (builds each candidate to measure it); each decision
+    is appended to ``report`` when given."""
     from ..runtime import cpu, cuda
 
     entries = candidate_patterns(target)
@@ -171,7 +173,7 @@ def auto_dispatch(mod: IRModule, target: Target, report: list | None = None) -> 
                 decision = cache.get(key)
                 if not isinstance(decision, dict) or \
                         decision.get("choice") not in ("library", "irc"):
-                    decision = _measure(func, pattern, target, device)
+                    decision = _measure(func, pattern, target, device, compile_fn)
                     cache[key] = decision
                     changed = True
                 if report is not None:

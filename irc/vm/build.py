@@ -54,7 +54,7 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
         mod = passes.BindParams(_entry_name(mod), params)(mod)
     if dispatch == "auto":
         with t:
-            mod = auto_dispatch(mod, t)
+            mod = auto_dispatch(mod, t, compile)
         patterns = []
     else:
         patterns = dispatch_patterns(dispatch)

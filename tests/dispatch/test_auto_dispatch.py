@@ -34,7 +34,7 @@ def test_auto_measures_each_shape_once_and_keeps_the_faster(cache_dir, monkeypat
     mod = dense_module((64, 256), 256, True, (256,), "relu")
     args = random_inputs(mod, np.random.default_rng(0))
     report: list = []
-    out = auto.auto_dispatch(mod, Target("llvm"), report)
+    out = auto.auto_dispatch(mod, Target("llvm"), irc.compile, report)
     # The whole dense layer first; where irc won, the smaller patterns inside it next.
     assert report[0]["pattern"] == "blas.matmul_transposed_bias_relu"
     for decision in report:
@@ -54,7 +54,7 @@ def test_auto_measures_each_shape_once_and_keeps_the_faster(cache_dir, monkeypat
         raise AssertionError("measured again")
     monkeypatch.setattr(auto, "_measure", no_measuring)
     again: list = []
-    out2 = auto.auto_dispatch(mod, Target("llvm"), again)
+    out2 = auto.auto_dispatch(mod, Target("llvm"), irc.compile, again)
     assert again == report
     assert packed_calls(out2) == packed_calls(out)
     # irc.compile takes the same path.
@@ -69,31 +69,32 @@ def test_a_refused_match_lets_smaller_patterns_be_measured(monkeypatch):
     mod = dense_module((4, 32), 8, True, (8,), "relu")
     seen = []
 
-    def irc_always(func, pattern, target, device):
+    def irc_always(func, pattern, *rest):
         seen.append(pattern)
         return {"pattern": pattern, "library_s": 2.0, "irc_s": 1.0, "choice": "irc"}
     monkeypatch.setattr(auto, "_measure", irc_always)
-    out = auto.auto_dispatch(mod, Target("llvm"))
+    out = auto.auto_dispatch(mod, Target("llvm"), irc.compile)
     assert not packed_calls(out)
     # relu(matmul + b) lost, then matmul + b, then the bare product: all measured.
     assert seen == ["blas.matmul_transposed_bias_relu", "blas.matmul_transposed_bias",
                     "blas.matmul_transposed"]
 
-    def library_always(func, pattern, target, device):
+    def library_always(func, pattern, *rest):
         return {"pattern": pattern, "library_s": 1.0, "irc_s": 2.0, "choice": "library"}
     monkeypatch.setattr(auto, "_measure", library_always)
     monkeypatch.setenv("IRC_CACHE_DIR", str(auto.cache_path()) + ".other")
-    assert packed_calls(auto.auto_dispatch(mod, Target("llvm"))) == [
+    assert packed_calls(auto.auto_dispatch(mod, Target("llvm"), irc.compile)) == [
         "fused_permute_dims_matmul_add_nn_relu_blas"]
 
 
 def test_a_damaged_cache_is_ignored_with_a_warning(cache_dir, monkeypatch):
     _only_blas(monkeypatch)
     (cache_dir / "dispatch.json").write_text("{not json")
-    monkeypatch.setattr(auto, "_measure", lambda func, pattern, target, device: {
+    monkeypatch.setattr(auto, "_measure", lambda func, pattern, *rest: {
         "pattern": pattern, "library_s": 1.0, "irc_s": 2.0, "choice": "library"})
     with pytest.warns(UserWarning, match="ignoring the dispatch cache"):
-        out = auto.auto_dispatch(dense_module((4, 32), 8, False, None, None), Target("llvm"))
+        out = auto.auto_dispatch(dense_module((4, 32), 8, False, None, None), Target("llvm"),
+                                 irc.compile)
     assert packed_calls(out)
     assert json.loads((cache_dir / "dispatch.json").read_text())  # rewritten, valid
 
@@ -106,7 +107,7 @@ def test_nothing_to_measure_on_a_missing_gpu(monkeypatch):
     mod = dense_module((4, 32), 8, False, None, None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = auto.auto_dispatch(mod, Target("cuda -arch=sm_90"))
+        out = auto.auto_dispatch(mod, Target("cuda -arch=sm_90"), irc.compile)
     assert out is mod
     assert any("needs the GPU" in str(w.message) for w in caught)
 
