@@ -242,15 +242,16 @@ def dnnl_codegen(funcs: list[tuple[str, Function]]) -> DnnlModule:
     constants: dict[str, np.ndarray] = {}
     specs: dict[str, dict] = {}
     for symbol, func in funcs:
+        f: CompositeFunction
         if _is_conv(func):
-            specs[symbol] = ConvFunction(symbol, func, constants).spec()
+            f = ConvFunction(symbol, func, constants)
+            specs[symbol] = f.spec()
         else:
             f = GemmFunction("dnnl", symbol, func, constants)
             if f.dtype != "float32" or f.in_dtype != "float32":
                 raise f.error(f"dtype {f.in_dtype} -> {f.dtype} (the dnnl backend takes "
                               "float32)")
             specs[symbol] = _matmul_spec(f)
-        specs[symbol]["param_shapes"] = [
-            list(static_shape(p.struct_info, CompositeFunction("dnnl", symbol, func, {})))
-            for p in func.params]
+        specs[symbol]["param_shapes"] = [list(static_shape(p.struct_info, f))
+                                         for p in func.params]
     return DnnlModule(specs, constants)

@@ -259,8 +259,11 @@ def _md(lib: OneDNN, dims: tuple[int, ...], strides: tuple[int, ...] | None) -> 
 
 
 def _dense_md(lib: OneDNN, dims: tuple[int, ...]) -> _Owned:
-    return _md(lib, dims, _strides(dims, "".join(map(chr, range(97, 97 + len(dims)))),
-                                   "".join(map(chr, range(97, 97 + len(dims))))))
+    """A row-major float32 descriptor of ``dims``."""
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    return _md(lib, dims, tuple(strides))
 
 
 class _Memory:
