@@ -16,10 +16,17 @@ torch is installed), irc's default build and irc's build tuned for ``--trials``
 measurements (``ms.tune_relax``: the fused convolution as one task), all with 2 threads.
 
 The overhead irc adds to a library is the ratio of the library path to the direct call.
-ResNet-18 with ``dispatch="auto"`` next to ONNX Runtime is not measured: automatic
-dispatch is not built yet. GPU figures (cuBLAS) are in ``benchmarks/gpu.py``.
 
-Run: ``python benchmarks/dispatch.py [--repeat 20] [--trials 64]`` on a quiet machine.
+Last, ResNet-18 (the model zoo's, NCHW, batch 1, 224x224, seeded weights and batch-norm
+statistics) compiled with ``dispatch="auto"`` (each convolution, with its folded batch
+norm, residual add and ReLU, goes to oneDNN where that was measured faster than irc's own
+build) and with ``dispatch="dnnl"``, next to ONNX Runtime running the same network and
+weights exported to ONNX (``irc.testing.models.onnx_export``; 2 intra-op threads) and
+irc's default build, every output checked against the float64 reference. GPU figures
+(cuBLAS) are in ``benchmarks/gpu.py``.
+
+Run: ``python benchmarks/dispatch.py [--repeat 20] [--trials 64]`` on a quiet machine
+(``--only resnet`` for the last row alone).
 """
 
 from __future__ import annotations
@@ -179,20 +186,77 @@ def bench_conv(repeat: int, trials: int) -> None:
     print(line + f" | err {err:.1e}")
 
 
+def bench_resnet(repeat: int) -> None:
+    """ResNet-18 with dispatch="auto" and "dnnl" vs ONNX Runtime and irc's default."""
+    import onnxruntime as ort
+
+    from irc.testing.models import get_model
+    from irc.testing.models.onnx_export import resnet_onnx
+
+    model = get_model("resnet18", image_size=224)
+    x = model.random_input()
+    want = model.reference(x)
+    scale = np.abs(want).max()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
+    proto = resnet_onnx(model.state_dict(), 18, model.input_shape)
+    sess = ort.InferenceSession(proto.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    err_ort = np.abs(sess.run(None, {"x": x})[0] - want).max() / scale
+    t_ort = _host_time(lambda: sess.run(None, {"x": x}), repeat)
+    rows = []
+    for label, dispatch in (("auto", "auto"), ("dnnl", "dnnl"), ("default", None)):
+        t0 = time.perf_counter()
+        ex = irc.compile(model.mod, "llvm", params=model.bound_params(), dispatch=dispatch)
+        compile_s = time.perf_counter() - t0
+        vm = irc.vm.VirtualMachine(ex, irc.cpu())
+        tx = irc.tensor(x)
+        err = np.abs(vm["forward"](tx).numpy() - want).max() / scale
+        sec = vm.time_evaluator("forward", irc.cpu(), number=max(1, repeat // 4), repeat=5,
+                                min_repeat_ms=200)(tx).median
+        rows.append(f"irc {label} {sec * 1e3:7.2f} ms ({sec / t_ort:4.2f}x ORT, compile "
+                    f"{compile_s:4.1f} s, err {err:.0e})")
+    t_ort2 = _host_time(lambda: sess.run(None, {"x": x}), repeat)
+    print(f"{'ResNet-18 1x3x224x224':34s} " + " | ".join(rows) +
+          f" | ONNX Runtime {ort.__version__} {t_ort * 1e3:7.2f} ms (again at the end: "
+          f"{t_ort2 * 1e3:7.2f} ms, err {err_ort:.0e})")
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--trials", type=int, default=64,
                    help="tuning measurements for the convolution's tuned row (0: skip)")
+    p.add_argument("--only", choices=["blas", "conv", "resnet"],
+                   help="run one group of rows")
     args = p.parse_args()
-    print(f"CPU: {irc.target.Target('llvm')}; OpenBLAS threads: {blas.get_num_threads()}")
-    bench("matmul 1024^3", 1024, 1024, 1024, False, args.repeat)
-    bench("dense+relu 1x784->256 (seed 003)", 1, 784, 256, True, args.repeat)
-    bench("dense+relu 128x1024->1024", 128, 1024, 1024, True, args.repeat)
-    if dnnl.available():
+    print(f"CPU: {_cpu_name()} ({irc.target.Target('llvm')}); OpenBLAS threads: "
+          f"{blas.get_num_threads()}; oneDNN: "
+          f"{dnnl.load_dnnl().version if dnnl.available() else 'not installed'}")
+    if args.only in (None, "blas"):
+        bench("matmul 1024^3", 1024, 1024, 1024, False, args.repeat)
+        bench("dense+relu 1x784->256 (seed 003)", 1, 784, 256, True, args.repeat)
+        bench("dense+relu 128x1024->1024", 128, 1024, 1024, True, args.repeat)
+    if args.only not in (None, "conv", "resnet"):
+        return 0
+    if not dnnl.available():
+        print(f"conv2d and ResNet-18 rows skipped: {dnnl.INSTALL} to measure oneDNN")
+        return 0
+    if args.only in (None, "conv"):
         bench_conv(args.repeat, args.trials)
-    else:
-        print(f"conv2d rows skipped: {dnnl.INSTALL} to measure oneDNN")
+    if args.only in (None, "resnet"):
+        bench_resnet(args.repeat)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The ``dnnl`` dispatch backend: convolutions and matrix products on oneDNN (the
-``onednn`` wheel, extra ``irc[dnnl]``), their bias, residual add and activation done by
-oneDNN itself (bias and post-ops), float32.
+``onednn-cpu-gomp`` wheel, extra ``irc[dnnl]``; see ``irc.runtime.dnnl``), their bias,
+residual add and activation done by oneDNN itself (bias and post-ops), float32.
 
 Patterns (most specific first, so a longer match wins):
 
@@ -10,19 +10,23 @@ Patterns (most specific first, so a longer match wins):
   any data / kernel / output layout (NCHW, NHWC, ...), with strides, padding, dilation and
   groups (depthwise included). ``bias`` broadcasts along the output channels only
   (``[1, C, 1, 1]`` in NCHW, ``[C]`` in NHWC); ``residual`` has the output's shape (a
-  ResNet shortcut). The residual becomes oneDNN's sum post-op, the activation an
-  eltwise post-op.
+  ResNet shortcut). The residual becomes oneDNN's binary-add post-op (read where it is)
+  on channels-last data, its sum post-op otherwise; the activation an eltwise post-op.
+  Channels-last (NHWC) data runs on oneDNN's direct kernels as it is; NCHW data is
+  reordered to oneDNN's blocked layout around each call (oneDNN has only an im2col gemm
+  for plain NCHW), so ``irc.compile`` converts convolutions to NHWC before dispatching
+  them (see there).
 - ``dnnl.matmul_transposed_bias_{relu,gelu,gelu_tanh,silu}``, ``..._bias``,
   ``dnnl.matmul_transposed``, the same without ``_transposed``, ``dnnl.batch_matmul``:
   the dense layer / matmul family of ``blas`` (see ``irc.dispatch.blas``), here with the
   bias and activation fused by oneDNN.
 
-The patterns are registered only when the ``onednn`` wheel is installed (checked without
+The patterns are registered only when a oneDNN wheel is installed (checked without
 loading it); otherwise asking for them says how to install it. The code generator
 (:func:`dnnl_codegen`) turns each composite function into a
 :class:`~irc.runtime.dnnl.ConvPlan` or :class:`~irc.runtime.dnnl.MatmulPlan`; the
 :class:`~irc.runtime.dnnl_module.DnnlModule` creates their primitives once when it is
-made or loaded, with constant weights reordered once into oneDNN's blocked layout.
+made or loaded, with constant weights reordered once into the layout oneDNN chose.
 """
 
 from __future__ import annotations
@@ -141,7 +145,7 @@ def _check_matmul_bias(ctx: PatternCheckContext) -> bool:
 
 def _register() -> None:
     if not onednn.available():
-        mark_unavailable("dnnl", f"the dnnl backend needs oneDNN (the 'onednn' wheel): "
+        mark_unavailable("dnnl", f"the dnnl backend needs oneDNN (the 'onednn-cpu-gomp' wheel): "
                                  f"{onednn.INSTALL}")
         return
     register_patterns(_conv_entries())

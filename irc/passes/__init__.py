@@ -29,6 +29,7 @@ from .canonicalize_bindings import CanonicalizeBindings
 from .convert_layout import ConvertLayout
 from .dead_code_elimination import DeadCodeElimination
 from .decompose_ops import DecomposeOpsForInference
+from .fold_batch_norm import FoldBatchNormToConv2D
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern

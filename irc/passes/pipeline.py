@@ -2,7 +2,8 @@
 
 - ``zero``: the minimum that makes a module runnable — legalize operators to loop
   functions (seed 003 runs it before default schedule rules or tuning).
-- ``default``: what ``irc.compile`` uses: decompose batch norm for inference, normalize,
+- ``default``: what ``irc.compile`` uses: fold batch norms into the constant-weight
+  convolutions before them, decompose the remaining batch norms for inference, normalize,
   canonicalize bindings, legalize, normalize and canonicalize again (legalization may
   nest calls in tuples: batch norm and dropout return tuples), annotate loop functions
   with their fusion patterns, fold constants (weights are constants once bound, so
@@ -23,6 +24,7 @@ from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .decompose_ops import DecomposeOpsForInference
+from .fold_batch_norm import FoldBatchNormToConv2D
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
@@ -36,6 +38,7 @@ def _zero() -> Pass:
 
 def _default() -> Pass:
     return Sequential([
+        FoldBatchNormToConv2D(),
         DecomposeOpsForInference(),
         Normalize(),
         CanonicalizeBindings(),

@@ -1,14 +1,22 @@
-"""oneDNN primitives on the CPU, through the ``onednn`` wheel (the ``dnnl`` extra), called
-with ctypes through oneDNN's C API.
+"""oneDNN primitives on the CPU, called with ctypes through oneDNN's C API (the ``dnnl``
+extra).
 
-The wheel ships ``libdnnl.so.3`` built with oneDNN's SYCL CPU runtime: its CPU engine runs
-on the SYCL CPU device, which the wheels ``dpcpp-cpp-rt`` and ``intel-opencl-rt`` provide
-(the Intel OpenCL CPU runtime behind the Unified Runtime's OpenCL adapter). The ``dnnl``
-extra pins a set of versions that provides that device; the 2026 releases of those wheels
-dropped the OpenCL adapter, and their oneDNN finds no CPU device. The libraries sit in the
-installation's ``lib`` directory, not on the loader's path, so :func:`load_dnnl` loads
-``libdnnl`` and whatever it needs from there, and points the OpenCL loader at the CPU
-runtime (``OCL_ICD_FILENAMES``) unless the user already did. Nothing is loaded at import.
+Two oneDNN wheels are understood, the first one installed being used:
+
+- ``onednn-cpu-gomp`` (what the extra installs): oneDNN 3.2 built with GNU OpenMP. Its
+  primitives run on the same libgomp thread team as irc's own parallel loops, so a library
+  call and an irc kernel never fight over the cores (two thread pools on two cores: the
+  idle one spins while the other works), and a call costs about 10 µs of overhead.
+- ``onednn``: Intel's current oneDNN (3.9 with the 2025.3 release), built with the SYCL CPU
+  runtime only. Its CPU engine needs the SYCL CPU device of ``dpcpp-cpp-rt`` and
+  ``intel-opencl-rt`` (pinned to 2025.3: the 2026 releases dropped the OpenCL adapter, and
+  oneDNN then finds no CPU device); each call is a SYCL submission (about 40 µs), and its
+  TBB workers compete with libgomp's. Used when it is the one installed.
+
+The libraries sit in the installation's ``lib`` directory, not on the loader's path, so
+:func:`load_dnnl` loads ``libdnnl`` and whatever it needs from there (for the SYCL build it
+also points the OpenCL loader at the CPU runtime with ``OCL_ICD_FILENAMES``, unless the user
+already did). Nothing is loaded at import.
 
 - :class:`ConvPlan` / :class:`MatmulPlan`: one convolution or matrix product (sizes,
   layouts, bias, residual add, activation), plain data that saves as JSON;
@@ -58,6 +66,9 @@ _ARG_SRC = 1
 _ARG_DST = 17
 _ARG_WEIGHTS = 33
 _ARG_BIAS = 41
+_BINARY_ADD = 0x1FFF0
+# The second source of post-op 0 (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1).
+_ARG_POST_OP0_SRC1 = 32768 * 1 | 2
 _MAX_NDIMS = 12
 # eltwise algorithm, alpha: how each activation irc fuses becomes a post-op.
 ACTIVATIONS = {"relu": (32, 0.0), "gelu": (49, 0.0), "gelu_tanh": (43, 0.0),
@@ -103,6 +114,7 @@ _SIGNATURES: dict[str, tuple[Any, list]] = {
                                                     ctypes.c_float]),
     "dnnl_post_ops_append_sum": (ctypes.c_int, [_vp, ctypes.c_float, ctypes.c_int32,
                                                 ctypes.c_int]),
+    "dnnl_post_ops_append_binary": (ctypes.c_int, [_vp, ctypes.c_int, _vp]),
     "dnnl_convolution_forward_primitive_desc_create": (
         ctypes.c_int, [_P, _vp, ctypes.c_int, ctypes.c_int, _vp, _vp, _vp, _vp,
                        _Dims, _Dims, _Dims, _Dims, _vp]),
@@ -149,9 +161,9 @@ class OneDNN:
         if status != _SUCCESS:
             raise DnnlError(f"oneDNN {self.version} ({path}) cannot create a CPU engine "
                             f"({_STATUS.get(status, status)})",
-                            hint="this oneDNN runs its CPU code on the SYCL CPU device of the "
-                                 "Intel OpenCL runtime; install the versions the extra pins: "
-                                 f"{INSTALL}")
+                            hint="the SYCL build of oneDNN (the 'onednn' wheel) needs the SYCL "
+                                 "CPU device of the Intel OpenCL runtime; install the OpenMP "
+                                 f"build the extra pins instead: {INSTALL}")
         self.stream = _vp()
         self.check(self.dnnl_stream_create(ctypes.byref(self.stream), self.engine,
                                            _STREAM_IN_ORDER), "creating a stream")
@@ -166,23 +178,28 @@ _lock = threading.Lock()
 _library: OneDNN | None = None
 
 
+# The wheels that ship libdnnl.so.3, in order of preference (see the module docstring).
+DISTRIBUTIONS = ("onednn-cpu-gomp", "onednn")
+
+
 def library_dir() -> str | None:
-    """The directory holding ``libdnnl.so.3`` of the installed ``onednn`` wheel, or None
-    when it is not installed (found without loading anything)."""
-    try:
-        dist = importlib.metadata.distribution("onednn")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in dist.files or ():
-        if f.name == "libdnnl.so.3":
-            path = str(dist.locate_file(f))
-            if os.path.exists(path):
-                return os.path.dirname(path)
+    """The directory holding ``libdnnl.so.3`` of the first installed oneDNN wheel of
+    :data:`DISTRIBUTIONS`, or None when none is (found without loading anything)."""
+    for name in DISTRIBUTIONS:
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for f in dist.files or ():
+            if f.name == "libdnnl.so.3":
+                path = str(dist.locate_file(f))
+                if os.path.exists(path):
+                    return os.path.dirname(path)
     return None
 
 
 def available() -> bool:
-    """Whether the ``onednn`` wheel is installed (it is only loaded at the first use)."""
+    """Whether a oneDNN wheel is installed (it is only loaded at the first use)."""
     return library_dir() is not None
 
 
@@ -206,8 +223,8 @@ def _load_with_dependencies(directory: str, name: str) -> ctypes.CDLL:
 
 
 def load_dnnl() -> OneDNN:
-    """oneDNN from the ``onednn`` wheel, loaded once (thread-safe), with its CPU engine;
-    :class:`~irc.MissingDependencyError` when the wheel is not installed."""
+    """oneDNN from the installed wheel (:func:`library_dir`), loaded once (thread-safe),
+    with its CPU engine; :class:`~irc.MissingDependencyError` when none is installed."""
     global _library
     if _library is not None:
         return _library
@@ -216,8 +233,8 @@ def load_dnnl() -> OneDNN:
             return _library
         directory = library_dir()
         if directory is None:
-            raise MissingDependencyError(f"the dnnl backend needs oneDNN (the 'onednn' "
-                                         f"wheel): {INSTALL}")
+            raise MissingDependencyError(f"the dnnl backend needs oneDNN (the "
+                                         f"'onednn-cpu-gomp' wheel): {INSTALL}")
         cpu_runtime = os.path.join(directory, "libintelocl.so")
         if os.path.exists(cpu_runtime):
             os.environ.setdefault("OCL_ICD_FILENAMES", cpu_runtime)
@@ -342,9 +359,10 @@ class _Reorder:
         self.primitive.run()
 
 
-def _attr(lib: OneDNN, residual: bool, activation: str | None) -> _Owned:
-    """Primitive attributes with the post-ops: sum (the residual add, read from the
-    destination) then the activation."""
+def _attr(lib: OneDNN, residual: _Owned | bool | None, activation: str | None) -> _Owned:
+    """Primitive attributes with the post-ops: the residual add, then the activation. The
+    residual is a binary add reading it where it is (``residual`` its memory descriptor),
+    or, with ``residual=True``, a sum adding what was copied into the destination."""
     attr = _vp()
     lib.check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), "creating attributes")
     owned = _Owned(attr, lib.dnnl_primitive_attr_destroy)
@@ -353,7 +371,10 @@ def _attr(lib: OneDNN, residual: bool, activation: str | None) -> _Owned:
     po = _vp()
     lib.check(lib.dnnl_post_ops_create(ctypes.byref(po)), "creating post-ops")
     post_ops = _Owned(po, lib.dnnl_post_ops_destroy)
-    if residual:
+    if isinstance(residual, _Owned):
+        lib.check(lib.dnnl_post_ops_append_binary(po, _BINARY_ADD, residual.handle),
+                  "adding the residual post-op")
+    elif residual:
         lib.check(lib.dnnl_post_ops_append_sum(po, 1.0, 0, 0), "adding the residual post-op")
     if activation is not None:
         if activation not in ACTIVATIONS:
@@ -542,19 +563,31 @@ class _ConvPrimitive(DnnlPrimitive):
             w_strides = (kstrides[0] * (d["co"] // g),) + kstrides
         user_w = _md(lib, w_dims, w_strides)
         bias_md = _dense_md(lib, (d["co"],)) if plan.bias else None
-        attr = _attr(lib, plan.residual, plan.activation)
         # Kept in variables: a descriptor is destroyed when its wrapper is collected.
         any_src, any_w, any_dst = (_md(lib, src_dims, None), _md(lib, w_dims, None),
                                    _md(lib, dst_dims, None))
-        pd = _vp()
-        lib.check(lib.dnnl_convolution_forward_primitive_desc_create(
-            ctypes.byref(pd), lib.engine, _FORWARD_INFERENCE, _CONV_DIRECT,
-            any_src.handle, any_w.handle,
-            bias_md.handle if bias_md else None, any_dst.handle,
-            _Dims(*plan.strides), _Dims(*(x - 1 for x in plan.dilation)),
-            _Dims(*plan.padding[:2]), _Dims(*plan.padding[2:]), attr.handle),
-            f"planning the convolution {_describe_conv(plan)}")
-        pd_owned = _Owned(pd, lib.dnnl_primitive_desc_destroy)
+
+        def describe(src: _Owned, dst: _Owned, attr: _Owned) -> _Owned:
+            pd = _vp()
+            lib.check(lib.dnnl_convolution_forward_primitive_desc_create(
+                ctypes.byref(pd), lib.engine, _FORWARD_INFERENCE, _CONV_DIRECT,
+                src.handle, any_w.handle,
+                bias_md.handle if bias_md else None, dst.handle,
+                _Dims(*plan.strides), _Dims(*(x - 1 for x in plan.dilation)),
+                _Dims(*plan.padding[:2]), _Dims(*plan.padding[2:]), attr.handle),
+                f"planning the convolution {_describe_conv(plan)}")
+            return _Owned(pd, lib.dnnl_primitive_desc_destroy)
+
+        # The caller's layouts as they are when oneDNN has a direct kernel for them
+        # (channels-last: its brgemm and depthwise kernels read NHWC), which saves the
+        # reorders, and the residual read where it is (a binary add post-op); otherwise
+        # (NCHW: only its im2col gemm) the layouts oneDNN prefers, the residual copied
+        # into the destination in that layout and added by a sum post-op.
+        pd_owned = describe(user_src, user_dst, _attr(
+            lib, user_dst if plan.residual else None, plan.activation))
+        self.plain = not _impl_name(lib, pd_owned).startswith(("gemm", "ref"))
+        if not self.plain:
+            pd_owned = describe(any_src, any_dst, _attr(lib, plan.residual, plan.activation))
         self.implementation = _impl_name(lib, pd_owned)
         self.src = _Operand(lib, user_src, _query_md(lib, pd_owned, _QUERY_SRC_MD),
                             "the convolution's input", output=False)
@@ -563,15 +596,18 @@ class _ConvPrimitive(DnnlPrimitive):
         w_mem, self.w = _weights(lib, user_w, _query_md(lib, pd_owned, _QUERY_WEIGHTS_MD),
                                  weight, "the convolution's weights")
         self.bias = _Memory(lib, bias_md.handle) if bias_md else None
-        # The residual is copied (reordered) into the destination; the sum post-op adds it.
-        self.residual: tuple[_Memory, _Reorder] | None = None
+        # The residual: read by the binary post-op on the plain path; else copied
+        # (reordered) into the destination, where the sum post-op adds it.
+        self.residual: tuple[_Memory, _Reorder | None] | None = None
         if plan.residual:
             user = _Memory(lib, user_dst.handle)
-            self.residual = (user, _Reorder(lib, user_dst, user, dst_md, self.dst.memory,
-                                            "the residual"))
+            self.residual = (user, None) if self.plain else \
+                (user, _Reorder(lib, user_dst, user, dst_md, self.dst.memory, "the residual"))
         args = [(_ARG_SRC, self.src.memory), (_ARG_WEIGHTS, w_mem), (_ARG_DST, self.dst.memory)]
         if self.bias is not None:
             args.append((_ARG_BIAS, self.bias))
+        if self.residual is not None and self.plain:
+            args.append((_ARG_POST_OP0_SRC1, self.residual[0]))
         self.conv = _Primitive(lib, pd_owned, args, "convolution")
 
     def __call__(self, data: int, weight: int, bias: int, residual: int, out: int) -> None:
@@ -583,7 +619,8 @@ class _ConvPrimitive(DnnlPrimitive):
         self.dst.bind(out)
         if self.residual is not None:
             self.residual[0].point(residual)
-            self.residual[1].run()
+            if self.residual[1] is not None:
+                self.residual[1].run()
         self.conv.run()
         if self.dst.reorder is not None:
             self.dst.reorder.run()

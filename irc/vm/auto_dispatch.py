@@ -9,7 +9,8 @@ library was measured faster than irc's own build of it, on this machine.
    through its library, and by irc's default pipeline; both run in the VM on random
    inputs and the faster wins. Decisions are cached on disk, keyed by the function's
    printed form (operators, attributes, shapes, dtypes; not the weights' values), the
-   pattern, the target and the host CPU, so a shape is measured once per machine
+   pattern, the target, the host CPU and the versions of irc and of the library's wheel,
+   so a shape is measured once per machine and installation
    (``$IRC_CACHE_DIR/dispatch.json``, default ``~/.cache/irc``).
 3. The model is fused again with the patterns refusing the matches irc won, and
    ``RunCodegen`` builds the library modules.
@@ -21,6 +22,7 @@ measurement needs the device.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -35,6 +37,7 @@ from .. import passes
 from ..core.diagnostics import IRCError
 from ..core.module import IRModule
 from ..core.target import Target, host_cpu_model
+from ..core.version import __version__
 from ..dispatch import PatternEntry, get_patterns_with_prefix
 from ..dispatch.table import PatternCheckContext, unavailable_reason
 from ..ir.expr import Call, Function, GlobalVar, SeqExpr, VarBinding
@@ -124,9 +127,28 @@ def _measure(func: Function, pattern: str, target: Target, device: Any,
             "choice": "library" if lib_s < irc_s else "irc"}
 
 
+# The wheels each backend runs on: a decision is measured again when one changes.
+_LIBRARY_DISTRIBUTIONS = {
+    "dnnl": ("onednn-cpu-gomp", "onednn"),
+    "blas": ("scipy-openblas32",),
+    "cublas": ("nvidia-cublas", "nvidia-cublas-cu12"),
+}
+
+
+def _installed(names: tuple[str, ...]) -> str:
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ",".join(out)
+
+
 def _key(func: Function, pattern: str, target: Target) -> str:
     text = _standalone(func).script()
-    raw = "\n".join([pattern, str(target), host_cpu_model(), text])
+    libs = _installed(_LIBRARY_DISTRIBUTIONS.get(pattern.partition(".")[0], ()))
+    raw = "\n".join([pattern, libs, __version__, str(target), host_cpu_model(), text])
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 

@@ -25,7 +25,7 @@ from ..ir.expr import Function
 from ..runtime import Module
 from ..runtime.external import ExternalModule
 from ..tir.stmt import PrimFunc
-from .auto_dispatch import auto_dispatch
+from .auto_dispatch import auto_dispatch, candidate_patterns
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable
 
@@ -43,7 +43,9 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     order (``"blas"``, ``["cublas.matmul_transposed_bias_relu", "cublas"]``); ``"auto"``
     offloads a subgraph only where its library was measured faster than irc's own build
     of it on this machine (``irc.vm.auto_dispatch``; decisions cached per shape); None or
-    ``"none"`` (the default) dispatches nothing.
+    ``"none"`` (the default) dispatches nothing. Before dispatch the module is put in the
+    form libraries take (:func:`prepare_for_dispatch`): NHWC convolutions when oneDNN is
+    among the patterns, batch norms folded into the convolutions before them.
     """
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
@@ -52,13 +54,13 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     t = Target.canon(target)
     if params:
         mod = passes.BindParams(_entry_name(mod), params)(mod)
+    patterns = candidate_patterns(t) if dispatch == "auto" else dispatch_patterns(dispatch)
+    if patterns:
+        mod = prepare_for_dispatch(mod, patterns)
     if dispatch == "auto":
         with t:
             mod = auto_dispatch(mod, t, compile)
-        patterns = []
-    else:
-        patterns = dispatch_patterns(dispatch)
-    if patterns:
+    elif patterns:
         with t:  # library epilogues compile for the target
             mod = passes.RunCodegen()(passes.FuseOpsByPattern(
                 patterns, annotate_codegen=True)(mod))
@@ -97,6 +99,22 @@ def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
             found = [get_pattern(item)]  # an IRCError naming close names
         out.extend(e for e in found if e not in out)
     return out
+
+
+# oneDNN runs channels-last convolutions as they are; NCHW ones it must reorder to its
+# blocked layout and back around every call (it has only an im2col gemm for plain NCHW).
+CHANNELS_LAST = {"nn.conv2d": ["NHWC", "OIHW"]}
+
+
+def prepare_for_dispatch(mod: IRModule, patterns: list[PatternEntry]) -> IRModule:
+    """``mod`` in the form libraries take: convolutions converted to NHWC when oneDNN may
+    take them (``passes.ConvertLayout``; permutations at the ends of convolution chains
+    only), then batch norms folded into the constant-weight convolutions before them
+    (``passes.FoldBatchNormToConv2D``), so a convolution with batch norm is one with a
+    bias."""
+    if any(e.name.startswith("dnnl.conv2d") for e in patterns):
+        mod = passes.ConvertLayout(CHANNELS_LAST)(mod)
+    return passes.FoldBatchNormToConv2D()(mod)
 
 
 def _entry_name(mod: IRModule) -> str:

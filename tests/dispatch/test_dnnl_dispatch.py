@@ -255,6 +255,34 @@ def test_cnn_compiles_with_dispatch_saves_and_loads(tmp_path):
                                .numpy(), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("layout,plain", [("NHWC", True), ("NCHW", False)])
+def test_channels_last_runs_without_reorders(layout, plain):
+    # oneDNN's direct kernels read NHWC as it is; for NCHW it needs its blocked layout.
+    shape = (1, 16, 8, 8) if layout == "NCHW" else (1, 8, 8, 16)
+    plan = dnnl.ConvPlan(shape, layout, (16, 16, 3, 3), "OIHW", shape, layout,
+                         padding=(1, 1, 1, 1), bias=True, residual=True, activation="relu")
+    prim = plan.build(np.ones((16, 16, 3, 3), "float32"))
+    assert prim.plain == plain
+    assert (prim.src.reorder is None and prim.dst.reorder is None) == plain
+
+
+def test_resnet_dispatches_every_convolution_in_nhwc_with_batch_norm_folded():
+    from irc.testing.models import get_model
+
+    model = get_model("resnet18", image_size=32)  # NCHW, batch norm after each conv
+    ex = irc.compile(model.mod, "llvm", params=model.bound_params(), dispatch="dnnl")
+    (ext,) = ex.external
+    plans = [spec["plan"] for spec in ext.specs.values() if "data_layout" in spec["plan"]]
+    assert len(plans) == 20  # 17 convolutions and 3 shortcut projections
+    assert all(p["data_layout"] == "NHWC" and p["out_layout"] == "NHWC" and p["bias"]
+               for p in plans)
+    assert sum(p["residual"] for p in plans) == 8  # one per basic block
+    x = model.random_input()
+    got = irc.vm.VirtualMachine(ex)["forward"](irc.tensor(x)).numpy()
+    want = model.reference(x)
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
 def test_calls_with_wrong_arguments_are_irc_errors():
     mod = conv_module((1, 4, 6, 6), (4, 4, 3, 3), padding=1, relu=True)
     out = dispatch(mod, get_patterns_with_prefix("dnnl"))
