@@ -11,9 +11,10 @@ dispatch, all measured in this run with both cores:
 and, with the ``dnnl`` extra, seed 000's convolution ``relu(conv2d(x, w) + b)`` (1 x 512 x
 7 x 7, 3x3 kernel, 512 -> 512, NCHW, weights bound as constants) through the ``dnnl``
 backend next to the same oneDNN primitive called directly
-(``irc.runtime.dnnl.ConvPlan.build``), PyTorch's CPU convolution (oneDNN inside; when
-torch is installed), irc's default build and irc's build tuned for ``--trials``
-measurements (``ms.tune_relax``: the fused convolution as one task), all with 2 threads.
+(``irc.runtime.dnnl.ConvPlan.build``, on NHWC data as irc dispatches it), PyTorch's CPU
+convolution (oneDNN inside; when torch is installed), irc's default build and irc's build
+tuned for ``--trials`` measurements (``ms.tune_relax``: the fused convolution as one
+task), all with 2 threads.
 
 The overhead irc adds to a library is the ratio of the library path to the direct call.
 
@@ -149,12 +150,15 @@ def bench_conv(repeat: int, trials: int) -> None:
     mod = irc.passes.BindParams("main", {"w": w, "b": b})(irc.parse(CONV))
     flops = 2.0 * 512 * 7 * 7 * 512 * 9
     t_lib, got = _vm_time(mod, [x], repeat, dispatch="dnnl")
-    plan = dnnl.ConvPlan((1, 512, 7, 7), "NCHW", (512, 512, 3, 3), "OIHW", (1, 512, 7, 7),
-                         "NCHW", padding=(1, 1, 1, 1), bias=True, activation="relu")
+    # irc dispatches the convolution in NHWC (oneDNN's direct kernels read it without
+    # reorders), so the direct call is that primitive on NHWC data.
+    plan = dnnl.ConvPlan((1, 7, 7, 512), "NHWC", (512, 512, 3, 3), "OIHW", (1, 7, 7, 512),
+                         "NHWC", padding=(1, 1, 1, 1), bias=True, activation="relu")
     prim = plan.build(w)
-    out = np.empty((1, 512, 7, 7), np.float32)
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    out = np.empty((1, 7, 7, 512), np.float32)
     bias = np.ascontiguousarray(b.reshape(-1))
-    t_direct = _host_time(lambda: prim(x.ctypes.data, 0, bias.ctypes.data, 0,
+    t_direct = _host_time(lambda: prim(x_nhwc.ctypes.data, 0, bias.ctypes.data, 0,
                                        out.ctypes.data), repeat)
     t_irc, want = _vm_time(mod, [x], repeat)
     err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)

@@ -188,7 +188,9 @@ def collect_names(node: Any) -> set[str]:
 
     class _Names(Visitor):
         def visit_Var(self, v: Var) -> None:
-            names.add(v.name_hint)
+            # Shape expressions hold loop-IR variables, whose class is also called Var.
+            if isinstance(v, Var):
+                names.add(v.name_hint)
 
         visit_DataflowVar = visit_Var
 

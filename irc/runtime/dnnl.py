@@ -585,7 +585,8 @@ class _ConvPrimitive(DnnlPrimitive):
         # into the destination in that layout and added by a sum post-op.
         pd_owned = describe(user_src, user_dst, _attr(
             lib, user_dst if plan.residual else None, plan.activation))
-        self.plain = not _impl_name(lib, pd_owned).startswith(("gemm", "ref"))
+        # Implementation names: "brg_conv_fwd:avx2", "x64:gemm:jit", "ref:any", ...
+        self.plain = not re.search(r"(^|:)(gemm|ref)(:|$)", _impl_name(lib, pd_owned))
         if not self.plain:
             pd_owned = describe(any_src, any_dst, _attr(lib, plan.residual, plan.activation))
         self.implementation = _impl_name(lib, pd_owned)

@@ -15,17 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ...core.diagnostics import IRCError, MissingDependencyError
+from ...core.diagnostics import IRCError
+from ...frontend.onnx.importer import onnx_module
 from .resnet import _config
-
-
-def _onnx() -> Any:
-    try:
-        import onnx
-    except ImportError as err:
-        raise MissingDependencyError("exporting a zoo model to ONNX needs the onnx package: "
-                                     "pip install 'irc[onnx]'") from err
-    return onnx
 
 
 class _Graph:
@@ -66,7 +58,7 @@ def resnet_onnx(state: dict[str, np.ndarray], depth: int = 18,
                 input_shape: tuple[int, ...] = (1, 3, 224, 224), opset: int = 17) -> Any:
     """The zoo's NCHW ResNet-``depth`` with weights ``state`` (torchvision's names) as an
     ``onnx.ModelProto`` with input ``x`` of ``input_shape`` and output ``logits``."""
-    onnx = _onnx()
+    onnx = onnx_module()
     if len(input_shape) != 4 or input_shape[1] != 3:
         raise IRCError(f"resnet_onnx: the input must be NCHW images with 3 channels, got "
                        f"shape {tuple(input_shape)}")

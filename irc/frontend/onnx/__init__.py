@@ -1,0 +1,15 @@
+"""The ONNX importer: ``from_onnx(model, shape_dict=None, dtype_dict=None, opset=None,
+keep_params_in_input=False)`` turns an ONNX model into a graph-level IRModule (see
+:mod:`irc.frontend.onnx.importer`); ``supported_ops()`` lists the operator types irc
+converts and the opsets their converters start at. Needs the ``onnx`` package
+(``pip install 'irc[onnx]'``), imported when the importer is first used.
+"""
+
+from ...core.diagnostics import UnsupportedOperatorError
+from . import ops_elementwise, ops_nn, ops_tensor
+from .importer import from_onnx
+from .registry import supported_ops
+
+UnsupportedOpError = UnsupportedOperatorError
+
+__all__ = ["from_onnx", "supported_ops", "UnsupportedOpError"]

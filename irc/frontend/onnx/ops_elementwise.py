@@ -1,0 +1,306 @@
+"""Converters of elementwise ONNX operators: arithmetic, comparisons, logic, math
+functions, activations, ``Cast``, ``Clip``, ``Where`` and the variadic ``Sum`` / ``Mean`` /
+``Max`` / ``Min``. Broadcasting is numpy's on both sides (ONNX opset 7 and newer)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core import dtype as dt
+from ...ir import ops
+from ...ir.expr import Constant, Expr, const
+from .importer import Node, SymShape, onnx_dtype
+from .registry import converter
+
+
+def scalar(value: float, dtype: str) -> Constant:
+    """A 0-d constant of ``dtype``."""
+    return const(np.asarray(value, dtype=dt.to_numpy(dtype)), dtype)
+
+
+def _sym_binary(node: Node, fn: Callable[[Any, Any], Any]) -> SymShape | None:
+    """Integer arithmetic on symbolic shape values, or None when an operand is not one."""
+    a, b = node.sym(0), node.sym(1)
+    if a is None or b is None or (a.static() is not None and b.static() is not None):
+        return None
+    n = max(len(a.dims), len(b.dims))
+    da = a.dims * n if len(a.dims) == 1 else a.dims
+    db = b.dims * n if len(b.dims) == 1 else b.dims
+    if len(da) != len(db):
+        return None
+    return SymShape([fn(x, y) for x, y in zip(da, db)], scalar=a.scalar and b.scalar)
+
+
+_BINARY = {
+    "Add": (ops.add, lambda x, y: x + y),
+    "Sub": (ops.subtract, lambda x, y: x - y),
+    "Mul": (ops.multiply, lambda x, y: x * y),
+    "Div": (ops.divide, lambda x, y: x // y),
+    "Pow": (ops.power, None),
+}
+
+
+def _binary(node: Node) -> Expr | SymShape:
+    build, sym_fn = _BINARY[node.op_type]
+    if sym_fn is not None:
+        s = _sym_binary(node, sym_fn)
+        if s is not None:
+            return s
+    a, b = node.input(0), node.input(1)
+    if node.op_type == "Pow" and node.dtype(1) != node.dtype(0):
+        b = ops.astype(b, node.dtype(0))
+    if node.op_type == "Div" and dt.is_integer(node.dtype(0)):
+        return ops.divide(a, b)  # ONNX integer Div truncates, as irc's divide does
+    return build(a, b)
+
+
+for _op in _BINARY:
+    converter(_op, since=7)(_binary)
+
+
+_COMPARE = {"Equal": ops.equal, "Less": ops.less, "LessOrEqual": ops.less_equal,
+            "Greater": ops.greater, "GreaterOrEqual": ops.greater_equal}
+
+
+@converter(*_COMPARE, since=7)
+def _compare(node: Node) -> Expr:
+    return _COMPARE[node.op_type](node.input(0), node.input(1))
+
+
+@converter("And", "Or", since=7)
+def _logical(node: Node) -> Expr:
+    fn = ops.logical_and if node.op_type == "And" else ops.logical_or
+    return fn(node.input(0), node.input(1))
+
+
+@converter("Xor", since=7)
+def _xor(node: Node) -> Expr:
+    return ops.not_equal(node.input(0), node.input(1))
+
+
+@converter("Not", since=1)
+def _not(node: Node) -> Expr:
+    return ops.logical_not(node.input(0))
+
+
+_UNARY: dict[str, Callable[[Expr], Expr]] = {
+    "Abs": ops.abs, "Neg": ops.negative, "Exp": ops.exp, "Log": ops.log, "Sqrt": ops.sqrt,
+    "Floor": ops.floor, "Ceil": ops.ceil, "Round": ops.round, "Erf": ops.erf,
+    "Sin": ops.sin, "Cos": ops.cos, "Tanh": ops.tanh, "Sigmoid": ops.sigmoid,
+    "Relu": ops.nn.relu,
+}
+
+
+@converter(*_UNARY, since=6)
+def _unary(node: Node) -> Expr:
+    return _UNARY[node.op_type](node.input(0))
+
+
+def _float_input(node: Node) -> tuple[Expr, str]:
+    x = node.input(0)
+    dtype = node.dtype(0)
+    if not dt.is_float(dtype):
+        raise node.error(f"needs a floating-point input, got {dtype}")
+    return x, dtype
+
+
+@converter("Reciprocal", since=6)
+def _reciprocal(node: Node) -> Expr:
+    x, dtype = _float_input(node)
+    return ops.divide(scalar(1.0, dtype), x)
+
+
+@converter("Sign", since=9)
+def _sign(node: Node) -> Expr:
+    x = node.input(0)
+    dtype = node.dtype(0)
+    zero, one = scalar(0, dtype), scalar(1, dtype)
+    neg = ops.where(ops.less(x, zero), ops.negative(one) if not dt.is_uint(dtype) else zero,
+                    zero)
+    return ops.where(ops.greater(x, zero), one, neg)
+
+
+def _trig(fn: Callable[[Expr, str], Expr]) -> Callable[[Node], Expr]:
+    def convert(node: Node) -> Expr:
+        x, dtype = _float_input(node)
+        return fn(x, dtype)
+    return convert
+
+
+converter("Tan", since=7)(_trig(lambda x, d: ops.divide(ops.sin(x), ops.cos(x))))
+converter("Sinh", since=9)(_trig(lambda x, d: ops.multiply(
+    ops.subtract(ops.exp(x), ops.exp(ops.negative(x))), scalar(0.5, d))))
+converter("Cosh", since=9)(_trig(lambda x, d: ops.multiply(
+    ops.add(ops.exp(x), ops.exp(ops.negative(x))), scalar(0.5, d))))
+converter("Asinh", since=9)(_trig(lambda x, d: ops.log(ops.add(x, ops.sqrt(ops.add(
+    ops.multiply(x, x), scalar(1, d)))))))
+converter("Acosh", since=9)(_trig(lambda x, d: ops.log(ops.add(x, ops.sqrt(ops.subtract(
+    ops.multiply(x, x), scalar(1, d)))))))
+converter("Atanh", since=9)(_trig(lambda x, d: ops.multiply(ops.log(ops.divide(
+    ops.add(scalar(1, d), x), ops.subtract(scalar(1, d), x))), scalar(0.5, d))))
+
+
+@converter("Softplus", since=1)
+def _softplus(node: Node) -> Expr:
+    x, d = _float_input(node)
+    # log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
+    return ops.add(ops.maximum(x, scalar(0, d)),
+                   ops.log(ops.add(scalar(1, d), ops.exp(ops.negative(ops.abs(x))))))
+
+
+@converter("Softsign", since=1)
+def _softsign(node: Node) -> Expr:
+    x, d = _float_input(node)
+    return ops.divide(x, ops.add(scalar(1, d), ops.abs(x)))
+
+
+@converter("LeakyRelu", since=6)
+def _leaky_relu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha = float(node.attr("alpha", 0.01))
+    return ops.where(ops.less(x, scalar(0, d)), ops.multiply(x, scalar(alpha, d)), x)
+
+
+@converter("PRelu", since=7)
+def _prelu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    slope = node.input(1)
+    return ops.where(ops.less(x, scalar(0, d)), ops.multiply(x, slope), x)
+
+
+@converter("Elu", since=6)
+def _elu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    return ops.where(ops.less(x, scalar(0, d)),
+                     ops.multiply(ops.subtract(ops.exp(x), scalar(1, d)), scalar(alpha, d)), x)
+
+
+@converter("Celu", since=12)
+def _celu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    neg = ops.multiply(ops.subtract(ops.exp(ops.divide(x, scalar(alpha, d))), scalar(1, d)),
+                       scalar(alpha, d))
+    return ops.add(ops.maximum(x, scalar(0, d)), ops.minimum(neg, scalar(0, d)))
+
+
+@converter("Selu", since=6)
+def _selu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha = float(node.attr("alpha", 1.67326319217681884765625))
+    gamma = float(node.attr("gamma", 1.05070102214813232421875))
+    neg = ops.multiply(ops.subtract(ops.exp(x), scalar(1, d)), scalar(alpha, d))
+    return ops.multiply(ops.where(ops.less_equal(x, scalar(0, d)), neg, x), scalar(gamma, d))
+
+
+@converter("ThresholdedRelu", since=10)
+def _thresholded_relu(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    return ops.where(ops.greater(x, scalar(alpha, d)), x, scalar(0, d))
+
+
+@converter("HardSigmoid", since=6)
+def _hard_sigmoid(node: Node) -> Expr:
+    x, d = _float_input(node)
+    alpha, beta = float(node.attr("alpha", 0.2)), float(node.attr("beta", 0.5))
+    return ops.clip(ops.add(ops.multiply(x, scalar(alpha, d)), scalar(beta, d)), 0.0, 1.0)
+
+
+@converter("HardSwish", since=14)
+def _hard_swish(node: Node) -> Expr:
+    x, d = _float_input(node)
+    hs = ops.clip(ops.add(ops.multiply(x, scalar(1 / 6, d)), scalar(0.5, d)), 0.0, 1.0)
+    return ops.multiply(x, hs)
+
+
+@converter("Mish", since=18)
+def _mish(node: Node) -> Expr:
+    x, d = _float_input(node)
+    sp = ops.add(ops.maximum(x, scalar(0, d)),
+                 ops.log(ops.add(scalar(1, d), ops.exp(ops.negative(ops.abs(x))))))
+    return ops.multiply(x, ops.tanh(sp))
+
+
+@converter("Gelu", since=20)
+def _gelu(node: Node) -> Expr:
+    _float_input(node)
+    approx = node.attr("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise node.error(f"approximate must be 'none' or 'tanh', got {approx!r}")
+    return (ops.nn.gelu if approx == "none" else ops.nn.gelu_tanh)(node.input(0))
+
+
+@converter("Clip", since=6)
+def _clip6(node: Node) -> Expr:
+    x = node.input(0)
+    if node.opset < 11:
+        lo, hi = node.attr("min", -math.inf), node.attr("max", math.inf)
+        return ops.clip(x, float(lo), float(hi))
+    d = node.dtype(0)
+    out = x
+    if node.has_input(1):
+        out = ops.maximum(out, _as_dtype(node.input(1), node, 1, d))
+    if node.has_input(2):
+        out = ops.minimum(out, _as_dtype(node.input(2), node, 2, d))
+    return out
+
+
+def _as_dtype(e: Expr, node: Node, i: int, dtype: str) -> Expr:
+    return e if node.dtype(i) == dtype else ops.astype(e, dtype)
+
+
+@converter("Cast", since=6)
+def _cast(node: Node) -> Expr | SymShape:
+    to = onnx_dtype(int(node.required_attr("to")), f"node {node.name!r}: Cast")
+    s = node.sym(0)
+    if s is not None and s.static() is None and dt.is_integer(to):
+        return s
+    return ops.astype(node.input(0), to)
+
+
+@converter("CastLike", since=15)
+def _cast_like(node: Node) -> Expr:
+    return ops.astype(node.input(0), node.dtype(1))
+
+
+@converter("Where", since=9)
+def _where(node: Node) -> Expr:
+    return ops.where(node.input(0), node.input(1), node.input(2))
+
+
+_VARIADIC = {"Sum": ops.add, "Max": ops.maximum, "Min": ops.minimum, "Mean": ops.add}
+
+
+@converter(*_VARIADIC, since=8)
+def _variadic(node: Node) -> Expr:
+    items = [node.input(i) for i in range(node.num_inputs) if node.has_input(i)]
+    if not items:
+        raise node.error("needs at least one input")
+    out = items[0]
+    for e in items[1:]:
+        out = _VARIADIC[node.op_type](out, e)
+    if node.op_type == "Mean":
+        out = ops.divide(out, scalar(len(items), node.dtype(0)))
+    return out
+
+
+@converter("Mod", since=10)
+def _mod(node: Node) -> Expr:
+    a, b = node.input(0), node.input(1)
+    d = node.dtype(0)
+    if int(node.attr("fmod", 0)) or dt.is_float(d):
+        if not int(node.attr("fmod", 0)):
+            raise node.error("Mod of floats needs fmod=1")
+        q = ops.divide(a, b)
+        trunc = ops.where(ops.less(q, scalar(0, d)), ops.ceil(q), ops.floor(q))
+        return ops.subtract(a, ops.multiply(trunc, b))
+    # integer modulo with the sign of the divisor (Python's %)
+    return ops.subtract(a, ops.multiply(ops.floor_divide(a, b), b))
+
+
+__all__: list[str] = []

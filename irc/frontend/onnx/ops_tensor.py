@@ -1,0 +1,369 @@
+"""Converters of ONNX operators that move, select or create data: ``Reshape``,
+``Transpose``, ``Flatten``, ``Squeeze``, ``Unsqueeze``, ``Concat``, ``Split``, ``Slice``,
+``Gather``, ``Expand``, ``Tile``, ``Shape``, ``Size``, ``Identity``, ``Dropout``,
+``Constant``, ``ConstantOfShape``, ``Range``, ``Pad``.
+
+Shape-like inputs (a target shape, slice bounds, axes, repeats, pads) must be known at
+import time: constants, or symbolic shape values (``importer.SymShape``) where noted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir import ops
+from ...ir.expr import Constant, Expr, ShapeExpr, Tuple
+from ...tir import expr as E
+from .importer import Node, SymShape
+from .ops_elementwise import scalar
+from .registry import converter
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _axis(node: Node, axis: int, ndim: int, what: str = "axis") -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise node.error(f"{what} {axis} is out of range for rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def _shape_expr(dims: Any) -> ShapeExpr:
+    return ShapeExpr(values=tuple(E.IntImm(dtype="int64", value=int(d))
+                                  if isinstance(d, (int, np.integer)) else d for d in dims))
+
+
+@converter("Identity", since=1)
+def _identity(node: Node) -> Any:
+    s = node.sym(0)
+    return s if s is not None and node.graph.values.get(node.input_names[0]) is None \
+        else node.input(0)
+
+
+@converter("Dropout", since=7)
+def _dropout(node: Node) -> Any:
+    # Inference: the input unchanged, and a mask of ones when asked for.
+    if node.has_input(2) and node.const(2) is not None and bool(node.const(2)):
+        raise node.error("Dropout in training mode (training_mode=True) is not supported")
+    x = node.input(0)
+    if len(node.output_names) > 1 and node.output_names[1]:
+        return [x, ops.ones_like(x, "bool")]
+    return x
+
+
+@converter("Constant", since=1)
+def _constant(node: Node) -> Expr:
+    # Reached only when import-time evaluation could not run it (reference missing).
+    for key in ("value_float", "value_int"):
+        if key in node.attrs:
+            return Constant.from_numpy(np.asarray(node.attrs[key],
+                                                  "float32" if "float" in key else "int64"))
+    for key in ("value_floats", "value_ints"):
+        if key in node.attrs:
+            return Constant.from_numpy(np.asarray(node.attrs[key],
+                                                  "float32" if "float" in key else "int64"))
+    if "value" in node.attrs:
+        return Constant.from_numpy(node.graph.onnx.numpy_helper.to_array(node.attrs["value"]))
+    raise node.error("has no value irc can read (sparse and string constants are not "
+                     "supported)")
+
+
+@converter("Shape", since=1)
+def _shape(node: Node) -> SymShape:
+    dims = list(node.shape(0))
+    n = len(dims)
+    start = int(node.attr("start", 0)) if node.opset >= 15 else 0
+    end = node.attr("end") if node.opset >= 15 else None
+    start = min(max(start + n if start < 0 else start, 0), n)
+    stop = n if end is None else min(max(int(end) + n if int(end) < 0 else int(end), 0), n)
+    return SymShape(dims[start:stop])
+
+
+@converter("Size", since=1)
+def _size(node: Node) -> SymShape:
+    total: Any = 1
+    for d in node.shape(0):
+        total = total * d
+    return SymShape([total], scalar=True)
+
+
+def _target_shape(node: Node, i: int, allow_zero: bool) -> list[Any]:
+    s = node.sym(i)
+    if s is None:
+        raise node.error(f"the target shape (input {i}) must be known at import time "
+                         "(a constant or shape arithmetic on static or symbolic shapes)")
+    dims = list(s.dims)
+    in_shape = node.shape(0) if node.has_input(0) else ()
+    out = []
+    for j, d in enumerate(dims):
+        if isinstance(d, E.IntImm) and int(d.value) == 0 and not allow_zero:
+            if j >= len(in_shape):
+                raise node.error(f"shape entry {j} is 0 (copy the input's dimension), but "
+                                 f"the input has rank {len(in_shape)}")
+            out.append(in_shape[j])
+        elif isinstance(d, E.IntImm):
+            out.append(int(d.value))
+        else:
+            out.append(d)
+    return out
+
+
+@converter("Reshape", since=5)
+def _reshape(node: Node) -> Expr:
+    allow_zero = bool(node.attr("allowzero", 0)) if node.opset >= 14 else False
+    dims = _target_shape(node, 1, allow_zero)
+    if sum(1 for d in dims if isinstance(d, int) and d == -1) > 1:
+        raise node.error("the target shape has more than one -1")
+    return ops.reshape(node.input(0), _shape_expr(dims) if any(
+        not isinstance(d, int) for d in dims) else dims)
+
+
+@converter("Transpose", since=1)
+def _transpose(node: Node) -> Expr:
+    perm = node.attr("perm")
+    n = node.ndim(0)
+    if perm is None:
+        perm = list(range(n))[::-1]
+    if sorted(int(p) % max(n, 1) for p in perm) != list(range(n)):
+        raise node.error(f"perm {list(perm)} is not a permutation of the {n} axes")
+    return ops.permute_dims(node.input(0), [int(p) for p in perm])
+
+
+@converter("Flatten", since=1)
+def _flatten(node: Node) -> Expr:
+    shape = node.shape(0)
+    n = len(shape)
+    axis = int(node.attr("axis", 1))
+    if not -n <= axis <= n:
+        raise node.error(f"axis {axis} is out of range for rank {n}")
+    axis = axis + n if axis < 0 else axis
+    outer: Any = 1
+    for d in shape[:axis]:
+        outer = outer * d
+    inner: Any = 1
+    for d in shape[axis:]:
+        inner = inner * d
+    dims = [outer, inner]
+    static = all(isinstance(d, (int, E.IntImm)) for d in dims)
+    if static:
+        return ops.reshape(node.input(0), [int(d.value) if isinstance(d, E.IntImm) else int(d)
+                                           for d in dims])
+    return ops.reshape(node.input(0), _shape_expr(dims))
+
+
+def _axes(node: Node, attr_since: int | None = None) -> list[int] | None:
+    """The axes: input 1 from ``attr_since`` on, else the attribute."""
+    if attr_since is not None and node.opset >= attr_since:
+        return node.ints(1, "axes") if node.has_input(1) else None
+    a = node.attr("axes")
+    return None if a is None else [int(v) for v in a]
+
+
+@converter("Squeeze", since=1)
+def _squeeze(node: Node) -> Any:
+    axes = _axes(node, 13)
+    s = node.sym(0)
+    if s is not None and node.graph.values.get(node.input_names[0]) is None and \
+            len(s.dims) == 1 and not s.scalar:
+        return SymShape(s.dims, scalar=True)
+    n = node.ndim(0)
+    if axes is None:
+        shape = node.static_shape(0)
+        if shape is None:
+            raise node.error("squeezing every unit axis needs a static shape")
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    return ops.squeeze(node.input(0), [_axis(node, a, n) for a in axes])
+
+
+@converter("Unsqueeze", since=1)
+def _unsqueeze(node: Node) -> Any:
+    axes = _axes(node, 13)
+    if axes is None:
+        raise node.error("needs axes")
+    s = node.sym(0)
+    if s is not None and node.graph.values.get(node.input_names[0]) is None and s.scalar \
+            and len(axes) == 1:
+        return SymShape(s.dims)
+    n = node.ndim(0) + len(axes)
+    norm = sorted(_axis(node, a, n) for a in axes)
+    if len(set(norm)) != len(norm):
+        raise node.error(f"axes {axes} repeat an axis")
+    out = node.input(0)
+    for a in norm:
+        out = ops.expand_dims(out, a)
+    return out
+
+
+@converter("Concat", since=4)
+def _concat(node: Node) -> Any:
+    present = [i for i in range(node.num_inputs) if node.has_input(i)]
+    syms = [node.sym(i) for i in present]
+    if all(s is not None and not s.scalar for s in syms) and \
+            any(node.graph.values.get(node.input_names[i]) is None for i in present):
+        return SymShape([d for s in syms for d in s.dims])
+    items = [node.input(i) for i in present]
+    n = node.ndim(present[0])
+    axis = _axis(node, int(node.required_attr("axis")), n)
+    if len(items) == 1:
+        return items[0]
+    return ops.concat(Tuple(fields=tuple(items)), axis)
+
+
+@converter("Split", since=2)
+def _split(node: Node) -> Any:
+    shape = node.shape(0)
+    n = len(shape)
+    axis = _axis(node, int(node.attr("axis", 0)), n)
+    outputs = len(node.output_names)
+    if node.opset >= 13:
+        sizes = node.ints(1, "split") if node.has_input(1) else None
+    else:
+        sizes = node.attr("split")
+    if sizes is None and node.opset >= 18 and "num_outputs" in node.attrs:
+        outputs = int(node.attrs["num_outputs"])
+    dim = shape[axis]
+    if sizes is None:
+        if not isinstance(dim, E.IntImm):
+            return ops.split(node.input(0), outputs, axis)
+        total = int(dim.value)
+        chunk = -(-total // outputs)
+        sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
+        if len(sizes) != outputs:
+            raise node.error(f"cannot split {total} into {outputs} parts")
+    if len(sizes) == 1:
+        return [node.input(0)]
+    cuts, acc = [], 0
+    for sz in sizes[:-1]:
+        acc += int(sz)
+        cuts.append(acc)
+    return ops.split(node.input(0), cuts, axis)
+
+
+@converter("Slice", since=10)
+def _slice(node: Node) -> Any:
+    starts = node.ints(1, "starts")
+    ends = node.ints(2, "ends")
+    n_in = node.sym(0)
+    axes = node.ints(3, "axes") if node.has_input(3) else list(range(len(starts)))
+    steps = node.ints(4, "steps") if node.has_input(4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node.error("starts, ends, axes and steps differ in length")
+    if any(s == 0 for s in steps):
+        raise node.error("a step is 0")
+    if n_in is not None and node.graph.values.get(node.input_names[0]) is None:
+        if axes not in ([0], [-1]):
+            raise node.error("slices a 1-d shape value along an axis it does not have")
+        return SymShape(list(n_in.dims)[slice(_clamp(starts[0]), _clamp(ends[0]), steps[0])])
+    nd = node.ndim(0)
+    axes = [_axis(node, a, nd) for a in axes]
+    return ops.strided_slice(node.input(0), axes, [_clamp(s) for s in starts],
+                             [_clamp(e) for e in ends], steps)
+
+
+def _clamp(v: int) -> int:
+    # ONNX uses INT64_MIN/MAX for "to the end"; keep them in range for irc's attributes.
+    return max(min(v, _INT64_MAX >> 1), -(_INT64_MAX >> 1))
+
+
+@converter("Gather", since=1)
+def _gather(node: Node) -> Any:
+    axis = int(node.attr("axis", 0))
+    s = node.sym(0)
+    idx = node.const(1)
+    if s is not None and node.graph.values.get(node.input_names[0]) is None and \
+            idx is not None:
+        picked = [s.dims[int(i)] for i in idx.reshape(-1)]
+        return SymShape(picked, scalar=idx.ndim == 0)
+    n = node.ndim(0)
+    axis = _axis(node, axis, n)
+    data = node.input(0)
+    if idx is not None:
+        dim = node.shape(0)[axis]
+        if isinstance(dim, E.IntImm):
+            size = int(dim.value)
+            if ((idx < -size) | (idx >= size)).any():
+                raise node.error(f"an index is out of range for axis {axis} of size {size}")
+            idx = np.where(idx < 0, idx + size, idx)
+            return ops.take(data, Constant.from_numpy(idx.astype("int64")), axis)
+    return ops.take(data, node.input(1), axis, mode="wrap")
+
+
+@converter("Expand", since=8)
+def _expand(node: Node) -> Expr:
+    target = _target_shape(node, 1, allow_zero=True)
+    in_shape = list(node.shape(0))
+    n = max(len(target), len(in_shape))
+    target = [1] * (n - len(target)) + target
+    padded = [1] * (n - len(in_shape)) + in_shape
+    out = []
+    for t, d in zip(target, padded):
+        # Expand broadcasts both ways: a 1 in the target keeps the input's dimension.
+        out.append(d if isinstance(t, int) and t == 1 else t)
+    x = node.input(0)
+    if any(not isinstance(d, int) for d in out):
+        return ops.broadcast_to(x, _shape_expr(out))
+    return ops.broadcast_to(x, out)
+
+
+@converter("Tile", since=6)
+def _tile(node: Node) -> Expr:
+    reps = node.ints(1, "repeats")
+    if len(reps) != node.ndim(0):
+        raise node.error(f"repeats has {len(reps)} entries for an input of rank "
+                         f"{node.ndim(0)}")
+    return ops.tile(node.input(0), reps)
+
+
+@converter("ConstantOfShape", since=9)
+def _constant_of_shape(node: Node) -> Expr:
+    dims = _target_shape(node, 0, allow_zero=True)
+    value = node.attr("value")
+    if value is None:
+        arr = np.zeros(1, "float32")
+    else:
+        arr = node.graph.onnx.numpy_helper.to_array(value).reshape(-1)
+    from ...core import dtype as dt
+    dtype = dt.from_numpy(arr.dtype)
+    shape = _shape_expr(dims) if any(not isinstance(d, int) for d in dims) else dims
+    return ops.full(shape, Constant.from_numpy(arr.reshape(()).astype(arr.dtype)), dtype)
+
+
+@converter("Range", since=11)
+def _range(node: Node) -> Expr:
+    vals = [node.const(i) for i in range(3)]
+    dtype = node.dtype(0)
+    if any(v is None for v in vals):
+        raise node.error("start, limit and delta must be known at import time")
+    start, limit, delta = (v.reshape(()).item() for v in vals)
+    if delta == 0:
+        raise node.error("delta is 0")
+    return ops.arange(start, limit, delta, dtype)
+
+
+@converter("Pad", since=11)
+def _pad(node: Node) -> Expr:
+    n = node.ndim(0)
+    pads = node.ints(1, "pads")
+    axes = node.ints(3, "axes") if node.has_input(3) else list(range(n))
+    if len(pads) != 2 * len(axes):
+        raise node.error(f"pads has {len(pads)} entries for {len(axes)} axes")
+    width = [0] * (2 * n)
+    for j, a in enumerate(axes):
+        a = _axis(node, a, n)
+        width[2 * a], width[2 * a + 1] = pads[j], pads[len(axes) + j]
+    mode = node.attr("mode", "constant")
+    modes = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}
+    if mode not in modes:
+        raise node.error(f"mode {mode!r} is not one of {', '.join(modes)}")
+    value = 0.0
+    if node.has_input(2):
+        c = node.const(2)
+        if c is None:
+            raise node.error("the constant value must be known at import time")
+        value = float(c.reshape(-1)[0]) if c.size else 0.0
+    if any(w < 0 for w in width):
+        raise node.error("negative pads (cropping) are not supported")
+    return ops.nn.pad(node.input(0), width, modes[mode], value)
+
+
+__all__ = ["scalar"]

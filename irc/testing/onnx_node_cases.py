@@ -1,0 +1,134 @@
+"""ONNX's backend node tests, driven through irc as a user would: each case's model through
+``from_onnx`` -> ``irc.compile`` -> the VM, every data set's outputs compared with the
+expected ones (rtol 1e-3 for floats, exact for integers and bools).
+
+The cases come from the installed onnx package's definitions
+(``onnx.backend.test.case.node.collect_testcases()``, the same source as onnx's own
+``backend-test-tools generate-data``), so no data files are needed.
+
+    python -m irc.testing.onnx_node_cases            # counts per outcome, failures listed
+    python -m irc.testing.onnx_node_cases --op Relu  # the cases of one operator type
+
+Outcomes: ``pass``; ``unsupported`` (an operator irc has no converter for: the import
+raised ``UnsupportedOpError``); ``error`` (another irc error: a limitation irc reports);
+``mismatch`` (wrong values or shapes); ``crash`` (a non-irc exception: a bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.diagnostics import IRCError, UnsupportedOperatorError
+
+
+@dataclass
+class CaseResult:
+    name: str
+    ops: tuple[str, ...]
+    outcome: str
+    message: str = ""
+
+
+def collect_cases() -> list[Any]:
+    """Every node test case the installed onnx package defines."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the definitions divide by zero on purpose
+        return [c for c in collect_testcases() if c.model is not None]
+
+
+def case_ops(case: Any) -> tuple[str, ...]:
+    """The operator types a case's graph uses."""
+    return tuple(sorted({n.op_type for n in case.model.graph.node}))
+
+
+def _compare(got: np.ndarray, want: np.ndarray, atol: float) -> str | None:
+    want = np.asarray(want)
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"shape {got.shape} != expected {want.shape}"
+    if want.dtype.kind in "fc":
+        if got.dtype != want.dtype:
+            return f"dtype {got.dtype} != expected {want.dtype}"
+        ok = np.isclose(got, want, rtol=1e-3, atol=atol, equal_nan=True)
+        if not ok.all():
+            bad = np.argwhere(~ok)[0]
+            return (f"{int((~ok).sum())} of {ok.size} values differ; at {tuple(bad)}: "
+                    f"{got[tuple(bad)]!r} != {want[tuple(bad)]!r}")
+        return None
+    if want.dtype.kind == "U" or want.dtype == object:
+        return "string outputs are not supported"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != expected {want.dtype}"
+    if not np.array_equal(got, want):
+        return "values differ"
+    return None
+
+
+def run_case(case: Any, target: str = "llvm") -> CaseResult:
+    """Import, compile and run one case; never raises."""
+    from ..frontend.onnx import from_onnx
+    from ..runtime import cpu, tensor
+    from ..vm.build import compile as irc_compile
+    from ..vm.vm import VirtualMachine
+
+    ops = case_ops(case)
+    try:
+        mod = from_onnx(case.model)
+        ex = irc_compile(mod, target)
+        vm = VirtualMachine(ex, cpu())
+        for inputs, outputs in case.data_sets:
+            args = [tensor(np.asarray(a)) for a in inputs]
+            res = vm["main"](*args)
+            got = list(res) if isinstance(res, (list, tuple)) else [res]
+            if len(got) != len(outputs):
+                return CaseResult(case.name, ops, "mismatch",
+                                  f"{len(got)} outputs, expected {len(outputs)}")
+            for i, (g, w) in enumerate(zip(got, outputs)):
+                msg = _compare(g.numpy(), w, max(float(case.atol or 0), 1e-5))
+                if msg is not None:
+                    return CaseResult(case.name, ops, "mismatch", f"output {i}: {msg}")
+        return CaseResult(case.name, ops, "pass")
+    except UnsupportedOperatorError as err:
+        return CaseResult(case.name, ops, "unsupported", err.message.splitlines()[-1].strip())
+    except IRCError as err:
+        return CaseResult(case.name, ops, "error", err.message.splitlines()[0])
+    except Exception as err:  # noqa: BLE001 - a bug in irc: reported as a crash, not raised
+        return CaseResult(case.name, ops, "crash", f"{type(err).__name__}: {err}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="run ONNX's node tests through irc")
+    p.add_argument("--op", action="append", help="only cases using this operator type")
+    p.add_argument("--name", help="only cases whose name contains this")
+    p.add_argument("--show", default="mismatch,crash,error",
+                   help="outcomes to list case by case (comma-separated)")
+    args = p.parse_args(argv)
+    cases = collect_cases()
+    if args.op:
+        cases = [c for c in cases if set(args.op) & set(case_ops(c))]
+    if args.name:
+        cases = [c for c in cases if args.name in c.name]
+    results = []
+    for c in cases:
+        r = run_case(c)
+        results.append(r)
+        if r.outcome in args.show.split(","):
+            print(f"{r.outcome:11s} {r.name}: {r.message}"[:300], flush=True)
+    counts = collections.Counter(r.outcome for r in results)
+    total = len(results)
+    print(f"{total} cases: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()) +
+          f"; pass rate {counts['pass'] / max(total, 1):.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The ONNX importer: models in, IRModules out that compile and match ONNX Runtime; symbolic
+dimensions, parameters kept as inputs, import-time folding of shape arithmetic, and one
+error listing every unsupported operator."""
+
+import numpy as np
+import pytest
+
+import irc
+from irc.core.diagnostics import IRCError
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from irc.frontend.onnx import UnsupportedOpError, from_onnx, supported_ops  # noqa: E402
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _ort(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _irc(mod, *args):
+    ex = irc.compile(mod, "llvm")
+    out = irc.vm.VirtualMachine(ex)["main"](*[irc.tensor(a) for a in args])
+    return [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
+
+
+def _mlp(batch="n"):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 4)).astype("float32")
+    b = rng.standard_normal(4).astype("float32")
+    nodes = [helper.make_node("MatMul", ["input.1", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "b"], ["z"]),
+             helper.make_node("Relu", ["z"], ["out"])]
+    return _model(nodes,
+                  [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [batch, 8])],
+                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, 4])],
+                  [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+
+
+def test_a_model_with_a_symbolic_batch_matches_onnx_runtime():
+    model = _mlp()
+    mod = from_onnx(model)
+    text = mod.script()
+    assert 'input_1: R.Tensor(("n", 8)' in text and "out: R.Tensor" in text  # names survive
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 8)).astype("float32")
+        np.testing.assert_allclose(_irc(mod, x)[0], _ort(model, {"input.1": x})[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_shape_dict_fixes_dimensions_and_keep_params_returns_them(tmp_path):
+    model = _mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, str(path))
+    mod, params = from_onnx(str(path), shape_dict={"n": 3}, keep_params_in_input=True)
+    assert list(params) == ["w", "b"]
+    assert [p.name_hint for p in mod["main"].params] == ["input_1", "w", "b"]
+    assert 'R.Tensor((3, 8)' in mod.script()
+    x = np.ones((3, 8), "float32")
+    ex = irc.compile(mod, "llvm", params=params)
+    got = irc.vm.VirtualMachine(ex)["main"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(got, _ort(model, {"input.1": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_exporter_shape_arithmetic_folds_at_import():
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as torch.onnx writes flatten.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(
+            np.asarray(0, "int64"))),
+        helper.make_node("Gather", ["s", "zero"], ["n"]),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.asarray([0], "int64"), "axes"),
+             numpy_helper.from_array(np.asarray([-1], "int64"), "minus1")]
+    for batch in (2, "b"):
+        model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [batch, 3, 4])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        mod = from_onnx(model)
+        ops = [line.split("= R.")[1].split("(")[0] for line in mod.script().splitlines()
+               if "= R." in line]
+        assert ops == ["reshape"]  # the shape arithmetic left no computation
+        x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+        np.testing.assert_array_equal(_irc(mod, x)[0], x.reshape(2, 12))
+
+
+def test_every_unsupported_operator_is_listed_in_one_error():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"),
+             helper.make_node("FakeOpOne", ["a"], ["b"], name="f1"),
+             helper.make_node("FakeOpOne", ["b"], ["c"], name="f2"),
+             helper.make_node("FakeOpTwo", ["c"], ["y"], name="f3")]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(UnsupportedOpError) as info:
+        from_onnx(model)
+    msg = str(info.value)
+    assert "FakeOpOne (ai.onnx, opset 17): 2 nodes, first 'f1', 'f2'" in msg
+    assert "FakeOpTwo (ai.onnx, opset 17): 1 node, first 'f3'" in msg
+    assert "Relu" not in msg.split("\n", 1)[1]
+    assert isinstance(info.value, irc.UnsupportedOperatorError)
+
+
+@pytest.mark.parametrize("data,match", [
+    (b"not a model", "not an ONNX model"),
+    ("/no/such/model.onnx", "no such file"),
+    (42, "expects an onnx.ModelProto"),
+])
+def test_bad_inputs_are_irc_errors(data, match):
+    with pytest.raises(IRCError, match=match):
+        from_onnx(data)
+
+
+def test_a_node_reading_an_undefined_value_is_named():
+    nodes = [helper.make_node("Relu", ["nowhere"], ["y"], name="lost")]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(IRCError, match="'lost' .*reads 'nowhere'"):
+        from_onnx(model)
+
+
+def test_a_node_error_names_the_node():
+    nodes = [helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=[0, 0])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])])
+    with pytest.raises(IRCError, match=r"ONNX node 'tr' \(Transpose\): perm"):
+        from_onnx(model)
+
+
+def test_old_opsets_are_refused_with_a_hint():
+    model = _mlp(2)
+    model.opset_import[0].version = 6
+    with pytest.raises(UnsupportedOpError, match=r"(?s)Add \(ai.onnx, opset 6\).*convert_version"):
+        from_onnx(model)
+
+
+def test_supported_ops_lists_converters_with_their_opsets():
+    table = supported_ops()
+    assert table["Reshape"] == [5] and table["Conv"] == [1] and table["Add"] == [7]
+    assert {"Relu", "MatMul", "Gemm", "Softmax", "Slice", "Gather"} <= set(table)
