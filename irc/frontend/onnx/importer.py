@@ -164,6 +164,12 @@ class Node:
             return SymShape(c.reshape(-1).tolist(), scalar=c.ndim == 0)
         return None
 
+    def shape_value(self, i: int) -> SymShape | None:
+        """Input ``i`` when it exists only as a symbolic shape value (not as a tensor)."""
+        if not self.has_input(i) or self.input_names[i] in self.graph.values:
+            return None
+        return self.graph.syms.get(self.input_names[i])
+
     def input(self, i: int) -> Expr:
         """Input ``i`` as an irc expression (it must be given)."""
         if not self.has_input(i):

@@ -35,9 +35,8 @@ def _shape_expr(dims: Any) -> ShapeExpr:
 
 @converter("Identity", since=1)
 def _identity(node: Node) -> Any:
-    s = node.sym(0)
-    return s if s is not None and node.graph.values.get(node.input_names[0]) is None \
-        else node.input(0)
+    s = node.shape_value(0)
+    return s if s is not None else node.input(0)
 
 
 @converter("Dropout", since=7)
@@ -162,9 +161,8 @@ def _axes(node: Node, attr_since: int | None = None) -> list[int] | None:
 @converter("Squeeze", since=1)
 def _squeeze(node: Node) -> Any:
     axes = _axes(node, 13)
-    s = node.sym(0)
-    if s is not None and node.graph.values.get(node.input_names[0]) is None and \
-            len(s.dims) == 1 and not s.scalar:
+    s = node.shape_value(0)
+    if s is not None and len(s.dims) == 1 and not s.scalar:
         return SymShape(s.dims, scalar=True)
     n = node.ndim(0)
     if axes is None:
@@ -180,9 +178,8 @@ def _unsqueeze(node: Node) -> Any:
     axes = _axes(node, 13)
     if axes is None:
         raise node.error("needs axes")
-    s = node.sym(0)
-    if s is not None and node.graph.values.get(node.input_names[0]) is None and s.scalar \
-            and len(axes) == 1:
+    s = node.shape_value(0)
+    if s is not None and s.scalar and len(axes) == 1:
         return SymShape(s.dims)
     n = node.ndim(0) + len(axes)
     norm = sorted(_axis(node, a, n) for a in axes)
@@ -199,7 +196,7 @@ def _concat(node: Node) -> Any:
     present = [i for i in range(node.num_inputs) if node.has_input(i)]
     syms = [node.sym(i) for i in present]
     if all(s is not None and not s.scalar for s in syms) and \
-            any(node.graph.values.get(node.input_names[i]) is None for i in present):
+            any(node.shape_value(i) is not None for i in present):
         return SymShape([d for s in syms for d in s.dims])
     items = [node.input(i) for i in present]
     n = node.ndim(present[0])
@@ -243,14 +240,14 @@ def _split(node: Node) -> Any:
 def _slice(node: Node) -> Any:
     starts = node.ints(1, "starts")
     ends = node.ints(2, "ends")
-    n_in = node.sym(0)
+    n_in = node.shape_value(0)
     axes = node.ints(3, "axes") if node.has_input(3) else list(range(len(starts)))
     steps = node.ints(4, "steps") if node.has_input(4) else [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise node.error("starts, ends, axes and steps differ in length")
     if any(s == 0 for s in steps):
         raise node.error("a step is 0")
-    if n_in is not None and node.graph.values.get(node.input_names[0]) is None:
+    if n_in is not None:
         if axes not in ([0], [-1]):
             raise node.error("slices a 1-d shape value along an axis it does not have")
         return SymShape(list(n_in.dims)[slice(_clamp(starts[0]), _clamp(ends[0]), steps[0])])
@@ -268,10 +265,9 @@ def _clamp(v: int) -> int:
 @converter("Gather", since=1)
 def _gather(node: Node) -> Any:
     axis = int(node.attr("axis", 0))
-    s = node.sym(0)
+    s = node.shape_value(0)
     idx = node.const(1)
-    if s is not None and node.graph.values.get(node.input_names[0]) is None and \
-            idx is not None:
+    if s is not None and idx is not None:
         picked = [s.dims[int(i)] for i in idx.reshape(-1)]
         return SymShape(picked, scalar=idx.ndim == 0)
     n = node.ndim(0)
