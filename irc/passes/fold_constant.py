@@ -52,6 +52,7 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.op import get_op_def
+from ..ir.ops.call import VM_NATIVE
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..tir import expr as E
 from ..tir.interpreter import run
@@ -61,7 +62,6 @@ from .legalize.rules import register_all
 
 # Below this many loop iterations the interpreter is faster than compiling with LLVM.
 _INTERPRETER_WORK = 20000
-_VM_NATIVE = frozenset({"call_tir", "call_dps_packed", "call_pure_packed", "shape_of"})
 
 
 def _work(func: PrimFunc) -> float:
@@ -169,7 +169,7 @@ class _Folder:
 
     def operator(self, call: Call) -> Expr | None:
         opdef = get_op_def(call.op.name)
-        if call.op.name in _VM_NATIVE or not opdef.pure:
+        if call.op.name in VM_NATIVE or not opdef.pure:
             return None
         if opdef.legalize is None or not all(_is_constant_operand(a) for a in call.args):
             return None

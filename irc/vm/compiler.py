@@ -394,6 +394,12 @@ class FunctionCompiler:
         self.emit("packed", "vm.builtin.shape_of", [src], dst)
         return dst
 
+    def _call_tensor_to_shape(self, e: Call) -> int:
+        src = self.expr(e.args[0])
+        dst = self.new_reg()
+        self.emit("packed", "vm.builtin.tensor_to_shape", [src], dst)
+        return dst
+
     # -- memory planning --------------------------------------------------------------------
     def plan_memory(self) -> tuple[list[int], int]:
         parent = list(range(self.num_regs))

@@ -39,8 +39,9 @@ from ...core import dtype as dt
 from ...core.diagnostics import IRCError, MissingDependencyError, UnsupportedOperatorError
 from ...core.module import IRModule
 from ...ir.block_builder import BlockBuilder
+from ...ir import ops
 from ...ir.expr import Constant, Expr, Tuple, TupleGetItem, Var
-from ...ir.struct_info import TensorStructInfo, TupleStructInfo
+from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
 from .registry import MIN_OPSET, lookup
 
@@ -248,6 +249,25 @@ class Node:
         result); returns the variable."""
         return self.graph.bb.emit(expr, valid_name(name or self.op_type.lower()))
 
+    def runtime_dims(self, values: Expr, what: str = "d") -> list[E.Var]:
+        """Shape variables bound at run time to the values of ``values`` (a 1-D int64
+        tensor of known length): ``R.tensor_to_shape`` and ``R.match_cast``."""
+        sinfo = self.graph.bb.normalize(values).struct_info
+        n = int(sinfo.shape[0].value)
+        base = valid_name(f"{self.output_names[0] if self.output_names else ''}_{what}", "d")
+        dims = [self.graph.fresh_dim(f"{base}{i}") for i in range(n)]
+        shape = self.graph.bb.emit(ops.tensor_to_shape(values), f"{base}_shape")
+        self.graph.bb.match_cast(shape, ShapeStructInfo(values=tuple(dims)), f"{base}_vars")
+        return dims
+
+    def runtime_check(self, bad: Expr, what: str) -> None:
+        """Fail at run time, naming ``what``, when the int64 scalar ``bad`` is not 0."""
+        flag = ops.reshape(ops.astype(bad, "int64"), [1])
+        shape = self.graph.bb.emit(ops.tensor_to_shape(flag), "check")
+        self.graph.bb.match_cast(shape, ShapeStructInfo(values=(E.IntImm(dtype="int64",
+                                                                         value=0),)),
+                                 valid_name(f"{self.name}_{what}", "check"))
+
 
 def _load(model: Any, onnx: Any) -> Any:
     if isinstance(model, (str, os.PathLike)):
@@ -296,6 +316,15 @@ class GraphImporter:
         self.params: dict[str, np.ndarray] = {}
         self.output_names = {vi.name for vi in proto.graph.output}
         self.emitted_outputs: set[str] = set()
+
+    def fresh_dim(self, name: str) -> E.Var:
+        """A new int64 shape variable named after ``name`` (made unique)."""
+        base, k = name, 1
+        while name in self.dim_vars:
+            name = f"{base}_{k}"
+            k += 1
+        self.dim_vars[name] = E.Var(name=name, dtype="int64")
+        return self.dim_vars[name]
 
     # -- the graph's interface -------------------------------------------------------------
     def _dim(self, d: Any, input_name: str, axis: int) -> Any:
@@ -350,10 +379,11 @@ class GraphImporter:
 
     # -- conversion ------------------------------------------------------------------------
     def check_supported(self, graph: Any) -> None:
-        """Raise one error listing every operator type without a converter."""
+        """Raise one error listing every operator type that has neither a converter nor a
+        function body (see :func:`function_body`) irc can convert."""
         missing: dict[tuple[str, str], list[str]] = {}
         for node in graph.node:
-            if node.domain not in ("", "ai.onnx") or lookup(node.op_type, self.opset) is None:
+            if not self.convertible(node.domain, node.op_type, self.opset):
                 key = (node.domain or "ai.onnx", node.op_type)
                 missing.setdefault(key, []).append(node.name or ", ".join(node.output))
         if not missing:
@@ -371,6 +401,24 @@ class GraphImporter:
                 f"; converters start at opset {MIN_OPSET} for most operators: upgrade the "
                 "model with onnx.version_converter.convert_version"
                 if self.opset < MIN_OPSET else ""))
+
+    def convertible(self, domain: str, op_type: str, opset: int, depth: int = 0) -> bool:
+        """Whether irc converts ``op_type``: by a converter, or by expanding the function
+        body ONNX defines for it when every operator of that body is convertible (a body
+        that depends on the input types is assumed convertible; its operators are checked
+        when it is expanded)."""
+        if domain not in ("", "ai.onnx"):
+            return False
+        if lookup(op_type, opset) is not None:
+            return True
+        kind = function_kind(self.onnx, op_type, opset)
+        if kind == "context":
+            return depth < _MAX_FUNCTION_DEPTH
+        if kind != "static" or depth >= _MAX_FUNCTION_DEPTH:
+            return False
+        body = function_body(self.onnx, op_type, opset)
+        inner = _function_opset(body, opset)
+        return all(self.convertible(n.domain, n.op_type, inner, depth + 1) for n in body.node)
 
     def run(self) -> IRModule:
         graph = self.proto.graph
@@ -425,16 +473,22 @@ class GraphImporter:
                            "symbolic dimensions; irc cannot return it as a tensor yet")
         return Constant.from_numpy(np.asarray(static[0] if s.scalar else static, "int64"))
 
-    def convert(self, proto: Any) -> None:
+    def convert(self, proto: Any, opset: int | None = None, depth: int = 0) -> None:
+        """Convert one node (of the graph, or of a function body being expanded, whose
+        operators may import another ``opset``)."""
+        opset = self.opset if opset is None else opset
         for name in proto.input:
             if name and name not in self.values and name not in self.syms:
                 raise IRCError(f"ONNX node {proto.name or proto.op_type!r} ({proto.op_type}) "
                                f"reads {name!r}, which is neither a graph input, an "
                                "initializer nor the output of an earlier node")
-        node = Node(self, proto, self.opset)
+        node = Node(self, proto, opset)
         if self._fold(node):
             return
-        conv = lookup(proto.op_type, self.opset)
+        conv = lookup(proto.op_type, opset)
+        if conv is None:
+            self.expand(node, depth)
+            return
         try:
             result = conv.fn(node)
         except IRCError as err:
@@ -442,6 +496,61 @@ class GraphImporter:
                 raise
             raise node.error(err.message, hint=err.hint) from None
         self._bind(node, result)
+
+    def expand(self, node: Node, depth: int) -> None:
+        """Convert ``node`` through the function body ONNX defines for its operator: the
+        body's nodes, renamed into this graph (formal inputs and outputs to the node's,
+        internal values under the node's name) with attribute references resolved, are
+        converted one by one."""
+        if depth >= _MAX_FUNCTION_DEPTH or not self.convertible(
+                node.proto.domain, node.op_type, node.opset, depth):
+            raise UnsupportedOperatorError(
+                f"from_onnx: ONNX node {node.name!r} ({node.op_type}, opset {node.opset}) "
+                "has no irc converter and no function body irc can expand",
+                hint="irc.frontend.onnx.supported_ops() lists what irc converts")
+        kind = function_kind(self.onnx, node.op_type, node.opset)
+        try:
+            if kind == "context":
+                body = function_body(self.onnx, node.op_type, node.opset, node.proto,
+                                     [self._type_proto(node, i)
+                                      for i in range(node.num_inputs)])
+            else:
+                body = function_body(self.onnx, node.op_type, node.opset)
+        except IRCError:
+            raise
+        except Exception as err:  # noqa: BLE001 - onnx's C++ function builders fail in many ways
+            raise node.error(f"ONNX could not build the function body of {node.op_type} "
+                             f"for these inputs: {type(err).__name__}: {err}") from None
+        inner = _function_opset(body, node.opset)
+        schema = self.onnx.defs.get_schema(node.op_type, node.opset, node.proto.domain)
+        rename = _function_renaming(node, body)
+        for sub in body.node:
+            if not self.convertible(sub.domain, sub.op_type, inner, depth + 1):
+                raise UnsupportedOperatorError(
+                    f"from_onnx: ONNX node {node.name!r} ({node.op_type}) expands to a "
+                    f"function body using {sub.op_type} (opset {inner}), which irc does not "
+                    "convert", hint="irc.frontend.onnx.supported_ops() lists what irc "
+                    "converts")
+            self.convert(_instantiate(self.onnx, sub, rename, node, body, schema), inner,
+                         depth + 1)
+
+    def _type_proto(self, node: Node, i: int) -> Any:
+        """ONNX's type of input ``i`` (for function bodies that depend on it)."""
+        helper = self.onnx.helper
+        if not node.has_input(i):
+            return self.onnx.TypeProto()
+        name = node.input_names[i]
+        if name not in self.values:  # a symbolic shape value: a 0-d or 1-d int64
+            s = self.syms[name]
+            return helper.make_tensor_type_proto(7, [] if s.scalar else [len(s.dims)])
+        sinfo = node.sinfo(i)
+        elem = _ELEM_TYPES.get(str(sinfo.dtype))
+        if elem is None:
+            raise node.error(f"input {i} has dtype {sinfo.dtype}, which ONNX has no type for")
+        if sinfo.shape is None:
+            return helper.make_tensor_type_proto(elem, None)
+        dims = [int(d.value) if isinstance(d, E.IntImm) else str(d) for d in sinfo.shape]
+        return helper.make_tensor_type_proto(elem, dims)
 
     def _bind(self, node: Node, result: Any) -> None:
         if isinstance(result, (SymShape, Expr)) or result is None:
@@ -501,6 +610,104 @@ class GraphImporter:
             if name:
                 self.values[name] = Constant.from_numpy(np.asarray(arr))
         return True
+
+
+_ELEM_TYPES = {v: k for k, v in DTYPES.items()}
+# How deep function bodies may expand into further function bodies.
+_MAX_FUNCTION_DEPTH = 8
+
+
+def function_kind(onnx: Any, op_type: str, opset: int) -> str | None:
+    """``"static"`` when ONNX defines a function body for ``op_type`` at ``opset``,
+    ``"context"`` when the body depends on the input types, else None."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: no such operator at this opset
+        return None
+    if schema.has_function:
+        return "static"
+    if schema.has_context_dependent_function:
+        return "context"
+    return None
+
+
+def function_body(onnx: Any, op_type: str, opset: int, node: Any = None,
+                  input_types: Sequence[Any] = ()) -> Any:
+    """The ``FunctionProto`` ONNX defines for ``op_type`` in a model importing ``opset``:
+    the newest body version not newer than ``opset`` (else the oldest); for a
+    context-dependent body, built for ``node`` and its ``input_types``."""
+    schema = onnx.defs.get_schema(op_type, opset, "")
+    if node is None:
+        versions = sorted(schema.function_opset_versions)
+        older = [v for v in versions if v <= opset]
+        data = schema.get_function_with_opset_version(older[-1] if older else versions[0])
+    else:
+        versions = sorted(schema.context_dependent_function_opset_versions)
+        older = [v for v in versions if v <= opset]
+        data = schema.get_context_dependent_function_with_opset_version(
+            older[-1] if older else versions[0], node.SerializeToString(),
+            [t.SerializeToString() for t in input_types])
+    if isinstance(data, onnx.FunctionProto):
+        return data
+    body = onnx.FunctionProto()
+    body.ParseFromString(data)
+    return body
+
+
+def _function_opset(body: Any, default: int) -> int:
+    for imp in body.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return default
+
+
+def _function_renaming(node: Node, body: Any) -> dict[str, str]:
+    """Body value names -> graph value names: formal inputs and outputs to the node's
+    (absent optional ones to ""), every other value under a prefix unique to the node."""
+    rename: dict[str, str] = {}
+    for i, formal in enumerate(body.input):
+        rename[formal] = node.input_names[i] if i < len(node.input_names) else ""
+    for i, formal in enumerate(body.output):
+        rename[formal] = node.output_names[i] if i < len(node.output_names) else ""
+    prefix = f"{node.output_names[0] if node.output_names else node.op_type}/{node.op_type}/"
+    for sub in body.node:
+        for name in sub.output:
+            if name and name not in rename:
+                rename[name] = prefix + name
+    return rename
+
+
+def _instantiate(onnx: Any, sub: Any, rename: dict[str, str], node: Node, body: Any,
+                 schema: Any) -> Any:
+    """A copy of body node ``sub`` renamed into the graph, with its attribute references
+    (``ref_attr_name``) replaced by the calling node's attributes, else the function's or
+    the operator's defaults (an attribute with none of them is left out, as ONNX does)."""
+    out = onnx.NodeProto()
+    out.CopyFrom(sub)
+    del out.input[:]
+    out.input.extend(rename.get(n, n) if n else "" for n in sub.input)
+    del out.output[:]
+    out.output.extend(rename.get(n, n) if n else "" for n in sub.output)
+    out.name = f"{node.name}/{sub.name or sub.op_type}"
+    caller = {a.name: a for a in node.proto.attribute}
+    defaults = {a.name: a for a in body.attribute_proto}
+    del out.attribute[:]
+    for a in sub.attribute:
+        if not a.ref_attr_name:
+            out.attribute.append(a)
+            continue
+        ref = a.ref_attr_name
+        src = caller.get(ref) or defaults.get(ref)
+        if src is None and ref in schema.attributes:
+            default = schema.attributes[ref].default_value
+            src = default if default.type != 0 else None
+        if src is None:
+            continue
+        new = onnx.AttributeProto()
+        new.CopyFrom(src)
+        new.name = a.name
+        out.attribute.append(new)
+    return out
 
 
 def _reference_run(onnx: Any, node: Any, arrays: list[np.ndarray | None],

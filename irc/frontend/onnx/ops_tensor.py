@@ -110,6 +110,8 @@ def _target_shape(node: Node, i: int, allow_zero: bool) -> list[Any]:
 @converter("Reshape", since=5)
 def _reshape(node: Node) -> Expr:
     allow_zero = bool(node.attr("allowzero", 0)) if node.opset >= 14 else False
+    if node.sym(1) is None:
+        return _reshape_runtime(node, allow_zero)
     dims = _target_shape(node, 1, allow_zero)
     if sum(1 for d in dims if isinstance(d, int) and d == -1) > 1:
         raise node.error("the target shape has more than one -1")
@@ -238,6 +240,8 @@ def _split(node: Node) -> Any:
 
 @converter("Slice", since=10)
 def _slice(node: Node) -> Any:
+    if any(node.has_input(i) and node.const(i) is None for i in (1, 2, 4)):
+        return _slice_runtime(node)
     starts = node.ints(1, "starts")
     ends = node.ints(2, "ends")
     n_in = node.shape_value(0)
@@ -286,6 +290,8 @@ def _gather(node: Node) -> Any:
 
 @converter("Expand", since=8)
 def _expand(node: Node) -> Expr:
+    if node.sym(1) is None:
+        return _expand_runtime(node)
     target = _target_shape(node, 1, allow_zero=True)
     in_shape = list(node.shape(0))
     n = max(len(target), len(in_shape))
@@ -303,6 +309,8 @@ def _expand(node: Node) -> Expr:
 
 @converter("Tile", since=6)
 def _tile(node: Node) -> Expr:
+    if node.const(1) is None:
+        return _tile_runtime(node)
     reps = node.ints(1, "repeats")
     if len(reps) != node.ndim(0):
         raise node.error(f"repeats has {len(reps)} entries for an input of rank "
@@ -312,7 +320,13 @@ def _tile(node: Node) -> Expr:
 
 @converter("ConstantOfShape", since=9)
 def _constant_of_shape(node: Node) -> Expr:
-    dims = _target_shape(node, 0, allow_zero=True)
+    if node.sym(0) is None:
+        vec = _int_vector(node, 0, "the target shape")
+        node.runtime_check(ops.max(ops.astype(ops.less(vec, _i64(0)), "int64")),
+                           "negative_dim")
+        dims: list[Any] = list(node.runtime_dims(vec, "dim"))
+    else:
+        dims = _target_shape(node, 0, allow_zero=True)
     value = node.attr("value")
     if value is None:
         arr = np.zeros(1, "float32")
@@ -329,7 +343,7 @@ def _range(node: Node) -> Expr:
     vals = [node.const(i) for i in range(3)]
     dtype = node.dtype(0)
     if any(v is None for v in vals):
-        raise node.error("start, limit and delta must be known at import time")
+        return _range_runtime(node, dtype)
     start, limit, delta = (v.reshape(()).item() for v in vals)
     if delta == 0:
         raise node.error("delta is 0")
@@ -339,6 +353,10 @@ def _range(node: Node) -> Expr:
 @converter("Pad", since=11)
 def _pad(node: Node) -> Expr:
     n = node.ndim(0)
+    if node.const(1) is None or min(node.ints(1, "pads")) < 0 or \
+            node.attr("mode", "constant") == "wrap" or \
+            (node.has_input(2) and node.const(2) is None):
+        return _pad_runtime(node)
     pads = node.ints(1, "pads")
     axes = node.ints(3, "axes") if node.has_input(3) else list(range(n))
     if len(pads) != 2 * len(axes):
@@ -360,6 +378,239 @@ def _pad(node: Node) -> Expr:
     if any(w < 0 for w in width):
         raise node.error("negative pads (cropping) are not supported")
     return ops.nn.pad(node.input(0), width, modes[mode], value)
+
+
+# -- shape-like inputs known only at run time ----------------------------------------------
+#
+# The values are read by the compiled program: small int64 computations give the result's
+# dimensions, ``Node.runtime_dims`` binds them to shape variables, and the data moves by
+# ``take`` along index vectors (slices, pads, tiles), so every case stays compiled code.
+
+
+def _i64(values: Any) -> Constant:
+    return Constant.from_numpy(np.asarray(values, "int64"))
+
+
+def _int_vector(node: Node, i: int, what: str) -> Expr:
+    """Input ``i``, a 1-D integer tensor of known length, as int64."""
+    x = node.input(i)
+    sinfo = node.sinfo(i)
+    if sinfo.ndim == 0:
+        x = ops.reshape(x, [1])
+    elif sinfo.ndim != 1 or node.static_shape(i) is None:
+        raise node.error(f"{what} (input {i}) must be a 1-D tensor of known length")
+    if not str(sinfo.dtype).startswith(("int", "uint")):
+        raise node.error(f"{what} (input {i}) must be an integer tensor, got {sinfo.dtype}")
+    return node.emit(ops.astype(x, "int64") if str(sinfo.dtype) != "int64" else x,
+                     what.replace(" ", "_"))
+
+
+def _static_input_shape(node: Node, why: str) -> list[int]:
+    shape = node.static_shape(0)
+    if shape is None:
+        raise node.error(f"{why} needs the input's shape to be static; fix its dimensions "
+                         "with from_onnx(..., shape_dict={...})")
+    return shape
+
+
+def _any(cond: Expr) -> Expr:
+    return ops.max(ops.astype(cond, "int64"))
+
+
+def _reshape_runtime(node: Node, allow_zero: bool) -> Expr:
+    in_shape = _static_input_shape(node, "a target shape known only at run time")
+    s = _int_vector(node, 1, "the target shape")
+    k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
+    total = int(np.prod(in_shape, dtype="int64"))
+    if not allow_zero:
+        copy = [in_shape[j] if j < len(in_shape) else 0 for j in range(k)]
+        s = ops.where(ops.equal(s, _i64(0)), _i64(copy), s)
+    minus = ops.equal(s, _i64(-1))
+    known = ops.prod(ops.where(minus, _i64(1), s))
+    s = node.emit(ops.where(minus, ops.floor_divide(_i64(total), ops.maximum(known, _i64(1))),
+                            s), "target_shape")
+    node.runtime_check(ops.not_equal(ops.prod(s), _i64(total)), "element_count")
+    return ops.reshape(node.input(0), _shape_expr(node.runtime_dims(s, "dim")))
+
+
+def _expand_runtime(node: Node) -> Expr:
+    in_shape = _static_input_shape(node, "an Expand to a shape known only at run time")
+    s = _int_vector(node, 1, "the target shape")
+    k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
+    n = max(k, len(in_shape))
+    if k < n:
+        s = ops.concat(Tuple(fields=(_i64([1] * (n - k)), s)), 0)
+    padded = [1] * (n - len(in_shape)) + in_shape
+    out = node.emit(ops.where(ops.equal(s, _i64(1)), _i64(padded), s), "expanded_shape")
+    node.runtime_check(_any(ops.logical_and(ops.not_equal(out, _i64(padded)),
+                                            ops.not_equal(_i64(padded), _i64(1)))),
+                       "broadcast")
+    dims = node.runtime_dims(out, "dim")
+    final = [d if p == 1 else p for d, p in zip(dims, padded)]
+    return ops.broadcast_to(node.input(0), _shape_expr(final))
+
+
+def _floor_mod(x: Expr, d: int) -> Expr:
+    return ops.subtract(x, ops.multiply(ops.floor_divide(x, _i64(d)), _i64(d)))
+
+
+def _element(vec: Expr, j: int) -> Expr:
+    """Element ``j`` of a 1-D tensor, as a 1-element tensor."""
+    return ops.take(vec, _i64([j]), 0)
+
+
+def _gather_axis(node: Node, x: Expr, idx: Expr, axis: int) -> Expr:
+    return node.emit(ops.take(x, idx, axis), "gathered")
+
+
+def _tile_runtime(node: Node) -> Expr:
+    in_shape = _static_input_shape(node, "repeats known only at run time")
+    reps = _int_vector(node, 1, "repeats")
+    if int(node.static_shape(1)[0]) != len(in_shape):
+        raise node.error(f"repeats has {node.static_shape(1)[0]} entries for an input of "
+                         f"rank {len(in_shape)}")
+    node.runtime_check(_any(ops.less(reps, _i64(0))), "negative_repeat")
+    dims = node.runtime_dims(ops.multiply(reps, _i64(in_shape)), "dim")
+    x = node.input(0)
+    for a, (d, o) in enumerate(zip(in_shape, dims)):
+        idx = _floor_mod(ops.arange(0, o, 1, "int64"), max(d, 1))
+        x = _gather_axis(node, x, idx, a)
+    return x
+
+
+def _range_runtime(node: Node, dtype: str) -> Expr:
+    start, limit, delta = (node.input(i) for i in range(3))
+    node.runtime_check(ops.equal(delta, scalar(0, dtype)), "zero_delta")
+    span = ops.divide(ops.astype(ops.subtract(limit, start), "float64"),
+                      ops.astype(delta, "float64"))
+    count = ops.astype(ops.maximum(ops.ceil(span), scalar(0, "float64")), "int64")
+    (n,) = node.runtime_dims(ops.reshape(count, [1]), "len")
+    steps = ops.astype(ops.arange(0, n, 1, "int64"), dtype)
+    return ops.add(start, ops.multiply(steps, delta))
+
+
+def _spread(node: Node, k: int, n: int) -> Any:
+    """For axes given at run time (input 3, ``k`` of them, of a rank-``n`` input): a
+    function spreading a ``k``-vector over all ``n`` axes, a default where an axis is not
+    listed."""
+    a = _int_vector(node, 3, "axes")
+    a = ops.where(ops.less(a, _i64(0)), ops.add(a, _i64(n)), a)
+    node.runtime_check(_any(ops.logical_or(ops.less(a, _i64(0)),
+                                           ops.greater_equal(a, _i64(n)))), "axis_range")
+    eq = node.emit(ops.equal(_i64(np.arange(n).reshape(n, 1)), ops.reshape(a, [1, k])),
+                   "axis_hits")
+    hit = ops.max(ops.astype(eq, "int64"), axis=1)
+
+    def spread(vec: Expr, default: Any) -> Expr:
+        picked = ops.sum(ops.where(eq, ops.reshape(vec, [1, k]), _i64(0)), axis=1)
+        return node.emit(ops.where(ops.greater(hit, _i64(0)), picked, _i64(default)))
+
+    return spread
+
+
+def _slice_runtime(node: Node) -> Expr:
+    in_shape = _static_input_shape(node, "slice bounds known only at run time")
+    starts = _int_vector(node, 1, "starts")
+    ends = _int_vector(node, 2, "ends")
+    k = int(node.static_shape(1)[0])
+    if node.static_shape(2) != [k]:
+        raise node.error("starts and ends differ in length")
+    nd = len(in_shape)
+    steps = _int_vector(node, 4, "steps") if node.has_input(4) else _i64([1] * k)
+    if node.has_input(3) and node.const(3) is None:
+        spread = _spread(node, k, nd)
+        starts, ends = spread(starts, [0] * nd), spread(ends, in_shape)
+        steps = spread(steps, [1] * nd)
+        axes, k = list(range(nd)), nd
+    else:
+        axes = node.ints(3, "axes") if node.has_input(3) else list(range(k))
+        if len(axes) != k:
+            raise node.error("starts and axes differ in length")
+        axes = [_axis(node, a, nd) for a in axes]
+        if len(set(axes)) != k:
+            raise node.error(f"axes {axes} repeat an axis")
+    node.runtime_check(_any(ops.equal(steps, _i64(0))), "zero_step")
+    dim = _i64([in_shape[a] for a in axes])
+    pos = ops.greater(steps, _i64(0))
+
+    def norm(v: Expr, lo_neg: int) -> Expr:
+        # Negative values count from the end; clamp to [0, d] going forward, [-1, d-1]
+        # going backward (ONNX's rules).
+        v = ops.where(ops.less(v, _i64(0)), ops.add(v, dim), v)
+        lo = ops.where(pos, _i64(0), _i64(lo_neg))
+        hi = ops.where(pos, dim, ops.subtract(dim, _i64(1)))
+        return ops.minimum(ops.maximum(v, lo), hi)
+
+    b = node.emit(norm(starts, 0), "begin")
+    e = norm(ends, -1)
+    sign = ops.where(pos, _i64(1), _i64(-1))
+    count = ops.floor_divide(ops.add(ops.subtract(e, b), ops.subtract(steps, sign)), steps)
+    dims = node.runtime_dims(ops.maximum(count, _i64(0)), "dim")
+    x = node.input(0)
+    for j, a in enumerate(axes):
+        idx = ops.add(_element(b, j), ops.multiply(ops.arange(0, dims[j], 1, "int64"),
+                                                   _element(steps, j)))
+        x = _gather_axis(node, x, idx, a)
+    return x
+
+
+def _pad_runtime(node: Node) -> Expr:
+    in_shape = _static_input_shape(node, "pads known only at run time")
+    n = len(in_shape)
+    pads = _int_vector(node, 1, "pads")
+    runtime_axes = node.has_input(3) and node.const(3) is None
+    if runtime_axes:
+        k = int(node.static_shape(3)[0]) if node.ndim(3) == 1 else 1
+    else:
+        axes = node.ints(3, "axes") if node.has_input(3) else list(range(n))
+        axes = [_axis(node, a, n) for a in axes]
+        k = len(axes)
+    if node.static_shape(1) != [2 * k]:
+        raise node.error(f"pads has {node.static_shape(1)[0]} entries for {k} axes")
+    mode = node.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise node.error(f"mode {mode!r} is not one of constant, reflect, edge, wrap")
+    before = node.emit(ops.strided_slice(pads, [0], [0], [k]), "pads_before")
+    after = ops.strided_slice(pads, [0], [k], [2 * k])
+    if runtime_axes:
+        spread = _spread(node, k, n)
+        before, after = spread(before, [0] * n), spread(after, [0] * n)
+        axes, k = list(range(n)), n
+    dim = _i64([in_shape[a] for a in axes])
+    sizes = node.emit(ops.add(ops.add(dim, before), after), "padded_shape")
+    node.runtime_check(_any(ops.less(sizes, _i64(0))), "negative_size")
+    dims = node.runtime_dims(sizes, "dim")
+    x = node.input(0)
+    mask: Expr | None = None
+    for j, a in enumerate(axes):
+        d = in_shape[a]
+        src = ops.subtract(ops.arange(0, dims[j], 1, "int64"), _element(before, j))
+        if mode == "constant":
+            inside = ops.logical_and(ops.greater_equal(src, _i64(0)),
+                                     ops.less(src, _i64(d)))
+            shape = [1] * n
+            shape[a] = -1
+            m = ops.reshape(inside, shape)
+            mask = m if mask is None else ops.logical_and(mask, m)
+            idx = ops.minimum(ops.maximum(src, _i64(0)), _i64(max(d - 1, 0)))
+        elif mode == "edge" or (mode == "reflect" and d == 1):
+            idx = ops.minimum(ops.maximum(src, _i64(0)), _i64(max(d - 1, 0)))
+        elif mode == "wrap":
+            idx = _floor_mod(src, max(d, 1))
+        else:
+            if d < 1:
+                raise node.error(f"reflect padding of the empty axis {a}")
+            period = 2 * (d - 1)
+            r = _floor_mod(src, period)
+            idx = ops.where(ops.greater_equal(r, _i64(d)), ops.subtract(_i64(period), r), r)
+        x = _gather_axis(node, x, idx, a)
+    if mask is None:
+        return x
+    dtype = node.dtype(0)
+    value = node.input(2) if node.has_input(2) else scalar(0, dtype)
+    if node.has_input(2):
+        value = ops.reshape(value, [])
+    return ops.where(mask, x, value)
 
 
 __all__ = ["scalar"]

@@ -27,7 +27,14 @@ from .binary import (
     subtract,
     where,
 )
-from .call import call_dps_packed, call_pure_packed, call_tir, shape_of
+from .call import (
+    VM_NATIVE,
+    call_dps_packed,
+    call_pure_packed,
+    call_tir,
+    shape_of,
+    tensor_to_shape,
+)
 from .create import arange, full, full_like, ones, ones_like, zeros, zeros_like
 from .linear_algebra import linear, matmul
 from .manipulate import (
@@ -74,7 +81,8 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "where",
-    "call_tir", "call_dps_packed", "call_pure_packed", "shape_of",
+    "call_tir", "call_dps_packed", "call_pure_packed", "shape_of", "tensor_to_shape",
+    "VM_NATIVE",
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
     "matmul", "linear",
     "reshape", "permute_dims", "expand_dims", "squeeze", "flatten", "concat", "split",

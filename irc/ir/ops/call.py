@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...core import dtype as dt
+from ...tir import expr as E
 from ...tir.stmt import PrimFunc
 from ..expr import Call, Expr, ExternFunc, GlobalVar
 from ..op import OPAQUE, AttrSpec, conv_sinfo, make_call, register_op
@@ -130,6 +132,24 @@ def _infer_shape_of(call: Call, ctx: Any) -> StructInfo:
     return ShapeStructInfo(ndim=x.ndim)
 
 
+@register_op("tensor_to_shape", ["x"], pattern=OPAQUE)
+def _infer_tensor_to_shape(call: Call, ctx: Any) -> StructInfo:
+    """R.tensor_to_shape(x): the values of a 1-D integer tensor of known length as a shape
+    value (read at run time; bind them to shape variables with ``R.match_cast``)."""
+    x = tensor_arg(call, 0)
+    if x.ndim != 1 or x.shape is None or not isinstance(x.shape[0], E.IntImm):
+        raise fail(call, f"needs a 1-D tensor of known length, got {format_sinfo(x)}")
+    if not dt.is_integer(x.dtype):
+        raise fail(call, f"needs an integer tensor, got dtype {x.dtype}")
+    return ShapeStructInfo(ndim=int(x.shape[0].value))
+
+
+# Operators the VM executes itself (no loop function): legalization and constant folding
+# leave them alone.
+VM_NATIVE = frozenset({"call_tir", "call_dps_packed", "call_pure_packed", "shape_of",
+                       "tensor_to_shape"})
+
+
 def call_tir(gvar: GlobalVar, args: Any, out_sinfo: StructInfo | Sequence[StructInfo],
              tir_vars: Any = None) -> Expr:
     """``R.call_tir(gvar, args, out_sinfo, tir_vars)``: ``args`` a tuple expression or a
@@ -154,4 +174,10 @@ def shape_of(x: Expr) -> Expr:
     return make_call("shape_of", x)
 
 
-__all__ = ["call_tir", "call_dps_packed", "call_pure_packed", "shape_of"]
+def tensor_to_shape(x: Expr) -> Expr:
+    """``R.tensor_to_shape(x)``."""
+    return make_call("tensor_to_shape", x)
+
+
+__all__ = ["call_tir", "call_dps_packed", "call_pure_packed", "shape_of", "tensor_to_shape",
+           "VM_NATIVE"]

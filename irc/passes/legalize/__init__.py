@@ -23,11 +23,11 @@ from ...core.module import IRModule
 from ...core.transform import Pass, PassContext
 from ...ir.expr import Call, Expr, Function, Op, VarBinding
 from ...ir.op import get_op_def
+from ...ir.ops.call import VM_NATIVE
 from .context import LegalizeContext
 from .rules import RULES, register_all
 
 # Operators the VM executes directly.
-VM_NATIVE = frozenset({"call_tir", "call_dps_packed", "call_pure_packed", "shape_of"})
 
 
 class _Legalizer(Mutator):

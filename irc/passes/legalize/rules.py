@@ -395,7 +395,8 @@ def _arange(ctx: LegalizeContext, call: Call) -> Expr:
     start = _prim(call.args[0], "start", call)
     end = _prim(call.args[1], "end", call)
     step = _prim(call.args[2], "step", call)
-    return ctx.call_te(lambda: topi.arange(start, end, step, dtype=s.dtype), name="arange")
+    return ctx.call_te(lambda: topi.arange(start, end, step, dtype=s.dtype,
+                                           length=s.shape[0]), name="arange")
 
 
 def register_all() -> None:
