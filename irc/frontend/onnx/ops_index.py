@@ -3,9 +3,10 @@
 ``OneHot``, ``Trilu``, ``TopK``, ``CumSum``, ``CumProd``, ``EyeLike``,
 ``ReverseSequence``, ``Hardmax``.
 
-Index tensors stay run-time data (the kernels read them); inputs that fix an output
-shape or the loop structure (TopK's ``k``, OneHot's ``depth``, the scans' ``axis``) must
-be known at import time."""
+Index tensors stay run-time data (the kernels read them). Inputs that fix an output's
+shape (TopK's ``k``, OneHot's ``depth``) may be run-time values too: the VM reads them
+before allocating the outputs (see ``_runtime_size``); a scan's ``axis`` is read by its
+kernel."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr
 from ...ir.ops import index as ix
+from ...ir.struct_info import ShapeStructInfo
 from ...tir import expr as E
-from .importer import Node, onnx_dtype
+from .importer import Node, onnx_dtype, valid_name
 from .registry import converter
 
 _REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
@@ -44,6 +46,26 @@ def _reduction(node: Node) -> str:
         raise node.error(f"reduction {red!r} is not one of {', '.join(allowed)} "
                          f"(opset {node.opset})")
     return red
+
+
+def _runtime_size(node: Node, i: int, what: str) -> E.Var:
+    """Input ``i``, one integer (or, for OneHot's depth, number) known only at run time,
+    as a new int64 shape variable: the VM reads it (``vm.builtin.tensor_to_shape``) and
+    binds the variable with ``R.match_cast``, so outputs sized by it are allocated then."""
+    x = node.input(i)
+    shape = node.static_shape(i)
+    if shape is None or int(np.prod(shape, dtype=np.int64)) != 1:
+        raise node.error(f"{what} (input {i}) must hold one value, got shape {node.shape(i)}")
+    if node.dtype(i) != "int64":
+        x = ops.astype(x, "int64")
+    if len(shape) != 1:
+        x = ops.reshape(x, [1])
+    value = node.emit(ops.call_pure_packed("vm.builtin.tensor_to_shape", [x],
+                                           ShapeStructInfo(ndim=1)), f"{what}_shape")
+    var = E.Var(name=valid_name(f"{node.output_names[0]}_{what}", "d"), dtype="int64")
+    node.graph.bb.match_cast(value, ShapeStructInfo(values=(var,)),
+                             valid_name(f"{what}_value"))
+    return var
 
 
 def _scalar_int(node: Node, i: int, what: str) -> int:
@@ -114,14 +136,15 @@ def _scatter_nd(node: Node) -> Expr:
 @converter("OneHot", since=9)
 def _one_hot(node: Node) -> Expr:
     c = node.const(1)
+    depth: Any
     if c is None:
-        raise node.error("depth (input 1) must be known at import time; it fixes the "
-                         "output's shape")
-    if c.size != 1:
-        raise node.error(f"depth must hold one value, got shape {c.shape}")
-    depth = int(c.reshape(-1)[0])
-    if depth < 1:
-        raise node.error(f"depth must be positive, got {depth}")
+        depth = _runtime_size(node, 1, "depth")
+    else:
+        if c.size != 1:
+            raise node.error(f"depth must hold one value, got shape {c.shape}")
+        depth = int(c.reshape(-1)[0])
+        if depth < 1:
+            raise node.error(f"depth must be positive, got {depth}")
     values = node.input(2)
     vshape = node.static_shape(2)
     if vshape is None or int(np.prod(vshape)) != 2:
@@ -153,15 +176,18 @@ def _trilu(node: Node) -> Expr:
 
 @converter("TopK", since=1)
 def _topk(node: Node) -> Expr:
-    if node.opset >= 10:
-        k = _scalar_int(node, 1, "k")
-    else:
-        k = int(node.required_attr("k"))
     n = node.ndim(0)
     axis = _axis(node, int(node.attr("axis", -1)), n)
     dim = node.shape(0)[axis]
-    if k < 0 or (isinstance(dim, E.IntImm) and k > int(dim.value)):
-        raise node.error(f"k {k} is not in [0, {dim}] (the size of axis {axis})")
+    k: Any
+    if node.opset >= 10 and node.const(1) is None:
+        if not dt.is_integer(node.dtype(1)):
+            raise node.error(f"k (input 1) must be an integer tensor, got {node.dtype(1)}")
+        k = _runtime_size(node, 1, "k")
+    else:
+        k = _scalar_int(node, 1, "k") if node.opset >= 10 else int(node.required_attr("k"))
+        if k < 0 or (isinstance(dim, E.IntImm) and k > int(dim.value)):
+            raise node.error(f"k {k} is not in [0, {dim}] (the size of axis {axis})")
     if node.dtype(0) == "bool":
         raise node.error("bool inputs are not supported")
     largest = bool(node.attr("largest", 1)) if node.opset >= 11 else True

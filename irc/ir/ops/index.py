@@ -3,8 +3,9 @@
 ``topk``, ``cumsum``, ``cumprod``, ``reverse_sequence``.
 
 Index operands are integer tensors read at run time; a negative index counts from the end
-of its axis. Attributes that fix an output shape (``topk``'s ``k``, ``one_hot``'s
-``depth``) are integers known when the call is built.
+of its axis. Operands that fix an output shape (``topk``'s ``k``, ``one_hot``'s
+``depth``) are int64 scalars (``R.prim_value``): constants, or symbolic variables bound
+at run time (``R.match_cast``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import dtype as dt
+from ...tir.expr import PrimExpr
 from ..expr import Call, Expr
 from ..op import (
     INJECTIVE,
@@ -23,9 +25,17 @@ from ..op import (
     make_call,
     register_op,
 )
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 from ..struct_info_analysis import const_value, format_sinfo, prove_not_equal
-from ._common import conv_required_dtype, fail, normalize_axis, tensor, tensor_arg
+from ._common import (
+    conv_required_dtype,
+    fail,
+    normalize_axis,
+    scalar_sinfo,
+    tensor,
+    tensor_arg,
+    to_prim_value,
+)
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
@@ -144,23 +154,38 @@ def _infer_scatter_nd(call: Call, ctx: Any) -> StructInfo:
 # ---------------------------------------------------------------------------------
 
 
-@register_op("one_hot", ["indices", "values"], [
-    AttrSpec("depth", convert=conv_int),
-    AttrSpec("axis", -1, conv_int),
-], pattern=INJECTIVE)
+def _canonicalize_dim_operand(operands: list, attrs: dict, sinfo_args: list) -> tuple:
+    # The last operand is a dimension: an int or int64 expression becomes a PrimValue.
+    operands[-1] = to_prim_value(operands[-1], "a dimension", "int64")
+    return operands, attrs, sinfo_args
+
+
+def _dim_operand(call: Call, i: int, what: str) -> Any:
+    """The value of a dimension operand (an int64 PrimValue), None when unknown."""
+    s = scalar_sinfo(call, i)
+    if not isinstance(s, PrimStructInfo) or not dt.is_integer(s.dtype):
+        raise fail(call, f"{what} must be an integer R.prim_value, got {format_sinfo(s)}")
+    c = const_value(s.value) if s.value is not None else None
+    if c is not None and c < 0:
+        raise fail(call, f"{what} must be non-negative, got {c}")
+    return s.value
+
+
+@register_op("one_hot", ["indices", "values", "depth"], [AttrSpec("axis", -1, conv_int)],
+             pattern=INJECTIVE, extra={"canonicalize": _canonicalize_dim_operand})
 def _infer_one_hot(call: Call, ctx: Any) -> StructInfo:
     """R.one_hot(indices, values, depth, axis=-1): ``values[1]`` where the position along
-    the new axis ``axis`` equals the index (negative indices count from ``depth``),
-    ``values[0]`` elsewhere; ``values`` holds (off, on)."""
+    the new axis ``axis`` (of size ``depth``, an int64 scalar) equals the index (negative
+    indices count from ``depth``), ``values[0]`` elsewhere; ``values`` holds (off, on)."""
     idx, values = tensor_arg(call, 0), tensor_arg(call, 1)
-    depth = call.attrs["depth"]
-    if depth < 1:
-        raise fail(call, f"depth must be positive, got {depth}")
+    depth = _dim_operand(call, 2, "depth")
     if values.shape is not None and (values.ndim != 1 or prove_not_equal(values.shape[0], 2)):
         raise fail(call, f"values must hold 2 elements (off, on), got {format_sinfo(values)}")
-    if idx.shape is None:
+    if idx.ndim < 0:
         return TensorStructInfo(dtype=values.dtype, vdevice=values.vdevice)
     axis = normalize_axis(call, call.attrs["axis"], idx.ndim + 1)
+    if idx.shape is None or depth is None:
+        return TensorStructInfo(dtype=values.dtype, ndim=idx.ndim + 1, vdevice=values.vdevice)
     dims = list(idx.shape)
     dims.insert(axis, depth)
     return tensor(dims, values.dtype, vdevice=values.vdevice)
@@ -198,24 +223,26 @@ def _infer_eye_like(call: Call, ctx: Any) -> StructInfo:
 # ---------------------------------------------------------------------------------
 
 
-@register_op("topk", ["x"], [
-    AttrSpec("k", convert=conv_int),
+@register_op("topk", ["x", "k"], [
     AttrSpec("axis", -1, conv_int),
     AttrSpec("largest", True, conv_bool),
-], pattern=OPAQUE)
+], pattern=OPAQUE, extra={"canonicalize": _canonicalize_dim_operand})
 def _infer_topk(call: Call, ctx: Any) -> StructInfo:
-    """R.topk(x, k, axis=-1, largest=True): (values, int64 indices) of the ``k`` largest
-    (smallest) elements along ``axis``, sorted, equal values in index order."""
+    """R.topk(x, k, axis=-1, largest=True): (values, int64 indices) of the ``k`` (an int64
+    scalar) largest (smallest) elements along ``axis``, sorted, equal values in index
+    order."""
     x = tensor_arg(call, 0)
-    k = call.attrs["k"]
-    if k < 0:
-        raise fail(call, f"k must be non-negative, got {k}")
-    if x.shape is None:
-        return TupleStructInfo(fields=(x, TensorStructInfo(dtype="int64", ndim=x.ndim)))
+    k = _dim_operand(call, 1, "k")
+    if x.ndim < 0:
+        return TupleStructInfo(fields=(x, TensorStructInfo(dtype="int64")))
     axis = normalize_axis(call, call.attrs["axis"], x.ndim)
-    n = const_value(x.shape[axis])
-    if n is not None and k > n:
-        raise fail(call, f"k {k} exceeds the size {n} of axis {axis}")
+    if x.shape is None or k is None:
+        return TupleStructInfo(fields=(
+            TensorStructInfo(dtype=x.dtype, ndim=x.ndim, vdevice=x.vdevice),
+            TensorStructInfo(dtype="int64", ndim=x.ndim, vdevice=x.vdevice)))
+    n, kc = const_value(x.shape[axis]), const_value(k)
+    if n is not None and kc is not None and kc > n:
+        raise fail(call, f"k {kc} exceeds the size {n} of axis {axis}")
     dims = list(x.shape)
     dims[axis] = k
     return TupleStructInfo(fields=(tensor(dims, x.dtype, vdevice=x.vdevice),
@@ -302,9 +329,9 @@ def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "none"
     return make_call("scatter_nd", data, indices, updates, reduction=reduction)
 
 
-def one_hot(indices: Expr, values: Expr, depth: int, axis: int = -1) -> Expr:
-    """``R.one_hot(indices, values, depth, axis)``."""
-    return make_call("one_hot", indices, values, depth=depth, axis=axis)
+def one_hot(indices: Expr, values: Expr, depth: int | PrimExpr, axis: int = -1) -> Expr:
+    """``R.one_hot(indices, values, depth, axis)``; ``depth`` an int or int64 expression."""
+    return make_call("one_hot", indices, values, depth, axis=axis)
 
 
 def trilu(x: Expr, k: Expr, upper: bool = True) -> Expr:
@@ -317,9 +344,10 @@ def eye_like(x: Expr, dtype: str, k: int = 0) -> Expr:
     return make_call("eye_like", x, k=k, dtype=dtype)
 
 
-def topk(x: Expr, k: int, axis: int = -1, largest: bool = True) -> Expr:
-    """``R.topk(x, k, axis, largest)``: a (values, indices) tuple."""
-    return make_call("topk", x, k=k, axis=axis, largest=largest)
+def topk(x: Expr, k: int | PrimExpr, axis: int = -1, largest: bool = True) -> Expr:
+    """``R.topk(x, k, axis, largest)``: a (values, indices) tuple; ``k`` an int or int64
+    expression."""
+    return make_call("topk", x, k, axis=axis, largest=largest)
 
 
 def cumsum(x: Expr, axis: int | Expr = 0, exclusive: bool = False,

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from ...core.diagnostics import LegalizeError
 from ...ir.block_builder import normalize
-from ...ir.expr import Call, Expr
+from ...ir.expr import Call, Expr, PrimValue
 from ...ir.ops import call_tir
 from ...ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ...tir.buffer import Buffer
@@ -30,8 +30,10 @@ def _tensor(s: StructInfo, call: Call, what: str) -> TensorStructInfo:
 def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
                name: str) -> Expr:
     """``R.call_tir`` of a loop kernel ``kernel(*input_buffers, *output_buffers) -> Stmt``
-    over the call's tensor operands and results."""
-    ins = [_tensor(a.struct_info, call, f"operand {i}") for i, a in enumerate(call.args)]
+    over the call's tensor operands (scalar operands left out: the kernels read sizes off
+    the buffers) and results."""
+    args = [a for a in call.args if not isinstance(a, PrimValue)]
+    ins = [_tensor(a.struct_info, call, f"operand {i}") for i, a in enumerate(args)]
     out_sinfo = call.struct_info
     outs: Sequence[StructInfo] = out_sinfo.fields if isinstance(out_sinfo, TupleStructInfo) \
         else [out_sinfo]
@@ -43,7 +45,7 @@ def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
     func = topi_index.loop_func(bufs, kernel(*bufs))
     gv = ctx.add_prim_func(func, name)
     res = list(outs) if isinstance(out_sinfo, TupleStructInfo) else outs[0]
-    return normalize(call_tir(gv, list(call.args), res))
+    return normalize(call_tir(gv, args, res))
 
 
 @rule("gather_elements")
@@ -60,8 +62,11 @@ def _gather_nd(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("one_hot")
 def _one_hot(ctx: LegalizeContext, call: Call) -> Expr:
+    # The depth as the result's dimension: a constant, or the variable bound at run time.
+    out = _tensor(call.struct_info, call, "the result")
+    axis = call.attrs["axis"] % out.ndim
     return ctx.call_te(topi_index.one_hot, call.args[0], call.args[1],
-                       depth=call.attrs["depth"], axis=call.attrs["axis"], name="one_hot")
+                       depth=out.shape[axis], axis=axis, name="one_hot")
 
 
 @rule("trilu")
@@ -101,7 +106,7 @@ def _scatter_nd(ctx: LegalizeContext, call: Call) -> Expr:
 def _topk(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
     return call_loops(ctx, call, lambda x, v, i: topi_index.topk(
-        x, v, i, k=a["k"], axis=a["axis"], largest=a["largest"]), "topk")
+        x, v, i, axis=a["axis"], largest=a["largest"]), "topk")
 
 
 @rule("cumsum", "cumprod")

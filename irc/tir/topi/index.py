@@ -291,10 +291,10 @@ def scatter_nd(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
     return seq(_copy(data, out), loop_nest(heads, update))
 
 
-def topk(x: Buffer, values: Buffer, indices: Buffer, k: int, axis: int = -1,
+def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
          largest: bool = True) -> Stmt:
     """The ``k`` largest (smallest) elements along ``axis`` and their int64 positions,
-    best first, equal values in index order.
+    best first, equal values in index order; ``k`` is the size of the outputs' ``axis``.
 
     Per row, an insertion into the sorted output: element ``i`` moves every kept entry it
     beats one place down (the last falls off) and takes the place of the first one. Each
@@ -303,7 +303,7 @@ def topk(x: Buffer, values: Buffer, indices: Buffer, k: int, axis: int = -1,
     ax = normalize_axis(axis, x.ndim)
     n = _i64(x.shape[ax])
     outer = [s for d, s in enumerate(x.shape) if d != ax]
-    kk = const(int(k), IDX)
+    kk = _i64(values.shape[ax])
 
     def row(o: list[Var]) -> Stmt:
         def at(buf: Buffer, pos: PrimExpr) -> tuple[PrimExpr, ...]:
