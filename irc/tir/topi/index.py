@@ -204,18 +204,21 @@ def buffer(shape: Sequence[Any], dtype: str, name: str) -> Buffer:
 
 
 def loop_nest(extents: Sequence[Any], body: Callable[[list[Var]], Stmt],
-              prefix: str = "i") -> Stmt:
-    """Serial loops over ``extents`` (outermost first) around ``body(loop_vars)``."""
+              prefix: str = "i", parallel: bool = False) -> Stmt:
+    """Loops over ``extents`` (outermost first) around ``body(loop_vars)``; serial, or
+    with the outermost one ``parallel`` (iterations that touch disjoint elements)."""
     vars_ = [Var(name=f"{prefix}{k}", dtype=IDX) for k in range(len(extents))]
     stmt = body(vars_)
-    for v, ext in zip(reversed(vars_), reversed(list(extents))):
-        stmt = For(loop_var=v, min=const(0, IDX), extent=_i64(ext), kind="serial", body=stmt)
+    for d in range(len(vars_) - 1, -1, -1):
+        kind = "parallel" if parallel and d == 0 else "serial"
+        stmt = For(loop_var=vars_[d], min=const(0, IDX), extent=_i64(extents[d]), kind=kind,
+                   body=stmt)
     return stmt
 
 
 def _copy(src: Buffer, dst: Buffer) -> Stmt:
     return loop_nest(src.shape, lambda i: BufferStore(buffer=dst, value=src[tuple(i)],
-                                                      indices=tuple(i)), "c")
+                                                      indices=tuple(i)), "c", parallel=True)
 
 
 def _combine(reduction: str, old: PrimExpr, new: PrimExpr) -> PrimExpr:
@@ -333,7 +336,7 @@ def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
 
         return loop_nest([n, kk], step, "s")
 
-    return loop_nest(outer, row, "o")
+    return loop_nest(outer, row, "o", parallel=True)
 
 
 def _scan_identity(kind: str, dtype: str) -> PrimExpr:
@@ -376,7 +379,7 @@ def scan(x: Buffer, out: Buffer, kind: str, axis: int = 0, exclusive: bool = Fal
         return _scan_row(x, out, kind, n, exclusive, reverse,
                          lambda p: (*o[:ax], p, *o[ax:]))
 
-    return loop_nest(outer, row, "o")
+    return loop_nest(outer, row, "o", parallel=True)
 
 
 def scan_runtime_axis(x: Buffer, axis: Buffer, out: Buffer, kind: str,
@@ -414,7 +417,7 @@ def scan_runtime_axis(x: Buffer, axis: Buffer, out: Buffer, kind: str,
                          lambda p: unravel(base + p * stride_var))
 
     rows = floordiv(size, max_(n_var, one))
-    body = loop_nest([rows], row, "o")
+    body = loop_nest([rows], row, "o", parallel=True)
     checked = AssertStmt(condition=(a >= zero) & (a < const(r, IDX)),
                          message="cumulative scan: axis is out of range", body=seq(
                              LetStmt(var=n_var, value=n_expr, body=LetStmt(
