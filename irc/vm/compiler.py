@@ -383,7 +383,8 @@ class FunctionCompiler:
         fn = e.args[0]
         if not isinstance(fn, ExternFunc):
             raise self.error("R.call_pure_packed needs a function name", e.span)
-        args = [self.expr(a) for a in e.args[1:]]
+        # The arguments are one tuple operand; the function takes them one by one.
+        args = [r for a in e.args[1:] for r in self._tuple_args(a)]
         dst = self.new_reg()
         self.emit("packed", fn.global_symbol, args, dst)
         return dst

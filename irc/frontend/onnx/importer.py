@@ -38,8 +38,8 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.diagnostics import IRCError, MissingDependencyError, UnsupportedOperatorError
 from ...core.module import IRModule
-from ...ir.block_builder import BlockBuilder
 from ...ir import ops
+from ...ir.block_builder import BlockBuilder
 from ...ir.expr import Constant, Expr, Tuple, TupleGetItem, Var
 from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E

@@ -1,0 +1,125 @@
+"""Legalization rules of the indexing operators (``irc/ir/ops/index.py``): gathers,
+``one_hot``, ``trilu``, ``eye_like`` and ``reverse_sequence`` as te computations;
+scatters, ``topk`` and the scans as loop kernels (``irc.tir.topi.index``) made into
+PrimFuncs here. Registered in :data:`rules.RULES` when this module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ...core.diagnostics import LegalizeError
+from ...ir.block_builder import normalize
+from ...ir.expr import Call, Expr, PrimValue
+from ...ir.ops import call_tir
+from ...ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ...tir.buffer import Buffer
+from ...tir.stmt import Stmt
+from ...tir.topi import index as topi_index
+from .context import LegalizeContext
+from .rules import rule
+
+
+def _tensor(s: StructInfo, call: Call, what: str) -> TensorStructInfo:
+    if not isinstance(s, TensorStructInfo) or s.shape is None or not s.dtype:
+        raise LegalizeError(f"R.{call.op.name}: {what} must be a tensor of known shape and "
+                            f"dtype to legalize it, got {s!r}", node=call, span=call.span)
+    return s
+
+
+def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
+               name: str) -> Expr:
+    """``R.call_tir`` of a loop kernel ``kernel(*input_buffers, *output_buffers) -> Stmt``
+    over the call's tensor operands (scalar operands left out: the kernels read sizes off
+    the buffers) and results."""
+    args = [a for a in call.args if not isinstance(a, PrimValue)]
+    ins = [_tensor(a.struct_info, call, f"operand {i}") for i, a in enumerate(args)]
+    out_sinfo = call.struct_info
+    outs: Sequence[StructInfo] = out_sinfo.fields if isinstance(out_sinfo, TupleStructInfo) \
+        else [out_sinfo]
+    outs = [_tensor(s, call, "the result") for s in outs]
+    bufs: list[Buffer] = [topi_index.buffer(s.shape, s.dtype, f"p{i}")
+                          for i, s in enumerate(ins)]
+    bufs += [topi_index.buffer(s.shape, s.dtype, f"out{i}" if len(outs) > 1 else "out")
+             for i, s in enumerate(outs)]
+    func = topi_index.loop_func(bufs, kernel(*bufs))
+    gv = ctx.add_prim_func(func, name)
+    res = list(outs) if isinstance(out_sinfo, TupleStructInfo) else outs[0]
+    return normalize(call_tir(gv, args, res))
+
+
+@rule("gather_elements")
+def _gather_elements(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_index.gather_elements, call.args[0], call.args[1],
+                       axis=call.attrs["axis"], name="gather_elements")
+
+
+@rule("gather_nd")
+def _gather_nd(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_index.gather_nd, call.args[0], call.args[1],
+                       batch_dims=call.attrs["batch_dims"], name="gather_nd")
+
+
+@rule("one_hot")
+def _one_hot(ctx: LegalizeContext, call: Call) -> Expr:
+    # The depth as the result's dimension: a constant, or the variable bound at run time.
+    out = _tensor(call.struct_info, call, "the result")
+    axis = call.attrs["axis"] % out.ndim
+    return ctx.call_te(topi_index.one_hot, call.args[0], call.args[1],
+                       depth=out.shape[axis], axis=axis, name="one_hot")
+
+
+@rule("trilu")
+def _trilu(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_index.trilu, call.args[0], call.args[1],
+                       upper=call.attrs["upper"], name="trilu")
+
+
+@rule("eye_like")
+def _eye_like(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_index.eye_like, call.args[0], call.attrs["dtype"],
+                       k=call.attrs["k"], name="eye_like")
+
+
+@rule("reverse_sequence")
+def _reverse_sequence(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_index.reverse_sequence, call.args[0], call.args[1],
+                       batch_axis=call.attrs["batch_axis"],
+                       time_axis=call.attrs["time_axis"], name="reverse_sequence")
+
+
+@rule("scatter_elements")
+def _scatter_elements(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    return call_loops(ctx, call, lambda d, i, u, o: topi_index.scatter_elements(
+        d, i, u, o, axis=a["axis"], reduction=a["reduction"]), "scatter_elements")
+
+
+@rule("scatter_nd")
+def _scatter_nd(ctx: LegalizeContext, call: Call) -> Expr:
+    red = call.attrs["reduction"]
+    return call_loops(ctx, call, lambda d, i, u, o: topi_index.scatter_nd(
+        d, i, u, o, reduction=red), "scatter_nd")
+
+
+@rule("topk")
+def _topk(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    return call_loops(ctx, call, lambda x, v, i: topi_index.topk(
+        x, v, i, axis=a["axis"], largest=a["largest"]), "topk")
+
+
+@rule("cumsum", "cumprod")
+def _scan(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    kind = "sum" if call.op.name == "cumsum" else "prod"
+    if len(call.args) > 1:
+        return call_loops(ctx, call, lambda x, axis, o: topi_index.scan_runtime_axis(
+            x, axis, o, kind, exclusive=a["exclusive"], reverse=a["reverse"]),
+            call.op.name)
+    return call_loops(ctx, call, lambda x, o: topi_index.scan(
+        x, o, kind, axis=a["axis"], exclusive=a["exclusive"], reverse=a["reverse"]),
+        call.op.name)
+
+
+__all__ = ["call_loops"]

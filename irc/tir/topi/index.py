@@ -1,0 +1,433 @@
+"""Computations that read or write tensors at run-time indices, and scans.
+
+Two kinds:
+
+- te computations (``gather_elements``, ``gather_nd``, ``one_hot``, ``trilu``,
+  ``eye_like``, ``reverse_sequence``): every output element is a function of the inputs,
+  so they are ordinary stages that schedules and fusion handle;
+- loop kernels (``scatter_elements``, ``scatter_nd``, ``topk``, ``scan``): results built
+  by ordered updates, written as loop IR over buffers. Each takes its input and output
+  :class:`~irc.tir.buffer.Buffer` objects and returns the body statement; ``loop_func``
+  makes the PrimFunc (block form: one opaque root block), marked scheduled and opaque
+  so default schedules and fusion leave the loops as written.
+
+Index values are read at run time; a negative index counts from the end of its axis.
+Gathers clamp an index still out of range after that (reads stay in bounds; ONNX leaves
+the result undefined); scatters check it and fail the call with a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from ..buffer import Buffer
+from ..expr import (
+    IntImm,
+    PrimExpr,
+    Var,
+    cast,
+    const,
+    floordiv,
+    floormod,
+    max_,
+    min_,
+    select,
+)
+from ..stmt import (
+    AssertStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    Stmt,
+    seq,
+)
+from ..te.tensor import Tensor, compute
+from .utils import INJECTIVE, axis_names, normalize_axis
+
+IDX = "int64"
+# The graph-level pattern of loop kernels (irc.ir.op.OPAQUE): never fused.
+_OPAQUE = 8
+
+
+def _i64(e: Any) -> PrimExpr:
+    if isinstance(e, int):
+        return const(e, IDX)
+    if isinstance(e, IntImm):
+        return const(int(e.value), IDX)
+    return e if e.dtype == IDX else cast(e, IDX)
+
+
+def _wrap(i: PrimExpr, dim: PrimExpr) -> PrimExpr:
+    """A run-time index with negative values counted from the end of an axis of ``dim``."""
+    i, dim = _i64(i), _i64(dim)
+    return select(i < const(0, IDX), i + dim, i)
+
+
+def _clamped(i: PrimExpr, dim: PrimExpr) -> PrimExpr:
+    """:func:`_wrap`, then clamped into ``[0, dim)`` so the read stays in bounds."""
+    dim = _i64(dim)
+    return min_(max_(_wrap(i, dim), const(0, IDX)), dim - const(1, IDX))
+
+
+def _stage(shape: Sequence[Any], fn: Callable[..., PrimExpr], name: str) -> Tensor:
+    return compute(tuple(_i64(s) for s in shape), fn, name=name, tag=INJECTIVE,
+                   axis_names=axis_names(len(shape)))
+
+
+# ---------------------------------------------------------------------------------
+# te computations
+# ---------------------------------------------------------------------------------
+
+
+def gather_elements(data: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
+    """``out[i] = data[i with i[axis] = indices[i]]`` (ONNX GatherElements)."""
+    ax = normalize_axis(axis, data.ndim)
+    if indices.ndim != data.ndim:
+        raise IRTypeError(f"topi.gather_elements: data has rank {data.ndim}, indices "
+                          f"{indices.ndim}")
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        src = list(i)
+        src[ax] = _clamped(indices[i], data.shape[ax])
+        return data[tuple(src)]
+
+    return _stage(indices.shape, fn, "T_gather_elements")
+
+
+def gather_nd(data: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
+    """Slices of ``data`` at the index tuples along the last axis of ``indices`` (ONNX
+    GatherND): ``out[b, i, rest] = data[b, indices[b, i, :], rest]``."""
+    b = int(batch_dims)
+    last = indices.shape[-1]
+    if not isinstance(last, IntImm):
+        raise IRTypeError("topi.gather_nd: the last dimension of indices must be constant")
+    m = int(last.value)
+    q = indices.ndim
+    shape = [*indices.shape[:-1], *data.shape[b + m:]]
+
+    def fn(*o: PrimExpr) -> PrimExpr:
+        head = o[:q - 1]
+        src = list(o[:b])
+        for j in range(m):
+            src.append(_clamped(indices[(*head, const(j, IDX))], data.shape[b + j]))
+        src.extend(o[q - 1:])
+        return data[tuple(src)]
+
+    return _stage(shape, fn, "T_gather_nd")
+
+
+def one_hot(indices: Tensor, values: Tensor, depth: int, axis: int = -1) -> Tensor:
+    """``values[1]`` where the position on the new axis ``axis`` equals the index
+    (negative indices count from ``depth``; others match nothing), else ``values[0]``."""
+    n = indices.ndim + 1
+    ax = normalize_axis(axis, n)
+    shape = [*indices.shape[:ax], depth, *indices.shape[ax:]]
+    off, on = values[const(0, IDX)], values[const(1, IDX)]
+
+    def fn(*o: PrimExpr) -> PrimExpr:
+        raw = indices[tuple(o[:ax] + o[ax + 1:])]
+        if dt.is_float(raw.dtype):
+            raw = cast(raw, IDX)  # ONNX casts non-integer indices to integers
+        return select(_wrap(raw, depth) == _i64(o[ax]), on, off)
+
+    return _stage(shape, fn, "T_one_hot")
+
+
+def trilu(x: Tensor, k: Tensor, upper: bool = True) -> Tensor:
+    """``x`` on and above (``upper``) or on and below diagonal ``k[()]`` of its last two
+    axes, zero elsewhere."""
+    zero = const(0, x.dtype) if not dt.is_bool(x.dtype) else const(False, "bool")
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        diag = _i64(i[-1]) - _i64(i[-2])
+        kk = _i64(k[()])
+        keep = diag >= kk if upper else diag <= kk
+        return select(keep, x[i], zero)
+
+    return _stage(x.shape, fn, "T_trilu")
+
+
+def eye_like(x: Tensor, dtype: str, k: int = 0) -> Tensor:
+    """Ones on diagonal ``k`` of a 2-d tensor shaped like ``x``, zeros elsewhere."""
+    one = const(True, "bool") if dt.is_bool(dtype) else const(1, dtype)
+    zero = const(False, "bool") if dt.is_bool(dtype) else const(0, dtype)
+
+    def fn(i: PrimExpr, j: PrimExpr) -> PrimExpr:
+        return select(_i64(j) - _i64(i) == const(k, IDX), one, zero)
+
+    return _stage(x.shape, fn, "T_eye_like")
+
+
+def reverse_sequence(x: Tensor, seq_lengths: Tensor, batch_axis: int = 1,
+                     time_axis: int = 0) -> Tensor:
+    """Along ``time_axis``, the first ``seq_lengths[b]`` elements of each batch entry
+    ``b`` reversed, the others kept."""
+    ba, ta = normalize_axis(batch_axis, x.ndim), normalize_axis(time_axis, x.ndim)
+    steps = _i64(x.shape[ta])
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        n = min_(max_(_i64(seq_lengths[i[ba]]), const(0, IDX)), steps)
+        t = _i64(i[ta])
+        src = list(i)
+        src[ta] = select(t < n, n - const(1, IDX) - t, t)
+        return x[tuple(src)]
+
+    return _stage(x.shape, fn, "T_reverse_sequence")
+
+
+# ---------------------------------------------------------------------------------
+# loop kernels
+# ---------------------------------------------------------------------------------
+
+
+def loop_func(params: Sequence[Buffer], body: Stmt) -> PrimFunc:
+    """A PrimFunc over ``params`` (inputs, then outputs) running ``body`` in an opaque
+    root block, marked so default schedules and fusion keep it as written."""
+    handles = tuple(Var(name=b.name, dtype="handle") for b in params)
+    root = Block(name="root", iter_vars=(), reads=(), writes=(), body=body)
+    return PrimFunc(params=handles, buffer_map=dict(zip(handles, params)),
+                    body=BlockRealize(iter_values=(), predicate=const(True), block=root),
+                    attrs={"tir.noalias": True, "tir.is_scheduled": True,
+                           "op_pattern": _OPAQUE})
+
+
+def buffer(shape: Sequence[Any], dtype: str, name: str) -> Buffer:
+    """A parameter buffer with int64 dimensions."""
+    return Buffer(name=name, shape=tuple(_i64(s) for s in shape), dtype=dt.check(dtype),
+                  data=Var(name=name, dtype="handle"))
+
+
+def loop_nest(extents: Sequence[Any], body: Callable[[list[Var]], Stmt],
+              prefix: str = "i", parallel: bool = False) -> Stmt:
+    """Loops over ``extents`` (outermost first) around ``body(loop_vars)``; serial, or
+    with the outermost one ``parallel`` (iterations that touch disjoint elements)."""
+    vars_ = [Var(name=f"{prefix}{k}", dtype=IDX) for k in range(len(extents))]
+    stmt = body(vars_)
+    for d in range(len(vars_) - 1, -1, -1):
+        kind = "parallel" if parallel and d == 0 else "serial"
+        stmt = For(loop_var=vars_[d], min=const(0, IDX), extent=_i64(extents[d]), kind=kind,
+                   body=stmt)
+    return stmt
+
+
+def _copy(src: Buffer, dst: Buffer) -> Stmt:
+    return loop_nest(src.shape, lambda i: BufferStore(buffer=dst, value=src[tuple(i)],
+                                                      indices=tuple(i)), "c", parallel=True)
+
+
+def _combine(reduction: str, old: PrimExpr, new: PrimExpr) -> PrimExpr:
+    if reduction == "none":
+        return new
+    if reduction == "add":
+        return old + new if not dt.is_bool(old.dtype) else old | new
+    if reduction == "mul":
+        return old * new if not dt.is_bool(old.dtype) else old & new
+    if reduction == "max":
+        return max_(old, new)
+    if reduction == "min":
+        return min_(old, new)
+    raise IRTypeError(f"unknown scatter reduction {reduction!r}")
+
+
+def _checked_position(raw: PrimExpr, dim: PrimExpr, what: str, body: Callable[[Var], Stmt]
+                      ) -> Stmt:
+    """Bind the wrapped index ``raw`` to a variable, fail the call when it is outside
+    ``[0, dim)``, then run ``body(var)``."""
+    v = Var(name="pos", dtype=IDX)
+    dim = _i64(dim)
+    check = AssertStmt(condition=(v >= const(0, IDX)) & (v < dim),
+                       message=f"{what}: an index is out of range", body=body(v))
+    return LetStmt(var=v, value=_wrap(raw, dim), body=check)
+
+
+def scatter_elements(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
+                     axis: int = 0, reduction: str = "none") -> Stmt:
+    """``out`` = ``data``, then for every position ``i`` of ``indices`` in row-major order
+    ``out[i with i[axis] = indices[i]]`` = ``updates[i]`` (combined by ``reduction``)."""
+    ax = normalize_axis(axis, data.ndim)
+
+    def update(i: list[Var]) -> Stmt:
+        def store(pos: Var) -> Stmt:
+            dst = list(i)
+            dst[ax] = pos
+            value = _combine(reduction, out[tuple(dst)], updates[tuple(i)])
+            return BufferStore(buffer=out, value=value, indices=tuple(dst))
+        return _checked_position(indices[tuple(i)], data.shape[ax], "scatter_elements",
+                                 store)
+
+    return seq(_copy(data, out), loop_nest(indices.shape, update))
+
+
+def scatter_nd(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
+               reduction: str = "none") -> Stmt:
+    """``out`` = ``data``, then for every index tuple (the last axis of ``indices``) in
+    row-major order the slice it addresses = the matching slice of ``updates``
+    (combined by ``reduction``)."""
+    last = indices.shape[-1]
+    if not isinstance(last, IntImm):
+        raise IRTypeError("topi.scatter_nd: the last dimension of indices must be constant")
+    m = int(last.value)
+    heads = indices.shape[:-1]
+    rest = data.shape[m:]
+
+    def update(h: list[Var]) -> Stmt:
+        def with_positions(done: list[Var]) -> Stmt:
+            j = len(done)
+            if j < m:
+                raw = indices[(*h, const(j, IDX))]
+                return _checked_position(raw, data.shape[j], "scatter_nd",
+                                         lambda p: with_positions([*done, p]))
+
+            def store(r: list[Var]) -> Stmt:
+                dst = (*done, *r)
+                value = _combine(reduction, out[dst], updates[(*h, *r)])
+                return BufferStore(buffer=out, value=value, indices=dst)
+            return loop_nest(rest, store, "r")
+        return with_positions([])
+
+    return seq(_copy(data, out), loop_nest(heads, update))
+
+
+def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
+         largest: bool = True) -> Stmt:
+    """The ``k`` largest (smallest) elements along ``axis`` and their int64 positions,
+    best first, equal values in index order; ``k`` is the size of the outputs' ``axis``.
+
+    Per row, an insertion into the sorted output: element ``i`` moves every kept entry it
+    beats one place down (the last falls off) and takes the place of the first one. Each
+    output position ``j`` decides from the old entries ``j - 1`` and ``j`` alone, so the
+    positions are updated from the last to the first in place. O(n * k) per row."""
+    ax = normalize_axis(axis, x.ndim)
+    n = _i64(x.shape[ax])
+    outer = [s for d, s in enumerate(x.shape) if d != ax]
+    kk = _i64(values.shape[ax])
+
+    def row(o: list[Var]) -> Stmt:
+        def at(buf: Buffer, pos: PrimExpr) -> tuple[PrimExpr, ...]:
+            return (*o[:ax], pos, *o[ax:])
+
+        def step(iv: list[Var]) -> Stmt:
+            i, t = iv
+            j = kk - const(1, IDX) - t
+            v = x[at(x, i)]
+
+            def beats(other: PrimExpr) -> PrimExpr:
+                return v > other if largest else v < other
+
+            prev = max_(j - const(1, IDX), const(0, IDX))
+            shift = seq(BufferStore(buffer=values, value=values[at(values, prev)],
+                                    indices=at(values, j)),
+                        BufferStore(buffer=indices, value=indices[at(indices, prev)],
+                                    indices=at(indices, j)))
+            place = seq(BufferStore(buffer=values, value=v, indices=at(values, j)),
+                        BufferStore(buffer=indices, value=i, indices=at(indices, j)))
+            decide = IfThenElse(
+                condition=(j > const(0, IDX)) & beats(values[at(values, prev)]),
+                then_case=shift,
+                else_case=IfThenElse(condition=(j == i) | beats(values[at(values, j)]),
+                                     then_case=place))
+            return IfThenElse(condition=j <= i, then_case=decide)
+
+        return loop_nest([n, kk], step, "s")
+
+    return loop_nest(outer, row, "o", parallel=True)
+
+
+def _scan_identity(kind: str, dtype: str) -> PrimExpr:
+    if kind not in ("sum", "prod"):
+        raise IRTypeError(f"topi.scan: kind must be 'sum' or 'prod', got {kind!r}")
+    if dt.is_bool(dtype):
+        return const(kind == "prod", "bool")
+    return const(0 if kind == "sum" else 1, dtype)
+
+
+def _scan_row(x: Buffer, out: Buffer, kind: str, n: PrimExpr, exclusive: bool,
+              reverse: bool, at: Callable[[PrimExpr], tuple[PrimExpr, ...]]) -> Stmt:
+    """One row of a scan: ``at(p)`` gives the indices of element ``p`` of the row."""
+    identity = _scan_identity(kind, x.dtype)
+    one = const(1, IDX)
+
+    def step(jv: list[Var]) -> Stmt:
+        (j,) = jv
+        p = n - one - j if reverse else j
+        q = p + one if reverse else p - one
+        first = identity if exclusive else x[at(p)]
+        item = x[at(q)] if exclusive else x[at(p)]
+        rest = _combine("add" if kind == "sum" else "mul", out[at(q)], item)
+        return IfThenElse(condition=j == const(0, IDX),
+                          then_case=BufferStore(buffer=out, value=first, indices=at(p)),
+                          else_case=BufferStore(buffer=out, value=rest, indices=at(p)))
+
+    return loop_nest([n], step, "j")
+
+
+def scan(x: Buffer, out: Buffer, kind: str, axis: int = 0, exclusive: bool = False,
+         reverse: bool = False) -> Stmt:
+    """Running sums (``kind="sum"``) or products (``"prod"``) along ``axis``; exclusive
+    scans leave the element itself out, reverse ones run from the end."""
+    ax = normalize_axis(axis, x.ndim)
+    n = _i64(x.shape[ax])
+    outer = [s for d, s in enumerate(x.shape) if d != ax]
+
+    def row(o: list[Var]) -> Stmt:
+        return _scan_row(x, out, kind, n, exclusive, reverse,
+                         lambda p: (*o[:ax], p, *o[ax:]))
+
+    return loop_nest(outer, row, "o", parallel=True)
+
+
+def scan_runtime_axis(x: Buffer, axis: Buffer, out: Buffer, kind: str,
+                      exclusive: bool = False, reverse: bool = False) -> Stmt:
+    """:func:`scan` along the axis held by the 0-d tensor ``axis`` (read at run time;
+    negative counts from the end; out of range fails the call). Rows are walked by flat
+    position: ``rows = size / n`` rows of ``n`` elements ``stride`` apart."""
+    r = x.ndim
+    dims = [_i64(d) for d in x.shape]
+    one, zero = const(1, IDX), const(0, IDX)
+    a = Var(name="axis", dtype=IDX)
+    n_var = Var(name="n", dtype=IDX)
+    stride_var = Var(name="stride", dtype=IDX)
+    n_expr: PrimExpr = dims[-1]
+    stride_expr: PrimExpr = one
+    inner: PrimExpr = one
+    for d in range(r - 1, -1, -1):
+        n_expr = select(a == const(d, IDX), dims[d], n_expr)
+        stride_expr = select(a == const(d, IDX), inner, stride_expr)
+        inner = inner * dims[d]
+    size = inner
+
+    def unravel(flat: PrimExpr) -> tuple[PrimExpr, ...]:
+        out_idx: list[PrimExpr] = []
+        rest = flat
+        for d in range(r - 1, -1, -1):
+            out_idx.append(floormod(rest, dims[d]) if d else rest)
+            rest = floordiv(rest, dims[d])
+        return tuple(reversed(out_idx))
+
+    def row(ov: list[Var]) -> Stmt:
+        (o,) = ov
+        base = floordiv(o, stride_var) * (n_var * stride_var) + floormod(o, stride_var)
+        return _scan_row(x, out, kind, n_var, exclusive, reverse,
+                         lambda p: unravel(base + p * stride_var))
+
+    rows = floordiv(size, max_(n_var, one))
+    body = loop_nest([rows], row, "o", parallel=True)
+    checked = AssertStmt(condition=(a >= zero) & (a < const(r, IDX)),
+                         message="cumulative scan: axis is out of range", body=seq(
+                             LetStmt(var=n_var, value=n_expr, body=LetStmt(
+                                 var=stride_var, value=stride_expr, body=body))))
+    raw = _i64(axis[tuple(const(0, IDX) for _ in axis.shape)])
+    return LetStmt(var=a, value=select(raw < zero, raw + const(r, IDX), raw), body=checked)
+
+
+__all__ = [
+    "gather_elements", "gather_nd", "one_hot", "trilu", "eye_like", "reverse_sequence",
+    "loop_func", "buffer", "loop_nest", "scatter_elements", "scatter_nd", "topk", "scan",
+    "scan_runtime_axis",
+]
