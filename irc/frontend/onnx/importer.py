@@ -382,7 +382,7 @@ class GraphImporter:
         """Raise one error listing every operator type that has neither a converter nor a
         function body (see :func:`function_body`) irc can convert."""
         missing: dict[tuple[str, str], list[str]] = {}
-        for node in graph.node:
+        for node in all_nodes(graph):
             if not self.convertible(node.domain, node.op_type, self.opset):
                 key = (node.domain or "ai.onnx", node.op_type)
                 missing.setdefault(key, []).append(node.name or ", ".join(node.output))
@@ -462,6 +462,88 @@ class GraphImporter:
             result = outs[0] if len(outs) == 1 else Tuple(fields=tuple(outs))
             self.bb.emit_func_output(result)
         return self.bb.get()
+
+    # -- subgraphs (If, Loop) -------------------------------------------------------------
+    def subgraph_function(self, graph: Any, name: str,
+                          inputs: Sequence[TensorStructInfo]) -> tuple[Any, list[Expr]]:
+        """Convert the ONNX subgraph ``graph`` into a module function: its parameters are
+        the subgraph's formal inputs (``inputs`` their struct info), then the values of the
+        enclosing scope it reads (constants and shape values are used directly). Returns
+        the function's GlobalVar and the enclosing expressions to pass after the formal
+        inputs; the function returns a tuple of the subgraph's outputs."""
+        formal = [vi.name for vi in graph.input]
+        if len(formal) != len(inputs):
+            raise IRCError(f"from_onnx: subgraph {graph.name!r} has {len(formal)} inputs, "
+                           f"expected {len(inputs)}")
+        values: dict[str, Expr] = {}
+        syms: dict[str, SymShape] = {}
+        params: list[Var] = []
+        captured: list[Expr] = []
+        for nm, sinfo in zip(formal, inputs):
+            v = Var(name_hint=valid_name(nm, "x"), struct_info=sinfo)
+            params.append(v)
+            values[nm] = v
+        inner = {t.name for t in graph.initializer} | set(formal)
+        for nm in free_names(graph):
+            if nm in inner:
+                continue
+            if nm in self.syms and nm not in self.values:
+                syms[nm] = self.syms[nm]
+                continue
+            e = self.values.get(nm)
+            if e is None:
+                raise IRCError(f"from_onnx: subgraph {graph.name!r} reads {nm!r}, which no "
+                               "enclosing graph defines")
+            if isinstance(e, Constant):
+                values[nm] = e
+                continue
+            v = Var(name_hint=valid_name(nm, "x"), struct_info=e.struct_info)
+            params.append(v)
+            captured.append(e)
+            values[nm] = v
+        for t in graph.initializer:
+            values[t.name] = Constant.from_numpy(self._initializer(t),
+                                                 onnx_dtype(t.data_type, t.name))
+        saved = (self.values, self.syms, self.output_names, self.emitted_outputs)
+        self.values, self.syms = values, syms
+        self.output_names = {vi.name for vi in graph.output}
+        self.emitted_outputs = set()
+        fname = self.bb.get().unique_name(valid_name(name, "subgraph"))
+        try:
+            with self.bb.function(fname, params):
+                with self.bb.dataflow():
+                    for node in graph.node:
+                        self.convert(node)
+                    outs = []
+                    for vi in graph.output:
+                        if vi.name not in self.values and vi.name not in self.syms:
+                            raise IRCError(f"from_onnx: subgraph output {vi.name!r} is "
+                                           "produced by no node")
+                        e = self._value(vi.name)
+                        if vi.name not in self.emitted_outputs or isinstance(e, Constant):
+                            e = self.bb.emit_output(e, valid_name(vi.name, "out"))
+                        outs.append(e)
+                gvar = self.bb.emit_func_output(Tuple(fields=tuple(outs)))
+        finally:
+            self.values, self.syms, self.output_names, self.emitted_outputs = saved
+        return gvar, captured
+
+    def inline_subgraph(self, graph: Any, outputs: Sequence[str]) -> list[Expr]:
+        """Convert the nodes of ``graph`` (a subgraph without inputs) in the current scope
+        and return its outputs (an ``If`` whose condition is known at import time)."""
+        for t in graph.initializer:
+            self.values[t.name] = Constant.from_numpy(self._initializer(t),
+                                                      onnx_dtype(t.data_type, t.name))
+        for node in graph.node:
+            self.convert(node)
+        result = []
+        for vi in graph.output:
+            if vi.name not in self.values and vi.name not in self.syms:
+                raise IRCError(f"from_onnx: subgraph output {vi.name!r} is produced by no "
+                               "node")
+            result.append(self.syms[vi.name] if vi.name in self.syms and
+                          vi.name not in self.values else self.values[vi.name])
+        return result
 
     def _value(self, name: str) -> Expr:
         if name in self.values:
@@ -610,6 +692,34 @@ class GraphImporter:
             if name:
                 self.values[name] = Constant.from_numpy(np.asarray(arr))
         return True
+
+
+def all_nodes(graph: Any) -> list[Any]:
+    """The nodes of ``graph`` and, depth first, of the subgraphs in their attributes."""
+    out = []
+    for node in graph.node:
+        out.append(node)
+        for a in node.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                out.extend(all_nodes(g))
+    return out
+
+
+def free_names(graph: Any) -> list[str]:
+    """The value names ``graph`` (and its subgraphs) read without defining them, in order
+    of first use: what a subgraph captures from the enclosing scopes."""
+    defined = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+    seen: dict[str, None] = {}
+    for node in graph.node:
+        reads = list(node.input)
+        for a in node.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                reads.extend(free_names(g))
+        for nm in reads:
+            if nm and nm not in defined:
+                seen.setdefault(nm, None)
+        defined.update(o for o in node.output if o)
+    return list(seen)
 
 
 _ELEM_TYPES = {v: k for k, v in DTYPES.items()}

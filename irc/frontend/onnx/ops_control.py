@@ -1,0 +1,179 @@
+"""Converters of ONNX control flow: ``If`` and ``Loop``.
+
+Each subgraph becomes a module function (``GraphImporter.subgraph_function``) whose
+parameters are the subgraph's inputs and the enclosing values it reads.
+
+``If`` with a condition known at import time inlines the branch taken. Otherwise it is a
+graph-level ``If`` calling the two branch functions, which the VM executes.
+
+``Loop`` becomes a recursive function:
+
+    loop(i, cond, v..., acc..., captured...):
+        if i < M and cond:
+            cond', v'..., s... = body(i, cond, v..., captured...)
+            return loop(i + 1, cond', v'..., concat(acc, s)..., captured...)
+        else:
+            return (v..., acc...)
+
+The scan outputs ``s`` accumulate along a new leading axis. Each iteration is one VM call,
+so deep loops cost a call frame each; the loop-carried values must keep their struct info
+(dtype, rank and shape) from one iteration to the next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.diagnostics import IRCError
+from ...ir import ops
+from ...ir.expr import Call, Constant, Expr, If, SeqExpr, Tuple, TupleGetItem, Var
+from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
+from ...tir import expr as E
+from .importer import Node, valid_name
+from .registry import converter
+
+
+def _scalar_bool(node: Node, e: Expr, what: str) -> Expr:
+    s = node.graph.bb.normalize(e).struct_info
+    if not isinstance(s, TensorStructInfo):
+        raise node.error(f"{what} must be a tensor")
+    if s.dtype != "bool":
+        e = ops.not_equal(e, Constant.from_numpy(np.zeros((), s.dtype if s.dtype else "bool")))
+    if s.ndim != 0:
+        e = ops.reshape(e, [])
+    return e
+
+
+def _call(gvar: Any, args: list[Expr]) -> Expr:
+    return Call(op=gvar, args=tuple(args))
+
+
+@converter("If", since=1)
+def _if(node: Node) -> Any:
+    then_g = node.required_attr("then_branch")
+    else_g = node.required_attr("else_branch")
+    n_out = len(node.output_names)
+    for g, which in ((then_g, "then_branch"), (else_g, "else_branch")):
+        if len(g.output) != n_out:
+            raise node.error(f"{which} has {len(g.output)} outputs for {n_out} node outputs")
+    c = node.const(0)
+    if c is not None:
+        if c.size != 1:
+            raise node.error(f"the condition must hold one value, got shape {c.shape}")
+        return node.graph.inline_subgraph(then_g if bool(c.reshape(-1)[0]) else else_g,
+                                          node.output_names)
+    cond = node.emit(_scalar_bool(node, node.input(0), "the condition"), "cond")
+    base = node.output_names[0] if node.output_names else "if"
+    t_gv, t_args = node.graph.subgraph_function(then_g, f"{base}_then", [])
+    f_gv, f_args = node.graph.subgraph_function(else_g, f"{base}_else", [])
+    value = If(cond=cond, true_branch=SeqExpr(blocks=(), body=_call(t_gv, t_args)),
+               false_branch=SeqExpr(blocks=(), body=_call(f_gv, f_args)))
+    res = node.emit(value, f"{base}_if")
+    return [TupleGetItem(tuple_value=res, index=i) for i in range(n_out)]
+
+
+def _int64_scalar(value: int) -> Constant:
+    return Constant.from_numpy(np.asarray(value, "int64"))
+
+
+@converter("Loop", since=1)
+def _loop(node: Node) -> Any:
+    graph = node.graph
+    bb = graph.bb
+    body = node.required_attr("body")
+    n_carried = node.num_inputs - 2
+    n_scan = len(body.output) - 1 - n_carried
+    if len(body.input) != n_carried + 2 or n_scan < 0:
+        raise node.error(f"the body has {len(body.input)} inputs and {len(body.output)} "
+                         f"outputs for {n_carried} loop-carried values")
+    if node.has_input(0):
+        trip = node.input(0)
+        ts = bb.normalize(trip).struct_info
+        if not isinstance(ts, TensorStructInfo) or ts.ndim not in (0, 1):
+            raise node.error("the trip count M must be a scalar tensor")
+        trip = ops.reshape(ops.astype(trip, "int64"), [])
+    else:
+        trip = _int64_scalar(np.iinfo(np.int64).max)
+    cond0 = (_scalar_bool(node, node.input(1), "the condition") if node.has_input(1)
+             else Constant.from_numpy(np.asarray(True)))
+    carried = [node.input(2 + k) for k in range(n_carried)]
+    carried_sinfo = [bb.normalize(v).struct_info for v in carried]
+    for k, s in enumerate(carried_sinfo):
+        if not isinstance(s, TensorStructInfo):
+            raise node.error(f"loop-carried value {k} is not a tensor (sequences are not "
+                             "supported)")
+    scalar_i = TensorStructInfo(shape=(), dtype="int64")
+    scalar_b = TensorStructInfo(shape=(), dtype="bool")
+    base = node.output_names[0] if node.output_names and node.output_names[0] else "loop"
+    body_gv, captured = graph.subgraph_function(body, f"{base}_body",
+                                                [scalar_i, scalar_b, *carried_sinfo])
+    body_ret = bb.lookup(body_gv).ret_struct_info
+    if not isinstance(body_ret, TupleStructInfo):
+        raise node.error("the loop body does not return a tuple")
+    outs = list(body_ret.fields)
+    scan_sinfo = []
+    for j in range(n_scan):
+        s = outs[1 + n_carried + j]
+        if not isinstance(s, TensorStructInfo) or s.shape is None:
+            raise node.error(f"scan output {j} of the body needs a known shape")
+        scan_sinfo.append(s)
+    # The recursive function's parameters.
+    p_i = Var(name_hint="iter", struct_info=scalar_i)
+    p_c = Var(name_hint="cond", struct_info=scalar_b)
+    p_trip = Var(name_hint="trip_count", struct_info=scalar_i)
+    p_v = [Var(name_hint=valid_name(f"v{k}"), struct_info=s)
+           for k, s in enumerate(carried_sinfo)]
+    p_acc = []
+    for j, s in enumerate(scan_sinfo):
+        n = E.Var(name=f"scan{j}_len", dtype="int64")
+        p_acc.append(Var(name_hint=f"scan{j}",
+                         struct_info=TensorStructInfo(shape=(n, *s.shape), dtype=s.dtype)))
+    p_cap = [Var(name_hint=valid_name(f"c{k}"), struct_info=bb.normalize(e).struct_info)
+             for k, e in enumerate(captured)]
+    params = [p_i, p_c, p_trip, *p_v, *p_acc, *p_cap]
+    ret = TupleStructInfo(fields=tuple(
+        [*carried_sinfo, *(TensorStructInfo(dtype=s.dtype, ndim=s.ndim + 1)
+                           for s in scan_sinfo)]))
+    name = bb.get().unique_name(valid_name(f"{base}_loop", "loop"))
+    loop_gv = bb.declare_function(name, FuncStructInfo(
+        params=tuple(p.struct_info for p in params), ret=ret))
+    with bb.function(name, params):
+        go = bb.emit(ops.logical_and(ops.less(p_i, p_trip), p_c), "go")
+        r = bb.emit(_call(body_gv, [p_i, p_c, *p_v, *p_cap]), "step")
+        nxt = [TupleGetItem(tuple_value=r, index=1 + k) for k in range(n_carried)]
+        accs = []
+        for j in range(n_scan):
+            item = ops.expand_dims(TupleGetItem(tuple_value=r, index=1 + n_carried + j), 0)
+            accs.append(ops.concat(Tuple(fields=(p_acc[j], item)), 0))
+        again = _call(loop_gv, [ops.add(p_i, _int64_scalar(1)),
+                                TupleGetItem(tuple_value=r, index=0), p_trip, *nxt, *accs,
+                                *p_cap])
+        # The body runs only when the loop goes on: both sit in the true branch.
+        body_seq = _branch(bb, r, again)
+        stop = SeqExpr(blocks=(), body=Tuple(fields=tuple([*p_v, *p_acc])))
+        out = bb.emit(If(cond=go, true_branch=body_seq, false_branch=stop), "result")
+        bb.emit_func_output(out)
+    acc0 = [Constant.from_numpy(np.zeros((0, *[int(d.value) for d in s.shape]),
+                                         s.dtype)) if s.static_shape is not None else None
+            for s in scan_sinfo]
+    if any(a is None for a in acc0):
+        raise node.error("scan outputs need a static per-iteration shape")
+    res = node.emit(_call(loop_gv, [_int64_scalar(0), cond0, trip, *carried, *acc0,
+                                    *captured]), f"{base}_loop")
+    return [TupleGetItem(tuple_value=res, index=i) for i in range(n_carried + n_scan)]
+
+
+def _branch(bb: Any, step: Var, again: Expr) -> SeqExpr:
+    """The loop's go-on branch: the body call bound (``step``) first, then ``again``."""
+    frame = bb._frame("loop")  # noqa: SLF001 - move the last binding into the branch
+    binding = frame.bindings.pop()
+    if binding.var is not step:
+        raise IRCError("internal: the loop body call is not the last binding")
+    from ...ir.expr import BindingBlock
+
+    return SeqExpr(blocks=(BindingBlock(bindings=(binding,)),), body=again)
+
+
+__all__: list[str] = []
