@@ -66,6 +66,13 @@ def _rel_err(got: list[np.ndarray], want: list[np.ndarray]) -> float:
                for g, w in zip(got, want))
 
 
+def _one_line(err: Exception, limit: int = 240) -> str:
+    """``err`` on one line, without its hint (for a table row)."""
+    lines = [ln.strip() for ln in str(err).splitlines() if not ln.startswith("hint:")]
+    text = f"{type(err).__name__}: {' '.join(lines)}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def bench(label: str, model: Any, feeds: dict[str, np.ndarray], repeat: int, warmup: int,
           exact_reference: bool) -> str:
     """One row: ``label``'s figures, or irc's error where it cannot run the model."""
@@ -79,7 +86,7 @@ def bench(label: str, model: Any, feeds: dict[str, np.ndarray], repeat: int, war
         ex = irc.compile(mod, "llvm")
         compile_s = time.perf_counter() - t0
     except irc.IRCError as err:
-        return f"{head} | irc: {type(err).__name__}: {str(err).splitlines()[0]}"
+        return f"{head} | irc: {_one_line(err)}"
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     args = [irc.tensor(feeds[i.name]) for i in model.graph.input if i.name in feeds]
 
@@ -89,7 +96,7 @@ def bench(label: str, model: Any, feeds: dict[str, np.ndarray], repeat: int, war
     try:
         out = run()
     except irc.IRCError as err:
-        return f"{head} | irc run: {type(err).__name__}: {str(err).splitlines()[0]}"
+        return f"{head} | irc run: {_one_line(err)}"
     got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
     t_irc = median_seconds(run, repeat, warmup)
     return (f"{head} | irc {t_irc * 1e3:9.3f} ms | irc/ORT {t_irc / t_ort:6.2f}x | "
