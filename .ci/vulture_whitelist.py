@@ -57,3 +57,8 @@ blas_codegen, cublas_codegen, dnnl_codegen
 # ONNX Runtime's session options, set as attributes (benchmarks/dispatch.py's peer).
 _.intra_op_num_threads
 _.inter_op_num_threads
+
+# ONNX Runtime calls a calibration reader's get_next (irc/testing/models/onnx_zoo.py), and
+# reads its session options' graph_optimization_level, set as an attribute (the ONNX model
+# tests and benchmarks/onnx_models.py run the graph as written with it).
+_.get_next, _.graph_optimization_level

@@ -40,7 +40,7 @@ from ...core.diagnostics import IRCError, MissingDependencyError, UnsupportedOpe
 from ...core.module import IRModule
 from ...ir import ops
 from ...ir.block_builder import BlockBuilder
-from ...ir.expr import Constant, Expr, Tuple, TupleGetItem, Var
+from ...ir.expr import Constant, Expr, PrimValue, Tuple, TupleGetItem, Var
 from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
 from .registry import MIN_OPSET, lookup
@@ -183,11 +183,9 @@ class Node:
             if static is not None:
                 arr = np.asarray(static[0] if s.scalar else static, dtype="int64")
                 return Constant.from_numpy(arr)
-            raise self.error(f"input {name!r} is a run-time shape with symbolic dimensions, "
-                             f"used here as data", hint="irc follows symbolic shapes "
-                             "through shape arithmetic into Reshape, Expand, "
-                             "ConstantOfShape, Range and Tile; fix the dimension with "
-                             "from_onnx(..., shape_dict={...}) otherwise")
+            if s is None:
+                raise self.error(f"input {name!r} is not defined")
+            return self.graph.shape_tensor(s, name)
         return e
 
     def optional(self, i: int) -> Expr | None:
@@ -316,6 +314,22 @@ class GraphImporter:
         self.params: dict[str, np.ndarray] = {}
         self.output_names = {vi.name for vi in proto.graph.output}
         self.emitted_outputs: set[str] = set()
+
+    def shape_tensor(self, s: SymShape, name: str) -> Expr:
+        """A symbolic shape value as an int64 tensor computed at run time (its dimensions
+        are read from the shape variables bound by then); bound once per value name."""
+        def element(d: Any) -> Expr:
+            return ops.full([] if s.scalar else [1], PrimValue(value=d), "int64")
+
+        if s.scalar:
+            value: Expr = element(s.dims[0])
+        elif not s.dims:
+            value = Constant.from_numpy(np.zeros(0, "int64"))
+        else:
+            value = ops.concat(Tuple(fields=tuple(element(d) for d in s.dims)), 0)
+        var = self.bb.emit(value, valid_name(name, "shape"))
+        self.values[name] = var
+        return var
 
     def fresh_dim(self, name: str) -> E.Var:
         """A new int64 shape variable named after ``name`` (made unique)."""

@@ -26,9 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from ...core.diagnostics import IRCError
 from ...ir import ops
-from ...ir.expr import Call, Constant, Expr, If, SeqExpr, Tuple, TupleGetItem, Var
+from ...ir.expr import (
+    BindingBlock,
+    Call,
+    Constant,
+    Expr,
+    If,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
 from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
 from .importer import Node, valid_name
@@ -141,7 +151,8 @@ def _loop(node: Node) -> Any:
         params=tuple(p.struct_info for p in params), ret=ret))
     with bb.function(name, params):
         go = bb.emit(ops.logical_and(ops.less(p_i, p_trip), p_c), "go")
-        r = bb.emit(_call(body_gv, [p_i, p_c, *p_v, *p_cap]), "step")
+        call = bb.normalize(_call(body_gv, [p_i, p_c, *p_v, *p_cap]))
+        r = Var(name_hint="step", struct_info=call.struct_info)
         nxt = [TupleGetItem(tuple_value=r, index=1 + k) for k in range(n_carried)]
         accs = []
         for j in range(n_scan):
@@ -151,7 +162,8 @@ def _loop(node: Node) -> Any:
                                 TupleGetItem(tuple_value=r, index=0), p_trip, *nxt, *accs,
                                 *p_cap])
         # The body runs only when the loop goes on: both sit in the true branch.
-        body_seq = _branch(bb, r, again)
+        body_seq = SeqExpr(blocks=(BindingBlock(bindings=(VarBinding(var=r, value=call),)),),
+                           body=again)
         stop = SeqExpr(blocks=(), body=Tuple(fields=tuple([*p_v, *p_acc])))
         out = bb.emit(If(cond=go, true_branch=body_seq, false_branch=stop), "result")
         bb.emit_func_output(out)
@@ -163,17 +175,6 @@ def _loop(node: Node) -> Any:
     res = node.emit(_call(loop_gv, [_int64_scalar(0), cond0, trip, *carried, *acc0,
                                     *captured]), f"{base}_loop")
     return [TupleGetItem(tuple_value=res, index=i) for i in range(n_carried + n_scan)]
-
-
-def _branch(bb: Any, step: Var, again: Expr) -> SeqExpr:
-    """The loop's go-on branch: the body call bound (``step``) first, then ``again``."""
-    frame = bb._frame("loop")  # noqa: SLF001 - move the last binding into the branch
-    binding = frame.bindings.pop()
-    if binding.var is not step:
-        raise IRCError("internal: the loop body call is not the last binding")
-    from ...ir.expr import BindingBlock
-
-    return SeqExpr(blocks=(BindingBlock(bindings=(binding,)),), body=again)
 
 
 __all__: list[str] = []

@@ -14,8 +14,10 @@ import numpy as np
 
 from ...ir import ops
 from ...ir.expr import Constant, Expr, ShapeExpr, Tuple
+from ...ir.struct_info import TensorStructInfo
+from ...ir.struct_info_analysis import simplify
 from ...tir import expr as E
-from .importer import Node, SymShape
+from .importer import Node, SymShape, valid_name
 from .ops_elementwise import scalar
 from .registry import converter
 
@@ -340,14 +342,32 @@ def _constant_of_shape(node: Node) -> Expr:
 
 @converter("Range", since=11)
 def _range(node: Node) -> Expr:
-    vals = [node.const(i) for i in range(3)]
-    dtype = node.dtype(0)
-    if any(v is None for v in vals):
-        return _range_runtime(node, dtype)
-    start, limit, delta = (v.reshape(()).item() for v in vals)
-    if delta == 0:
+    # Each bound is a constant or, for integer ranges, a scalar symbolic shape value
+    # (``arange(x.shape[1])`` as exporters write position ids and causal masks).
+    bounds: list[Any] = []
+    dtype = "int64"  # a symbolic shape value is int64
+    for i in range(3):
+        c = node.const(i)
+        s = node.shape_value(i)
+        if c is not None:
+            bounds.append(c.reshape(()).item())
+            dtype = str(c.dtype)
+        elif s is not None and s.scalar:
+            bounds.append(s.dims[0])
+        else:  # a run-time tensor
+            return _range_runtime(node, node.dtype(0))
+    start, limit, delta = bounds
+    if isinstance(delta, (int, float)) and delta == 0:
         raise node.error("delta is 0")
-    return ops.arange(start, limit, delta, dtype)
+    out = ops.arange(start, limit, delta, dtype)
+    if isinstance(delta, int) and delta > 0 and not all(isinstance(b, int) for b in bounds):
+        # Bounds read from shapes count a non-negative number of elements; saying so gives
+        # the result the length the rest of the graph expects (``seq``, where arange's
+        # own inference must write ``max(0, seq)``). The VM checks it when the model runs.
+        length = simplify((E.convert(limit, "int64") - start + (delta - 1)) // delta)
+        return node.graph.bb.match_cast(out, TensorStructInfo(shape=(length,), dtype=dtype),
+                                        valid_name(node.output_names[0]))
+    return out
 
 
 @converter("Pad", since=11)

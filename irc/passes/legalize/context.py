@@ -20,8 +20,8 @@ from ...ir.expr import Expr, GlobalVar, ShapeExpr
 from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
 from ...tir import te
-from ...tir.analysis.var_use import collect_vars
-from ...tir.expr import IntImm, Var, cast
+from ...tir.analysis.var_use import undefined_vars
+from ...tir.expr import IntImm, cast
 from ...tir.stmt import PrimFunc
 
 
@@ -91,24 +91,21 @@ class LegalizeContext:
         te_kwargs = {k: to_te(v) for k, v in kwargs.items()}
         out = fcompute(*te_args, **te_kwargs)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
-        # Shape variables that no parameter's dimension binds by itself (a result of
-        # length ``max(n, 0)``, say) become scalar parameters, passed as ``tir_vars``.
-        bound = {id(d) for t in placeholders + outs for d in t.shape if isinstance(d, Var)}
-        free: dict[int, Var] = {}
-        for t in placeholders + outs:
-            for d in t.shape:
-                for v in collect_vars(d):
-                    if id(v) not in bound:
-                        free.setdefault(id(v), v)
-        func = te.create_prim_func(placeholders + outs + list(free.values()),
-                                   index_dtype_override="int64")
+        func = te.create_prim_func(placeholders + outs, index_dtype_override="int64")
+        # Shape variables of the graph that the computation reads but no parameter's
+        # dimension binds (a fill value ``n``, a length ``max(n, 0)``) become scalar
+        # parameters, passed as ``tir_vars``.
+        free = undefined_vars(func)
+        if free:
+            func = te.create_prim_func(placeholders + outs + free,
+                                       index_dtype_override="int64")
         func = func.replace(attrs={k: v for k, v in func.attrs.items()
                                    if k != "global_symbol"})
         gv = self.add_prim_func(func, name)
         sinfos = [TensorStructInfo(shape=tuple(_as_int64(s) for s in o.shape), dtype=o.dtype)
                   for o in outs]
         out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
-        tir_vars = ShapeExpr(values=tuple(free.values())) if free else None
+        tir_vars = ShapeExpr(values=tuple(free)) if free else None
         return normalize(call_tir(gv, inputs, out_sinfo, tir_vars))
 
 

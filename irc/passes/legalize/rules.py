@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...core.diagnostics import LegalizeError
+from ...ir.block_builder import normalize
 from ...ir.expr import Call, Expr, PrimValue, Tuple
 from ...ir.op import get_op_def
+from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
-from ...tir import topi
+from ...tir import te, topi
+from ...tir.topi.utils import INJECTIVE
 from .context import LegalizeContext
 
 Rule = Callable[[LegalizeContext, Call], Expr]
@@ -395,8 +398,21 @@ def _arange(ctx: LegalizeContext, call: Call) -> Expr:
     start = _prim(call.args[0], "start", call)
     end = _prim(call.args[1], "end", call)
     step = _prim(call.args[2], "step", call)
-    return ctx.call_te(lambda: topi.arange(start, end, step, dtype=s.dtype,
-                                           length=s.shape[0]), name="arange")
+    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+        return ctx.call_te(lambda: topi.arange(start, end, step, dtype=s.dtype), name="arange")
+    if not (isinstance(start, int) and isinstance(step, int)):
+        raise LegalizeError("R.arange: with a symbolic bound, start and step must be integer "
+                            "constants", node=call, span=call.span)
+    # A symbolic end (``arange(seq)``): the graph computes the length (the result's shape)
+    # and allocates the output; the kernel reads its length from that buffer, so no
+    # variable of the graph enters it.
+    length = E.Var(name="n", dtype="int64")
+    out = te.compute((length,), lambda i: E.const(start, s.dtype) + E.cast(i, s.dtype) *
+                     E.const(step, s.dtype), name="T_arange", tag=INJECTIVE,
+                     axis_names=["ax0"])
+    func = te.create_prim_func([out], index_dtype_override="int64")
+    func = func.replace(attrs={k: v for k, v in func.attrs.items() if k != "global_symbol"})
+    return normalize(call_tir(ctx.add_prim_func(func, "arange"), [], s))
 
 
 def register_all() -> None:

@@ -392,24 +392,15 @@ def ones(shape: Sequence[Any], dtype: str = "float32") -> Tensor:
     return full(shape, dtype, 1)
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32",
-           length: PrimExpr | None = None) -> Tensor:
-    """Evenly spaced values ``start, start + step, ...`` below ``stop`` (numpy.arange).
-    A symbolic ``stop`` needs integer ``start`` and ``step`` and the ``length`` the caller
-    derived (``max((stop - start + step - 1) // step, 0)``, simplified)."""
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> Tensor:
+    """Evenly spaced values ``start, start + step, ...`` below ``stop`` (numpy.arange)."""
     if stop is None:
         start, stop = 0, start
-    if isinstance(stop, PrimExpr) and not isinstance(stop, IntImm):
-        if length is None or not isinstance(start, int) or not isinstance(step, int):
-            raise IRTypeError("topi.arange with a symbolic stop needs integer start and step "
-                              "and the length")
-    elif not all(isinstance(v, (int, float)) for v in (start, stop, step)):
-        raise IRTypeError("topi.arange needs constant start and step, and a constant or "
-                          "symbolic stop")
+    if not all(isinstance(v, (int, float)) for v in (start, stop, step)):
+        raise IRTypeError("topi.arange needs constant start, stop and step")
     if step == 0:
         raise IRTypeError("topi.arange: step is 0")
-    if length is None:
-        length = max(0, math.ceil((stop - start) / step))
+    length = max(0, math.ceil((stop - start) / step))
 
     def fn(i: PrimExpr) -> PrimExpr:
         if dt.is_float(dtype):
