@@ -13,6 +13,7 @@ from ...ir import ops
 from ...ir.expr import Expr, TupleGetItem
 from ...ir.ops import nn_nd
 from ...tir import expr as E
+from . import ops_einsum  # noqa: F401 - registers the Einsum converter
 from .importer import Node
 from .ops_elementwise import scalar
 from .registry import converter
@@ -65,22 +66,24 @@ def _lift_1d(x: Expr, n: int) -> Expr:
 
 
 def _kernel(node: Node, n: int) -> list[int]:
-    """The spatial kernel size: the attribute, else the weight's static shape."""
-    given = node.attr("kernel_shape")
-    if given is not None:
-        if len(given) != n:
-            raise node.error(f"kernel_shape has {len(given)} entries for {n} spatial axes")
-        return [int(v) for v in given]
+    """The spatial kernel size: the weight's static shape, which the kernel_shape
+    attribute (when given) must match."""
     shape = node.shape(1)[2:]
+    if len(shape) != n:
+        raise node.error(f"the weight has {len(shape)} spatial axes, the data {n}")
     if not all(isinstance(d, E.IntImm) for d in shape):
         raise node.error("the weight needs a static kernel size")
-    return [int(d.value) for d in shape]
+    kernel = [int(d.value) for d in shape]
+    given = node.attr("kernel_shape")
+    if given is not None and [int(v) for v in given] != kernel:
+        raise node.error(f"kernel_shape {list(given)} does not match the weight's {kernel}")
+    return kernel
 
 
-def _add_bias(node: Node, y: Expr, n: int) -> Expr:
-    if not node.has_input(2):
+def _add_bias(node: Node, y: Expr, n: int, index: int = 2) -> Expr:
+    if not node.has_input(index):
         return y
-    return ops.add(y, ops.reshape(node.input(2), [-1] + [1] * n))
+    return ops.add(y, ops.reshape(node.input(index), [-1] + [1] * n))
 
 
 @converter("Conv", since=1)
@@ -105,6 +108,24 @@ def _conv(node: Node) -> Expr:
     if acc is not None:
         y = ops.astype(y, node.dtype(0))
     return _add_bias(node, y, n)
+
+
+@converter("DeformConv", since=19)
+def _deform_conv(node: Node) -> Expr:
+    n = _spatial(node, "deformable convolutions")
+    if n != 2:
+        raise node.error(f"irc supports 2-D deformable convolutions, got {n}-D")
+    if not dt.is_float(node.dtype(0)):
+        raise node.error(f"needs a floating-point input, got {node.dtype(0)}")
+    _kernel(node, n)
+    strides = _ints_attr(node, "strides", n, 1)
+    dilations = _ints_attr(node, "dilations", n, 1)
+    pads = _ints_attr(node, "pads", 2 * n, 0)
+    y = nn_nd.deform_conv2d(node.input(0), node.input(2), node.input(1), node.optional(4),
+                            strides=strides, padding=pads, dilation=dilations,
+                            groups=int(node.attr("group", 1)),
+                            offset_groups=int(node.attr("offset_group", 1)))
+    return _add_bias(node, y, n, index=3)
 
 
 def _transpose_pads(node: Node, n: int, kernel: list[int], strides: list[int],

@@ -321,8 +321,8 @@ def deform_conv2d(data: Tensor, offset: Tensor, kernel: Tensor, mask: Tensor | N
     per_offset_group = floordiv(c, offset_groups)
     dt = data.dtype
 
-    def sample(b: PrimExpr, ch: PrimExpr, y: PrimExpr, x: PrimExpr, ky: PrimExpr,
-               kx: PrimExpr) -> PrimExpr:
+    def sample(b: PrimExpr, ch: PrimExpr, ky: PrimExpr, kx: PrimExpr, y: PrimExpr,
+               x: PrimExpr) -> PrimExpr:
         g = floordiv(ch, per_offset_group)
         tap = ky * kw + kx
         base = (g * (kh * kw) + tap) * 2
