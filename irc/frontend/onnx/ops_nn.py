@@ -1,8 +1,11 @@
-"""Converters of ONNX's neural-network operators: ``Conv`` / ``ConvTranspose`` (1-D and
-2-D), pooling (``MaxPool``, ``AveragePool``, ``GlobalAveragePool``, ``GlobalMaxPool``),
-normalizations (``BatchNormalization``, ``LayerNormalization``,
-``InstanceNormalization``), ``Softmax`` / ``LogSoftmax``, ``Gemm``, ``MatMul``, the
-``Reduce*`` family and ``ArgMax`` / ``ArgMin``."""
+"""Converters of ONNX's neural-network operators: ``Conv`` / ``ConvTranspose`` (any
+number of spatial axes; 1-D and plain 2-D through the 2-D graph operators, the rest
+through ``irc/ir/ops/nn_nd.py``), ``DeformConv``, pooling (``MaxPool`` with its
+``Indices``, ``AveragePool``, ``LpPool``, ``GlobalAveragePool``, ``GlobalMaxPool``,
+``GlobalLpPool``), normalizations (``BatchNormalization``, ``LayerNormalization`` with its
+statistics, ``InstanceNormalization``, ``LpNormalization``, ``LRN``), ``Softmax`` /
+``LogSoftmax``, ``Gemm``, ``MatMul``, the ``Reduce*`` family and ``ArgMax`` / ``ArgMin``;
+``Einsum`` lives in :mod:`.ops_einsum`, imported here."""
 
 from __future__ import annotations
 
