@@ -1,17 +1,22 @@
-"""Converters of ONNX's neural-network operators: ``Conv`` / ``ConvTranspose`` (1-D and
-2-D), pooling (``MaxPool``, ``AveragePool``, ``GlobalAveragePool``, ``GlobalMaxPool``),
-normalizations (``BatchNormalization``, ``LayerNormalization``,
-``InstanceNormalization``), ``Softmax`` / ``LogSoftmax``, ``Gemm``, ``MatMul``, the
-``Reduce*`` family and ``ArgMax`` / ``ArgMin``."""
+"""Converters of ONNX's neural-network operators: ``Conv`` / ``ConvTranspose`` (any
+number of spatial axes; 1-D and plain 2-D through the 2-D graph operators, the rest
+through ``irc/ir/ops/nn_nd.py``), ``DeformConv``, pooling (``MaxPool`` with its
+``Indices``, ``AveragePool``, ``LpPool``, ``GlobalAveragePool``, ``GlobalMaxPool``,
+``GlobalLpPool``), normalizations (``BatchNormalization``, ``LayerNormalization`` with its
+statistics, ``InstanceNormalization``, ``LpNormalization``, ``LRN``), ``Softmax`` /
+``LogSoftmax``, ``Gemm``, ``MatMul``, the ``Reduce*`` family and ``ArgMax`` / ``ArgMin``;
+``Einsum`` lives in :mod:`.ops_einsum`, imported here."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Expr, TupleGetItem
+from ...ir.ops import nn_nd
 from ...tir import expr as E
+from . import ops_einsum  # noqa: F401 - registers the Einsum converter
 from .importer import Node
 from .ops_elementwise import scalar
 from .registry import converter
@@ -19,21 +24,26 @@ from .registry import converter
 
 def _spatial(node: Node, what: str) -> int:
     n = node.ndim(0) - 2
-    if n not in (1, 2):
-        raise node.error(f"irc supports 1-D and 2-D {what}, got {n}-D")
+    if n < 1:
+        raise node.error(f"{what} need data (N, C, spatial...) of rank 3 or more, got rank "
+                         f"{node.ndim(0)}")
     return n
 
 
-def _pads(node: Node, kernel: list[int], strides: list[int], dilations: list[int],
-          transpose: bool = False) -> list[int]:
-    """(top, left, bottom, right) padding for 2-D (auto_pad resolved)."""
+def _ints_attr(node: Node, name: str, n: int, default: int) -> list[int]:
+    values = [int(v) for v in node.attr(name, [default] * n)]
+    if len(values) != n:
+        raise node.error(f"{name} has {len(values)} entries for {n} spatial axes")
+    return values
+
+
+def _pads(node: Node, kernel: list[int], strides: list[int], dilations: list[int]) -> list[int]:
+    """ONNX-ordered padding (the begins of every spatial axis, then the ends), auto_pad
+    resolved."""
     auto = node.attr("auto_pad", "NOTSET")
     k = len(kernel)
     if auto in ("NOTSET", ""):
-        pads = list(node.attr("pads", [0] * (2 * k)))
-        if len(pads) != 2 * k:
-            raise node.error(f"pads has {len(pads)} entries for {k} spatial axes")
-        return [int(p) for p in pads]
+        return _ints_attr(node, "pads", 2 * k, 0)
     if auto == "VALID":
         return [0] * (2 * k)
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
@@ -45,11 +55,8 @@ def _pads(node: Node, kernel: list[int], strides: list[int], dilations: list[int
     for i in range(k):
         size = shape[2 + i]
         eff = (kernel[i] - 1) * dilations[i] + 1
-        if transpose:
-            total = max(eff - strides[i], 0)
-        else:
-            out = -(-size // strides[i])
-            total = max((out - 1) * strides[i] + eff - size, 0)
+        out = -(-size // strides[i])
+        total = max((out - 1) * strides[i] + eff - size, 0)
         small, big = total // 2, total - total // 2
         b, e = (small, big) if auto == "SAME_UPPER" else (big, small)
         begin.append(b)
@@ -61,78 +68,171 @@ def _lift_1d(x: Expr, n: int) -> Expr:
     return ops.expand_dims(x, 2) if n == 1 else x
 
 
-def _conv_attrs(node: Node, kernel: list[int], n: int) -> tuple[list[int], list[int], list]:
-    strides = [int(v) for v in node.attr("strides", [1] * n)]
-    dilations = [int(v) for v in node.attr("dilations", [1] * n)]
-    pads = _pads(node, kernel, strides, dilations, node.op_type == "ConvTranspose")
-    if n == 1:
-        strides, dilations = [1] + strides, [1] + dilations
-        pads = [0, pads[0], 0, pads[1]]
-    return strides, dilations, pads
+def _kernel(node: Node, n: int) -> list[int]:
+    """The spatial kernel size: the weight's static shape, which the kernel_shape
+    attribute (when given) must match."""
+    shape = node.shape(1)[2:]
+    if len(shape) != n:
+        raise node.error(f"the weight has {len(shape)} spatial axes, the data {n}")
+    if not all(isinstance(d, E.IntImm) for d in shape):
+        raise node.error("the weight needs a static kernel size")
+    kernel = [int(d.value) for d in shape]
+    given = node.attr("kernel_shape")
+    if given is not None and [int(v) for v in given] != kernel:
+        raise node.error(f"kernel_shape {list(given)} does not match the weight's {kernel}")
+    return kernel
+
+
+def _add_bias(node: Node, y: Expr, n: int, index: int = 2) -> Expr:
+    if not node.has_input(index):
+        return y
+    return ops.add(y, ops.reshape(node.input(index), [-1] + [1] * n))
 
 
 @converter("Conv", since=1)
 def _conv(node: Node) -> Expr:
     n = _spatial(node, "convolutions")
-    wshape = node.shape(1)
-    kernel = node.attr("kernel_shape") or [int(d.value) if isinstance(d, E.IntImm) else d
-                                           for d in wshape[2:]]
-    strides, dilations, pads = _conv_attrs(node, [int(k) for k in kernel], n)
-    x, w = _lift_1d(node.input(0), n), _lift_1d(node.input(1), n)
-    y = ops.nn.conv2d(x, w, strides=strides, padding=pads, dilation=dilations,
-                      groups=int(node.attr("group", 1)))
-    if node.has_input(2):
-        y = ops.add(y, ops.reshape(node.input(2), [-1, 1, 1]))
-    return ops.squeeze(y, [2]) if n == 1 else y
+    kernel = _kernel(node, n)
+    strides = _ints_attr(node, "strides", n, 1)
+    dilations = _ints_attr(node, "dilations", n, 1)
+    pads = _pads(node, kernel, strides, dilations)
+    groups = int(node.attr("group", 1))
+    x, w = node.input(0), node.input(1)
+    # Half-precision products are summed in float32 (as ONNX Runtime and numpy do).
+    acc = "float32" if node.dtype(0) == "float16" else None
+    if n <= 2:
+        if n == 1:
+            strides, dilations, pads = [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
+        y = ops.nn.conv2d(_lift_1d(x, n), _lift_1d(w, n), strides=strides, padding=pads,
+                          dilation=dilations, groups=groups, out_dtype=acc)
+        y = ops.squeeze(y, [2]) if n == 1 else y
+    else:
+        y = nn_nd.conv_nd(x, w, strides, pads, dilations, groups, out_dtype=acc)
+    if acc is not None:
+        y = ops.astype(y, node.dtype(0))
+    return _add_bias(node, y, n)
+
+
+@converter("DeformConv", since=19)
+def _deform_conv(node: Node) -> Expr:
+    n = _spatial(node, "deformable convolutions")
+    if n != 2:
+        raise node.error(f"irc supports 2-D deformable convolutions, got {n}-D")
+    if not dt.is_float(node.dtype(0)):
+        raise node.error(f"needs a floating-point input, got {node.dtype(0)}")
+    _kernel(node, n)
+    strides = _ints_attr(node, "strides", n, 1)
+    dilations = _ints_attr(node, "dilations", n, 1)
+    pads = _ints_attr(node, "pads", 2 * n, 0)
+    y = nn_nd.deform_conv2d(node.input(0), node.input(2), node.input(1), node.optional(4),
+                            strides=strides, padding=pads, dilation=dilations,
+                            groups=int(node.attr("group", 1)),
+                            offset_groups=int(node.attr("offset_group", 1)))
+    return _add_bias(node, y, n, index=3)
+
+
+def _transpose_pads(node: Node, n: int, kernel: list[int], strides: list[int],
+                    dilations: list[int], out_pad: list[int]) -> list[int]:
+    """ConvTranspose's padding: from output_shape or auto_pad SAME (whose total may be
+    negative: a larger output), else the pads attribute."""
+    auto = node.attr("auto_pad", "NOTSET")
+    out_shape = node.attr("output_shape")
+    if out_shape is None and auto not in ("SAME_UPPER", "SAME_LOWER"):
+        return [0] * (2 * n) if auto == "VALID" else _ints_attr(node, "pads", 2 * n, 0)
+    shape = node.static_shape(0)
+    if shape is None:
+        raise node.error("output_shape and auto_pad SAME need static spatial sizes")
+    sizes = shape[2:]
+    if out_shape is None:
+        out_shape = [sizes[i] * strides[i] for i in range(n)]
+    out_shape = [int(v) for v in out_shape]
+    if len(out_shape) == n + 2:  # some exporters give (N, C, spatial...)
+        out_shape = out_shape[2:]
+    if len(out_shape) != n:
+        raise node.error(f"output_shape has {len(out_shape)} entries for {n} spatial axes")
+    begin, end = [], []
+    for i in range(n):
+        total = (strides[i] * (sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1
+                 - out_shape[i])
+        half = total // 2
+        b, e = (half, total - half) if auto == "SAME_UPPER" else (total - half, half)
+        begin.append(b)
+        end.append(e)
+    return begin + end
 
 
 @converter("ConvTranspose", since=1)
 def _conv_transpose(node: Node) -> Expr:
     n = _spatial(node, "transposed convolutions")
-    wshape = node.shape(1)
-    kernel = node.attr("kernel_shape") or [int(d.value) for d in wshape[2:]]
-    strides, dilations, pads = _conv_attrs(node, [int(k) for k in kernel], n)
-    if node.attr("output_shape") is not None:
-        raise node.error("output_shape is not supported; give pads and output_padding")
-    out_pad = [int(v) for v in node.attr("output_padding", [0] * n)]
-    if n == 1:
-        out_pad = [0] + out_pad
-    x, w = _lift_1d(node.input(0), n), _lift_1d(node.input(1), n)
-    y = ops.nn.conv2d_transpose(x, w, strides=strides, padding=pads, output_padding=out_pad,
-                                dilation=dilations, groups=int(node.attr("group", 1)))
-    if node.has_input(2):
-        y = ops.add(y, ops.reshape(node.input(2), [-1, 1, 1]))
-    return ops.squeeze(y, [2]) if n == 1 else y
+    kernel = _kernel(node, n)
+    strides = _ints_attr(node, "strides", n, 1)
+    dilations = _ints_attr(node, "dilations", n, 1)
+    out_pad = _ints_attr(node, "output_padding", n, 0)
+    pads = _transpose_pads(node, n, kernel, strides, dilations, out_pad)
+    groups = int(node.attr("group", 1))
+    x, w = node.input(0), node.input(1)
+    plain = n == 2 and groups == 1 and all(
+        0 <= pads[i] <= (kernel[i % n] - 1) * dilations[i % n] for i in range(2 * n))
+    if plain:
+        y = ops.nn.conv2d_transpose(x, w, strides=strides, padding=pads,
+                                    output_padding=out_pad, dilation=dilations)
+    else:
+        y = nn_nd.conv_transpose_nd(x, w, strides, pads, dilations, out_pad, groups)
+    return _add_bias(node, y, n)
 
 
-def _pool(node: Node, build: Callable[..., Expr], **extra: Any) -> Expr:
-    n = _spatial(node, "pooling")
+def _pool_params(node: Node) -> tuple[int, list[int], list[int], list[int], list[int], bool]:
+    n = _spatial(node, "pooling operators")
     kernel = [int(k) for k in node.required_attr("kernel_shape")]
+    if len(kernel) != n:
+        raise node.error(f"kernel_shape has {len(kernel)} entries for {n} spatial axes")
+    strides = _ints_attr(node, "strides", n, 1)
+    dilations = _ints_attr(node, "dilations", n, 1)
+    pads = _pads(node, kernel, strides, dilations)
+    return n, kernel, strides, dilations, pads, bool(node.attr("ceil_mode", 0))
+
+
+def _pool(node: Node, kind: str, **extra: Any) -> Expr:
+    n, kernel, strides, dilations, pads, ceil = _pool_params(node)
+    x = node.input(0)
+    if n > 2 or ceil:
+        # The 2-D operators' ceil mode keeps a last window that starts in the padding.
+        build = nn_nd.max_pool_nd if kind == "max" else nn_nd.avg_pool_nd
+        return build(x, kernel, strides, pads, dilations, ceil, **extra)
     if n == 1:
-        kernel = [1] + kernel
-    strides = [int(v) for v in node.attr("strides", [1] * n)]
-    dilations = [int(v) for v in node.attr("dilations", [1] * n)]
-    pads = _pads(node, kernel[-n:], strides, dilations)
-    if n == 1:
-        strides, dilations, pads = [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
-    y = build(_lift_1d(node.input(0), n), pool_size=kernel, strides=strides, padding=pads,
-              dilation=dilations, ceil_mode=bool(node.attr("ceil_mode", 0)), **extra)
+        kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
+        pads = [0, pads[0], 0, pads[1]]
+    build = ops.nn.max_pool2d if kind == "max" else ops.nn.avg_pool2d
+    y = build(_lift_1d(x, n), pool_size=kernel, strides=strides, padding=pads,
+              dilation=dilations, **extra)
     return ops.squeeze(y, [2]) if n == 1 else y
 
 
-@converter("MaxPool", since=8)
-def _max_pool(node: Node) -> Expr:
-    if len(node.output_names) > 1 and node.output_names[1]:
-        raise node.error("the Indices output of MaxPool is not supported")
-    if int(node.attr("storage_order", 0)):
-        raise node.error("storage_order=1 is not supported")
-    return _pool(node, ops.nn.max_pool2d)
+@converter("MaxPool", since=1)
+def _max_pool(node: Node) -> Any:
+    order = int(node.attr("storage_order", 0))
+    if order not in (0, 1):
+        raise node.error(f"storage_order must be 0 or 1, got {order}")
+    if len(node.output_names) < 2 or not node.output_names[1]:
+        return _pool(node, "max")
+    _n, kernel, strides, dilations, pads, ceil = _pool_params(node)
+    x = node.input(0)
+    return (nn_nd.max_pool_nd(x, kernel, strides, pads, dilations, ceil),
+            nn_nd.max_pool_nd_indices(x, kernel, strides, pads, dilations, ceil, order))
 
 
 @converter("AveragePool", since=7)
 def _avg_pool(node: Node) -> Expr:
-    return _pool(node, ops.nn.avg_pool2d,
-                 count_include_pad=bool(node.attr("count_include_pad", 0)))
+    return _pool(node, "avg", count_include_pad=bool(node.attr("count_include_pad", 0)))
+
+
+@converter("LpPool", since=2)
+def _lp_pool(node: Node) -> Expr:
+    if not dt.is_float(node.dtype(0)):
+        raise node.error(f"needs a floating-point input, got {node.dtype(0)}")
+    _n, kernel, strides, dilations, pads, ceil = _pool_params(node)
+    return nn_nd.lp_pool_nd(node.input(0), kernel, strides, pads, dilations, ceil,
+                            p=int(node.attr("p", 2)))
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool", since=1)
@@ -140,6 +240,67 @@ def _global_pool(node: Node) -> Expr:
     axes = list(range(2, node.ndim(0)))
     fn = ops.mean if node.op_type == "GlobalAveragePool" else ops.max
     return fn(node.input(0), axes, keepdims=True)
+
+
+def _p_norm(x: Expr, p: int, axes: list[int], d: str) -> Expr:
+    """``(sum |x| ** p) ** (1 / p)`` over ``axes`` (kept)."""
+    if p == 1:
+        return ops.sum(ops.abs(x), axes, keepdims=True)
+    if p == 2:
+        return ops.sqrt(ops.sum(ops.multiply(x, x), axes, keepdims=True))
+    total = ops.sum(ops.power(ops.abs(x), scalar(float(p), d)), axes, keepdims=True)
+    return ops.power(total, scalar(1.0 / p, d))
+
+
+@converter("GlobalLpPool", since=2)
+def _global_lp_pool(node: Node) -> Expr:
+    d = node.dtype(0)
+    if not dt.is_float(d):
+        raise node.error(f"needs a floating-point input, got {d}")
+    return _p_norm(node.input(0), int(node.attr("p", 2)), list(range(2, node.ndim(0))), d)
+
+
+@converter("LpNormalization", since=1)
+def _lp_normalization(node: Node) -> Expr:
+    d, nd = node.dtype(0), node.ndim(0)
+    if not dt.is_float(d):
+        raise node.error(f"needs a floating-point input, got {d}")
+    p = int(node.attr("p", 2))
+    if p not in (1, 2):
+        raise node.error(f"p must be 1 or 2, got {p}")
+    axis = int(node.attr("axis", -1))
+    if not -nd <= axis < nd:
+        raise node.error(f"axis {axis} is out of range for rank {nd}")
+    x = node.input(0)
+    norm = node.emit(_p_norm(x, p, [axis % nd], d), "norm")
+    # A zero norm gives zeros (not 0 / 0), as ONNX specifies.
+    return ops.where(ops.equal(norm, scalar(0.0, d)), scalar(0.0, d), ops.divide(x, norm))
+
+
+@converter("LRN", since=1)
+def _lrn(node: Node) -> Expr:
+    """``x / (bias + alpha / size * sum of x**2 over size neighbouring channels) ** beta``,
+    the channel sum an average pooling of the squares viewed as (N, 1, C, rest)."""
+    d = node.dtype(0)
+    if not dt.is_float(d):
+        raise node.error(f"needs a floating-point input, got {d}")
+    if node.ndim(0) < 2:
+        raise node.error(f"needs data (N, C, ...), got rank {node.ndim(0)}")
+    size = int(node.required_attr("size"))
+    if size < 1:
+        raise node.error(f"size must be positive, got {size}")
+    alpha = float(node.attr("alpha", 1e-4))
+    beta = float(node.attr("beta", 0.75))
+    bias = float(node.attr("bias", 1.0))
+    x = node.input(0)
+    shape = node.shape(0)
+    square = ops.reshape(ops.multiply(x, x), [shape[0], 1, shape[1], -1])
+    before = (size - 1) // 2
+    mean = ops.nn.avg_pool2d(square, pool_size=[size, 1], strides=[1, 1],
+                             padding=[before, 0, size - 1 - before, 0], count_include_pad=True)
+    mean = ops.reshape(mean, list(shape))
+    scale = ops.add(scalar(bias, d), ops.multiply(scalar(alpha, d), mean))
+    return ops.divide(x, ops.power(scale, scalar(beta, d)))
 
 
 @converter("BatchNormalization", since=7)
@@ -165,25 +326,45 @@ def _instance_norm(node: Node) -> Expr:
 
 
 @converter("LayerNormalization", since=17)
-def _layer_norm(node: Node) -> Expr:
-    if any(node.output_names[1:]):
-        raise node.error("the Mean and InvStdDev outputs are not supported")
+def _layer_norm(node: Node) -> Any:
     nd = node.ndim(0)
     axis = int(node.attr("axis", -1))
+    if not -nd <= axis < nd:
+        raise node.error(f"axis {axis} is out of range for rank {nd}")
     axis = axis + nd if axis < 0 else axis
     axes = list(range(axis, nd))
     x, d = node.input(0), node.dtype(0)
-    gamma = node.input(1)
-    beta = node.optional(2)
-    norm_shape = node.shape(0)[axis:]
-    if beta is None:
-        beta = ops.zeros(list(int(s.value) for s in norm_shape), d) if all(
-            isinstance(s, E.IntImm) for s in norm_shape) else ops.zeros_like(gamma)
-    g_nd = node.ndim(1)
-    if g_nd != len(axes):
-        gamma = ops.broadcast_to(gamma, list(norm_shape))
-        beta = ops.broadcast_to(beta, list(norm_shape))
-    return ops.nn.layer_norm(x, gamma, beta, axes, epsilon=float(node.attr("epsilon", 1e-5)))
+    if not dt.is_float(d):
+        raise node.error(f"needs a floating-point input, got {d}")
+    eps = float(node.attr("epsilon", 1e-5))
+    stash = int(node.attr("stash_type", 1))
+    if stash not in (1, 11, 10):
+        raise node.error(f"stash_type {stash} is not float32, float64 or float16")
+    stash_dtype = {1: "float32", 11: "float64", 10: "float16"}[stash]
+    gamma, beta = node.input(1), node.optional(2)
+    if not any(node.output_names[1:]) and stash_dtype == d:
+        norm_shape = node.shape(0)[axis:]
+        if beta is None:
+            beta = ops.zeros(list(int(s.value) for s in norm_shape), d) if all(
+                isinstance(s, E.IntImm) for s in norm_shape) else ops.zeros_like(gamma)
+        if node.ndim(1) != len(axes):
+            gamma = ops.broadcast_to(gamma, list(norm_shape))
+            beta = ops.broadcast_to(beta, list(norm_shape))
+        return ops.nn.layer_norm(x, gamma, beta, axes, epsilon=eps)
+    # The statistics are outputs too (or are kept in another precision): the computation
+    # spelled out, in the stash type.
+    xs = x if stash_dtype == d else ops.astype(x, stash_dtype)
+    mean = node.emit(ops.mean(xs, axes, keepdims=True), "mean")
+    dev = node.emit(ops.subtract(xs, mean), "deviation")
+    var = ops.mean(ops.multiply(dev, dev), axes, keepdims=True)
+    inv = node.emit(ops.rsqrt(ops.add(var, scalar(eps, stash_dtype))), "inv_std_dev")
+    y = ops.multiply(dev, inv)
+    if stash_dtype != d:
+        y = ops.astype(y, d)
+    y = ops.multiply(y, gamma)
+    if beta is not None:
+        y = ops.add(y, beta)
+    return y, mean, inv
 
 
 def _softmax(node: Node, log: bool) -> Expr:

@@ -16,6 +16,7 @@ from . import (
     manipulate,
     nn,
     nn_conv,
+    nn_nd,
     reduce,
     unary,
 )
@@ -87,8 +88,8 @@ from .unary import (
 from .unary import round as round
 
 __all__ = [
-    "binary", "call", "create", "linear_algebra", "manipulate", "nn", "nn_conv", "reduce",
-    "unary",
+    "binary", "call", "create", "linear_algebra", "manipulate", "nn", "nn_conv", "nn_nd",
+    "reduce", "unary",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "where",
