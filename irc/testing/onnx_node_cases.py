@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import sys
 import warnings
 from dataclasses import dataclass
@@ -37,8 +38,10 @@ class CaseResult:
     message: str = ""
 
 
+@functools.lru_cache(maxsize=1)
 def collect_cases() -> list[Any]:
-    """Every node test case the installed onnx package defines."""
+    """Every node test case the installed onnx package defines (built once per process:
+    materializing them takes seconds; callers must not change the list)."""
     from onnx.backend.test.case.node import collect_testcases
 
     with warnings.catch_warnings():

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...core import dtype as dt
 from ...ir import ops
-from ...ir.expr import Expr, TupleGetItem
+from ...ir.expr import Constant, Expr, If, SeqExpr, ShapeExpr, TupleGetItem
 from ...ir.ops import nn_nd
+from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
 from . import ops_einsum  # noqa: F401 - registers the Einsum converter
-from .importer import Node
+from .importer import Node, valid_name
 from .ops_elementwise import scalar
 from .registry import converter
 
@@ -426,7 +429,8 @@ _REDUCE = {"ReduceSum": ops.sum, "ReduceMean": ops.mean, "ReduceMax": ops.max,
 
 def _reduce_axes(node: Node) -> list[int] | None:
     if node.op_type == "ReduceSum" and node.opset >= 13 or node.opset >= 18:
-        axes = node.ints(1, "axes") if node.has_input(1) else None
+        empty = node.has_input(1) and node.static_shape(1) == [0]
+        axes = node.ints(1, "axes") if node.has_input(1) and not empty else None
     else:
         axes = node.attr("axes")
     if axes is not None and len(axes) == 0:
@@ -437,7 +441,93 @@ def _reduce_axes(node: Node) -> list[int] | None:
     return list(range(nd)) if axes is None else [int(a) % max(nd, 1) for a in axes]
 
 
+def _runtime_axes(node: Node) -> bool:
+    """Whether the axes are an input known only at run time (with at least one entry)."""
+    uses_input = node.op_type == "ReduceSum" and node.opset >= 13 or node.opset >= 18
+    return uses_input and node.has_input(1) and node.const(1) is None and \
+        node.static_shape(1) not in ([0], None)
+
+
+def i64(values: Any) -> Constant:
+    return Constant.from_numpy(np.asarray(values, "int64"))
+
+
+_PER_AXIS = {"ReduceSum": ops.sum, "ReduceMean": ops.sum, "ReduceMax": ops.max,
+             "ReduceMin": ops.min, "ReduceProd": ops.prod, "ReduceL1": ops.sum,
+             "ReduceL2": ops.sum, "ReduceSumSquare": ops.sum, "ReduceLogSum": ops.sum}
+
+
+def _reduce_runtime(node: Node, kind: str) -> Expr:
+    """A reduction over axes read at run time: each axis is reduced (keeping it) or not
+    by a graph-level ``If`` on its entry of the axis mask, so every reduction is an
+    ordinary compiled kernel; dropping the reduced axes (``keepdims=0``) reshapes to the
+    kept dimensions, computed at run time too."""
+    graph = node.graph
+    r = node.ndim(0)
+    shape = node.static_shape(0)
+    if shape is None:
+        raise node.error("axes known only at run time need a static input shape")
+    k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
+    a = ops.astype(node.input(1), "int64")
+    a = ops.reshape(a, [k])
+    a = ops.where(ops.less(a, i64(0)), ops.add(a, i64(r)), a)
+    node.runtime_check(ops.max(ops.astype(ops.logical_or(ops.less(a, i64(0)),
+                                                         ops.greater_equal(a, i64(r))),
+                                          "int64")), "axis_range")
+    hits = ops.equal(i64(np.arange(r).reshape(r, 1)), ops.reshape(a, [1, k]))
+    mask = node.emit(ops.max(ops.astype(hits, "int64"), axis=1), "axis_mask")
+    x = node.input(0)
+    dtype = node.dtype(0)
+
+    def per_axis(y: Expr, fn: Any) -> Expr:
+        for axis in range(r):
+            cond = node.emit(ops.greater(ops.reshape(ops.take(mask, i64([axis]), 0), []),
+                                         i64(0)), "reduce_axis")
+            value = If(cond=cond, true_branch=SeqExpr(blocks=(), body=fn(y, axis,
+                                                                         keepdims=True)),
+                       false_branch=SeqExpr(blocks=(), body=y))
+            y = node.emit(value, "partial")
+            dims = [graph.fresh_dim(f"{valid_name(node.output_names[0], 'r')}_d{axis}_{j}")
+                    for j in range(r)]
+            y = graph.bb.match_cast(y, TensorStructInfo(shape=tuple(dims), dtype=dtype),
+                                    "partial")
+        return y
+
+    if kind == "ReduceLogSumExp":
+        m = per_axis(x, ops.max)
+        out = ops.add(ops.log(per_axis(ops.exp(ops.subtract(x, m)), ops.sum)), m)
+    else:
+        pre = {"ReduceL1": ops.abs, "ReduceL2": lambda v: ops.multiply(v, v),
+               "ReduceSumSquare": lambda v: ops.multiply(v, v)}.get(kind)
+        out = per_axis(pre(x) if pre else x, _PER_AXIS[kind])
+        if kind == "ReduceL2":
+            out = ops.sqrt(out)
+        elif kind == "ReduceLogSum":
+            out = ops.log(out)
+        elif kind == "ReduceMean":
+            count = ops.prod(ops.where(ops.greater(mask, i64(0)), i64(shape), i64(1)))
+            out = ops.divide(out, ops.astype(count, dtype))
+    if bool(node.attr("keepdims", 1)):
+        return out
+    # The kept dimensions in order: output position q reads input axis src[q], the number
+    # of axes whose running count of kept axes is at most q.
+    kept = ops.subtract(i64(1), mask)
+    lower = np.tril(np.ones((r, r), bool))
+    cum = ops.sum(ops.where(Constant.from_numpy(lower), ops.reshape(kept, [1, r]), i64(0)),
+                  axis=1)
+    n_out = r - k
+    q = i64(np.arange(max(n_out, 0)).reshape(-1, 1))
+    src = ops.sum(ops.astype(ops.less_equal(ops.reshape(cum, [1, r]), q), "int64"), axis=1)
+    node.runtime_check(ops.not_equal(ops.sum(kept), i64(n_out)), "repeated_axis")
+    if n_out == 0:
+        return ops.reshape(out, [])
+    dims = node.runtime_dims(node.emit(ops.take(i64(shape), src, 0), "kept_shape"), "dim")
+    return ops.reshape(out, ShapeExpr(values=tuple(dims)))
+
+
 def _reduce(node: Node, kind: str) -> Expr:
+    if _runtime_axes(node):
+        return _reduce_runtime(node, kind)
     axes = _reduce_axes(node)
     x = node.input(0)
     keep = bool(node.attr("keepdims", 1))
