@@ -7,7 +7,19 @@ family, and Python builder functions returning un-normalized calls.
 info. Importing this package registers every operator (``irc.ir.op`` does it lazily).
 """
 
-from . import binary, call, create, linear_algebra, manipulate, nn, nn_conv, reduce, unary
+from . import (
+    binary,
+    call,
+    create,
+    integer,
+    linear_algebra,
+    manipulate,
+    nn,
+    nn_conv,
+    quantization,
+    reduce,
+    unary,
+)
 from .binary import (
     add,
     divide,
