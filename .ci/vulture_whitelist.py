@@ -57,3 +57,7 @@ blas_codegen, cublas_codegen, dnnl_codegen
 # ONNX Runtime's session options, set as attributes (benchmarks/dispatch.py's peer).
 _.intra_op_num_threads
 _.inter_op_num_threads
+_.graph_optimization_level
+
+# ONNX Runtime's quantizer calls its calibration reader's get_next (test_onnx_quant.py).
+_.get_next
