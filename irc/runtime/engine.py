@@ -70,6 +70,12 @@ def ensure_llvm() -> None:
                 break
             except RuntimeError:
                 continue
+        try:
+            # GCC's runtime: LLVM lowers conversions it has no instruction for (double to
+            # half) to calls such as __truncdfhf2; unresolved, the kernel would jump to 0.
+            llvm.load_library_permanently("libgcc_s.so.1")
+        except RuntimeError:
+            pass
         _load_openmp(llvm)
         llvm.add_symbol("irc_parallel_mode", ctypes.addressof(_parallel_mode))
         _initialized = True

@@ -77,6 +77,14 @@ def _compare(got: np.ndarray, want: np.ndarray, atol: float) -> str | None:
     return None
 
 
+def _arrays(values: Any) -> list[Any]:
+    """A data set's values as numpy arrays (some cases store ``TensorProto``s)."""
+    import onnx
+
+    return [onnx.numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+            for v in values]
+
+
 def run_case(case: Any, target: str = "llvm") -> CaseResult:
     """Import, compile and run one case; never raises."""
     from ..frontend.onnx import from_onnx
@@ -90,6 +98,7 @@ def run_case(case: Any, target: str = "llvm") -> CaseResult:
         ex = irc_compile(mod, target)
         vm = VirtualMachine(ex, cpu())
         for inputs, outputs in case.data_sets:
+            inputs, outputs = _arrays(inputs), _arrays(outputs)
             args = [tensor(np.asarray(a)) for a in inputs]
             res = vm["main"](*args)
             got = list(res) if isinstance(res, (list, tuple)) else [res]

@@ -12,6 +12,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr, const
+from ...ir.ops import integer
 from .importer import Node, SymShape, onnx_dtype
 from .registry import converter
 
@@ -291,16 +292,13 @@ def _variadic(node: Node) -> Expr:
 
 @converter("Mod", since=10)
 def _mod(node: Node) -> Expr:
-    a, b = node.input(0), node.input(1)
-    d = node.dtype(0)
-    if int(node.attr("fmod", 0)) or dt.is_float(d):
-        if not int(node.attr("fmod", 0)):
-            raise node.error("Mod of floats needs fmod=1")
-        q = ops.divide(a, b)
-        trunc = ops.where(ops.less(q, scalar(0, d)), ops.ceil(q), ops.floor(q))
-        return ops.subtract(a, ops.multiply(trunc, b))
-    # integer modulo with the sign of the divisor (Python's %)
-    return ops.subtract(a, ops.multiply(ops.floor_divide(a, b), b))
+    # fmod=1: the remainder with the dividend's sign (C's fmod); fmod=0: the one with the
+    # divisor's sign, which opset 28 defines for floats too (numpy's %).
+    fmod = int(node.attr("fmod", 0))
+    if fmod not in (0, 1):
+        raise node.error(f"fmod must be 0 or 1, got {fmod}")
+    build = integer.mod if fmod else integer.floor_mod
+    return build(node.input(0), node.input(1))
 
 
 __all__: list[str] = []

@@ -567,12 +567,11 @@ def _reduce_op(node: Node) -> Expr:
 
 @converter("ArgMax", "ArgMin", since=1)
 def _arg(node: Node) -> Expr:
-    if int(node.attr("select_last_index", 0)):
-        raise node.error("select_last_index=1 is not supported")
     fn = ops.argmax if node.op_type == "ArgMax" else ops.argmin
     nd = node.ndim(0)
     axis = int(node.attr("axis", 0))
-    return fn(node.input(0), axis % max(nd, 1), keepdims=bool(node.attr("keepdims", 1)))
+    return fn(node.input(0), axis % max(nd, 1), keepdims=bool(node.attr("keepdims", 1)),
+              select_last_index=bool(node.attr("select_last_index", 0)))
 
 
 __all__: list[str] = []

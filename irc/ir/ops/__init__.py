@@ -12,11 +12,13 @@ from . import (
     call,
     create,
     index,  # registers the indexing operators
+    integer,
     linear_algebra,
     manipulate,
     nn,
     nn_conv,
     nn_nd,
+    quantization,
     reduce,
     unary,
 )

@@ -73,9 +73,11 @@ for _name in ("argmax", "argmin"):
     register_op(_name, ["x"], [
         AttrSpec("axis", None, lambda v, o, a: None if v is None else conv_int(v, o, a)),
         AttrSpec("keepdims", False, conv_bool),
+        AttrSpec("select_last_index", False, conv_bool),
     ], pattern=COMM_REDUCE,
-        doc=f"R.{_name}(x, axis=None, keepdims=False): int64 index of the "
-            f"{'largest' if _name == 'argmax' else 'smallest'} element along axis.",
+        doc=f"R.{_name}(x, axis=None, keepdims=False, select_last_index=False): int64 "
+            f"index of the {'largest' if _name == 'argmax' else 'smallest'} element along "
+            "axis (the last one among equals with select_last_index, else the first).",
     )(_infer_arg_reduce)
 
 
@@ -84,8 +86,19 @@ def _builder(name: str):
         return make_call(name, x, axis=axis, keepdims=keepdims)
 
     build.__name__ = build.__qualname__ = name
-    what = _REDUCTIONS.get(name, "index of the extreme element")
-    build.__doc__ = f"``R.{name}(x, axis, keepdims)``: the {what} over ``axis``."
+    build.__doc__ = f"``R.{name}(x, axis, keepdims)``: the {_REDUCTIONS[name]} over ``axis``."
+    return build
+
+
+def _arg_builder(name: str):
+    def build(x: Expr, axis: int | None = None, keepdims: bool = False,
+              select_last_index: bool = False) -> Expr:
+        return make_call(name, x, axis=axis, keepdims=keepdims,
+                         select_last_index=select_last_index)
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"``R.{name}(x, axis, keepdims, select_last_index)``: the index of the "
+                     "extreme element along ``axis``.")
     return build
 
 
@@ -95,7 +108,7 @@ max = _builder("max")
 min = _builder("min")
 prod = _builder("prod")
 variance = _builder("variance")
-argmax = _builder("argmax")
-argmin = _builder("argmin")
+argmax = _arg_builder("argmax")
+argmin = _arg_builder("argmin")
 
 __all__ = [*_REDUCTIONS, "argmax", "argmin", "reduce_sinfo"]

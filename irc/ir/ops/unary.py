@@ -2,7 +2,8 @@
 
 The result has the input's shape and dtype (``astype`` changes the dtype,
 ``logical_not`` gives ``bool``). Transcendental functions need a floating-point input;
-rounding, ``abs`` and ``negative`` accept any numeric dtype.
+rounding, ``abs`` and ``negative`` accept any numeric dtype; ``isnan`` and ``isinf`` give
+``bool``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _UNARY: dict[str, tuple[bool, str]] = {
     "erf": (True, "Gauss error function of each element"),
     "sin": (True, "sine of each element"),
     "cos": (True, "cosine of each element"),
+    "asin": (True, "arc sine of each element"),
+    "acos": (True, "arc cosine of each element"),
+    "atan": (True, "arc tangent of each element"),
     "abs": (False, "absolute value of each element"),
     "negative": (False, "negation of each element"),
     "floor": (False, "each element rounded down"),
@@ -83,6 +87,20 @@ def _infer_logical_not(call: Call, ctx: Any) -> StructInfo:
     return with_dtype(x, "bool")
 
 
+def _register_float_test(name: str, doc: str) -> None:
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        return with_dtype(tensor_arg(call, 0), "bool")
+
+    register_op(name, ["x"], pattern=ELEMWISE, doc=f"R.{name}(x): {doc}.")(infer)
+
+
+# name -> description; bool results, false for every integer element.
+_FLOAT_TESTS = {"isnan": "true where an element is NaN",
+                "isinf": "true where an element is +inf or -inf"}
+for _name, _doc in _FLOAT_TESTS.items():
+    _register_float_test(_name, _doc)
+
+
 def _canonicalize_clip(operands: list, attrs: dict, sinfo_args: list) -> tuple:
     x = operands[0]
     dtype = None
@@ -122,6 +140,11 @@ sigmoid = unary_builder("sigmoid", _UNARY["sigmoid"][1])
 erf = unary_builder("erf", _UNARY["erf"][1])
 sin = unary_builder("sin", _UNARY["sin"][1])
 cos = unary_builder("cos", _UNARY["cos"][1])
+asin = unary_builder("asin", _UNARY["asin"][1])
+acos = unary_builder("acos", _UNARY["acos"][1])
+atan = unary_builder("atan", _UNARY["atan"][1])
+isnan = unary_builder("isnan", _FLOAT_TESTS["isnan"])
+isinf = unary_builder("isinf", _FLOAT_TESTS["isinf"])
 abs = unary_builder("abs", _UNARY["abs"][1])
 negative = unary_builder("negative", _UNARY["negative"][1])
 floor = unary_builder("floor", _UNARY["floor"][1])
@@ -140,4 +163,4 @@ def astype(x: Expr, dtype: str) -> Expr:
     return make_call("astype", x, dtype=dtype)
 
 
-__all__ = [*_UNARY, "logical_not", "clip", "astype", "unary_builder", "infer_unary"]
+__all__ = [*_UNARY, *_FLOAT_TESTS, "logical_not", "clip", "astype", "unary_builder", "infer_unary"]

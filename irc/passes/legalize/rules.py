@@ -351,7 +351,9 @@ def _arg_reduce(topi_name: str) -> Rule:
     def apply(ctx: LegalizeContext, call: Call) -> Expr:
         dtype = _sinfo(call).dtype
         return ctx.call_te(getattr(topi, topi_name), call.args[0], axis=call.attrs["axis"],
-                           keepdims=call.attrs["keepdims"], out_dtype=dtype, name=topi_name)
+                           keepdims=call.attrs["keepdims"], out_dtype=dtype,
+                           select_last_index=call.attrs.get("select_last_index", False),
+                           name=topi_name)
     return apply
 
 
