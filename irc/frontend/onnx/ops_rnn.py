@@ -178,7 +178,10 @@ class _Recurrence:
             raise node.error(f"direction {direction!r} is not forward, reverse or "
                              "bidirectional")
         self.num_dir = 2 if direction == "bidirectional" else 1
-        self.layout = int(node.attr("layout", 0)) if node.opset >= 14 else 0
+        self.layout = int(node.attr("layout", 0))
+        if self.layout and node.opset < 14:
+            raise node.error(f"layout is an attribute from opset 14 on; the model imports "
+                             f"opset {node.opset}")
         if self.layout not in (0, 1):
             raise node.error(f"layout must be 0 or 1, got {self.layout}")
         clip = node.attr("clip")
@@ -204,6 +207,9 @@ class _Recurrence:
                 raise node.error("hidden_size is neither given nor static in R's shape")
             hidden = int(r_shape[-1].value)
         self.hidden = int(hidden)
+        if isinstance(r_shape[-1], E.IntImm) and int(r_shape[-1].value) != self.hidden:
+            raise node.error(f"hidden_size is {self.hidden} but R has shape "
+                             f"{tuple(int(d) if isinstance(d, E.IntImm) else d for d in r_shape)}")
         self.seq_lens = self._sequence_lens()
         self.directions = self._directions(direction)
 
@@ -222,9 +228,10 @@ class _Recurrence:
         node = self.node
         if not node.has_input(i):
             return [None] * self.num_dir
-        v = node.input(i)
+        v = _input_value(node, i)
         if self.layout == 1:
-            v = node.emit(ops.permute_dims(v, [1, 0, 2]), name)
+            v = v.transpose(1, 0, 2) if isinstance(v, np.ndarray) else node.emit(
+                ops.permute_dims(v, [1, 0, 2]), name)
         return [node.emit(_as_expr(_index(v, d), self.dtype), f"{name}_{d}")
                 for d in range(self.num_dir)]
 
