@@ -94,10 +94,11 @@ def _target_shape(node: Node, i: int, allow_zero: bool) -> list[Any]:
         raise node.error(f"the target shape (input {i}) must be known at import time "
                          "(a constant or shape arithmetic on static or symbolic shapes)")
     dims = list(s.dims)
-    in_shape = node.shape(0) if node.has_input(0) else ()
     out = []
     for j, d in enumerate(dims):
         if isinstance(d, E.IntImm) and int(d.value) == 0 and not allow_zero:
+            # Input 0 is read only here: for ConstantOfShape it is the shape itself.
+            in_shape = node.shape(0) if node.has_input(0) else ()
             if j >= len(in_shape):
                 raise node.error(f"shape entry {j} is 0 (copy the input's dimension), but "
                                  f"the input has rank {len(in_shape)}")
