@@ -87,7 +87,7 @@ def test_every_zoo_model_is_committed():
 
 @pytest.mark.parametrize("name", [
     "resnet18", "resnet50", "mobilenet_v2", "bert",
-    pytest.param("lstm", marks=_xfail("LSTM")),
+    "lstm",
 ])
 def test_model_matches_onnx_runtime(name):
     _check(_load(name), [onnx_zoo.random_inputs(name, seed=s) for s in (0, 1)])
@@ -103,7 +103,6 @@ def test_loop_model_runs_two_trip_counts_with_one_compiled_module():
                                for s, n in ((0, 3), (1, 7))])
 
 
-@_xfail("QuantizeLinear and DequantizeLinear")
 def test_qdq_model_matches_onnx_runtime_running_the_graph_as_written():
     # ORT's optimized session fuses each DequantizeLinear -> Conv -> QuantizeLinear into an
     # integer QLinearConv whose rounding differs from the graph's float semantics by a few

@@ -71,10 +71,10 @@ def _lift_1d(x: Expr, n: int) -> Expr:
     return ops.expand_dims(x, 2) if n == 1 else x
 
 
-def _kernel(node: Node, n: int) -> list[int]:
-    """The spatial kernel size: the weight's static shape, which the kernel_shape
-    attribute (when given) must match."""
-    shape = node.shape(1)[2:]
+def _kernel(node: Node, n: int, index: int = 1) -> list[int]:
+    """The spatial kernel size: the static shape of the weight (input ``index``), which
+    the kernel_shape attribute (when given) must match."""
+    shape = node.shape(index)[2:]
     if len(shape) != n:
         raise node.error(f"the weight has {len(shape)} spatial axes, the data {n}")
     if not all(isinstance(d, E.IntImm) for d in shape):
@@ -92,25 +92,31 @@ def _add_bias(node: Node, y: Expr, n: int, index: int = 2) -> Expr:
     return ops.add(y, ops.reshape(node.input(index), [-1] + [1] * n))
 
 
-@converter("Conv", since=1)
-def _conv(node: Node) -> Expr:
-    n = _spatial(node, "convolutions")
-    kernel = _kernel(node, n)
+def convolve(node: Node, x: Expr, w: Expr, n: int, kernel: list[int],
+             out_dtype: str | None = None) -> Expr:
+    """The convolution of ``x`` by ``w`` with ``n`` spatial axes, as the node's strides,
+    dilations, pads (auto_pad) and group say: 1-D and 2-D as ``nn.conv2d`` (which layout
+    conversion and library dispatch know), more axes as ``nn.conv_nd``."""
     strides = _ints_attr(node, "strides", n, 1)
     dilations = _ints_attr(node, "dilations", n, 1)
     pads = _pads(node, kernel, strides, dilations)
     groups = int(node.attr("group", 1))
-    x, w = node.input(0), node.input(1)
+    if n > 2:
+        return nn_nd.conv_nd(x, w, strides, pads, dilations, groups, out_dtype=out_dtype)
+    if n == 1:
+        strides, dilations, pads = [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
+    y = ops.nn.conv2d(_lift_1d(x, n), _lift_1d(w, n), strides=strides, padding=pads,
+                      dilation=dilations, groups=groups, out_dtype=out_dtype)
+    return ops.squeeze(y, [2]) if n == 1 else y
+
+
+@converter("Conv", since=1)
+def _conv(node: Node) -> Expr:
+    n = _spatial(node, "convolutions")
+    kernel = _kernel(node, n)
     # Half-precision products are summed in float32 (as ONNX Runtime and numpy do).
     acc = "float32" if node.dtype(0) == "float16" else None
-    if n <= 2:
-        if n == 1:
-            strides, dilations, pads = [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
-        y = ops.nn.conv2d(_lift_1d(x, n), _lift_1d(w, n), strides=strides, padding=pads,
-                          dilation=dilations, groups=groups, out_dtype=acc)
-        y = ops.squeeze(y, [2]) if n == 1 else y
-    else:
-        y = nn_nd.conv_nd(x, w, strides, pads, dilations, groups, out_dtype=acc)
+    y = convolve(node, node.input(0), node.input(1), n, kernel, acc)
     if acc is not None:
         y = ops.astype(y, node.dtype(0))
     return _add_bias(node, y, n)

@@ -22,7 +22,7 @@ from ...ir.expr import Expr
 from ...ir.ops import integer, quantization, unary
 from .importer import Node, onnx_dtype
 from .ops_elementwise import scalar
-from .ops_nn import _conv_attrs, _lift_1d, _spatial
+from .ops_nn import _kernel, _spatial, convolve
 from .registry import converter
 
 # Integer dtypes QuantizeLinear produces and DequantizeLinear reads (float8, int4, int2
@@ -227,12 +227,7 @@ def _integer_conv(node: Node, i_x: int, i_xzp: int, i_w: int, i_wzp: int) -> Exp
                              f"weight's dtype {wd}")
         zp = ops.astype(node.input(i_wzp), "int32")
         w = ops.subtract(w, _per_channel(node, i_wzp, zp, n))
-    wshape = node.shape(i_w)
-    kernel = node.attr("kernel_shape") or [d.value for d in wshape[2:]]
-    strides, dilations, pads = _conv_attrs(node, [int(k) for k in kernel], n)
-    y = ops.nn.conv2d(_lift_1d(x, n), _lift_1d(w, n), strides=strides, padding=pads,
-                      dilation=dilations, groups=int(node.attr("group", 1)))
-    return ops.squeeze(y, [2]) if n == 1 else y
+    return convolve(node, x, w, n, _kernel(node, n, i_w))
 
 
 @converter("ConvInteger", since=10)
