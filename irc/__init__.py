@@ -28,6 +28,9 @@ from .core import (
 )
 from .core.version import __version__
 
+# The ONNX importer's name for it (a model using operators irc does not convert).
+UnsupportedOpError = UnsupportedOperatorError
+
 # Deep expression trees (long elementwise chains) recurse in visitors and the printer.
 if _sys.getrecursionlimit() < 10000:
     _sys.setrecursionlimit(10000)
