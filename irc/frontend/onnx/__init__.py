@@ -6,7 +6,7 @@ converts and the opsets their converters start at. Needs the ``onnx`` package
 """
 
 from ...core.diagnostics import UnsupportedOperatorError
-from . import ops_elementwise, ops_nn, ops_tensor
+from . import ops_elementwise, ops_image, ops_nn, ops_tensor
 from .importer import from_onnx
 from .registry import supported_ops
 

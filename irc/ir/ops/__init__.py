@@ -7,7 +7,7 @@ family, and Python builder functions returning un-normalized calls.
 info. Importing this package registers every operator (``irc.ir.op`` does it lazily).
 """
 
-from . import binary, call, create, linear_algebra, manipulate, nn, nn_conv, reduce, unary
+from . import binary, call, create, image, linear_algebra, manipulate, nn, nn_conv, reduce, unary
 from .binary import (
     add,
     divide,
@@ -69,7 +69,7 @@ from .unary import (
 from .unary import round as round
 
 __all__ = [
-    "binary", "call", "create", "linear_algebra", "manipulate", "nn", "nn_conv", "reduce",
+    "binary", "call", "create", "image", "linear_algebra", "manipulate", "nn", "nn_conv", "reduce",
     "unary",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",

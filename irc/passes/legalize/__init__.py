@@ -23,6 +23,7 @@ from ...core.module import IRModule
 from ...core.transform import Pass, PassContext
 from ...ir.expr import Call, Expr, Function, Op, VarBinding
 from ...ir.op import get_op_def
+from . import rules_image  # registers the image operators' rules
 from .context import LegalizeContext
 from .rules import RULES, register_all
 

@@ -1,0 +1,332 @@
+"""Converters of ONNX's image operators: ``Resize`` (opsets 10, 11, 13, 18, 19) and
+``Upsample`` (7, 9) to ``R.image.resize``.
+
+Scales, sizes and the region of interest known at import time become attributes, the
+output shape computed as ONNX's reference computes it. When they are known only at run
+time, the compiled kernel reads the scales (and the region of interest) from tensors,
+computed in the graph from the inputs (from ``sizes``: ``size / input size``, with the
+``keep_aspect_ratio_policy`` applied), and the output shape is the one the model declares
+for the node's output (a graph output or a ``value_info``): irc's tensors have shapes
+known before the values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...ir import ops
+from ...ir.expr import Constant, Expr
+from ...tir import expr as E
+from .importer import Node
+from .registry import converter
+
+_COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                     "align_corners", "asymmetric", "tf_crop_and_resize")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def declared_shape(node: Node, i: int = 0) -> list[int | None] | None:
+    """The shape the model declares for output ``i`` of ``node`` (None for a dimension
+    without a value), or None when it declares none."""
+    name = node.output_names[i]
+    graph = node.graph.proto.graph
+    for vi in list(graph.output) + list(graph.value_info):
+        if vi.name != name:
+            continue
+        t = vi.type
+        if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"):
+            return None
+        return [int(d.dim_value) if d.HasField("dim_value") else None
+                for d in t.tensor_type.shape.dim]
+    return None
+
+
+def _static_dim(d: Any) -> int | None:
+    return int(d.value) if isinstance(d, E.IntImm) else None
+
+
+def _f64(values: Any) -> Constant:
+    return Constant.from_numpy(np.asarray(values, "float64"))
+
+
+def _i64(values: Any) -> Constant:
+    return Constant.from_numpy(np.asarray(values, "int64"))
+
+
+def _vector_length(node: Node, i: int) -> int | None:
+    """The length of 1-D input ``i`` (0 when absent), None when unknown."""
+    if not node.has_input(i):
+        return 0
+    c = node.const(i)
+    if c is not None:
+        return int(c.size)
+    shape = node.static_shape(i)
+    if shape is None or len(shape) != 1:
+        return None
+    return shape[0]
+
+
+class _Resize:
+    """What one Resize / Upsample node asks for, resolved to ``R.image.resize``."""
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.rank = node.ndim(0)
+        self.in_shape = list(node.shape(0))
+
+    def axes(self) -> list[int]:
+        node, r = self.node, self.rank
+        axes = node.attr("axes") if node.opset >= 18 else None
+        if axes is None:
+            return list(range(r))
+        out = []
+        for a in axes:
+            a = int(a)
+            if not -r <= a < r:
+                raise node.error(f"axis {a} is out of range for an input of rank {r}")
+            out.append(a % r)
+        if len(set(out)) != len(out):
+            raise node.error(f"axes {list(axes)} repeats an axis")
+        return out
+
+    def in_dim(self, axis: int, why: str) -> int:
+        d = _static_dim(self.in_shape[axis])
+        if d is None:
+            raise self.node.error(f"axis {axis} has a symbolic size; {why} needs it static",
+                                  hint="fix it with from_onnx(..., shape_dict={...})")
+        return d
+
+    # -- import-time scales / sizes --------------------------------------------------------
+    def static_plan(self, axes: list[int], scales: np.ndarray | None,
+                    sizes: np.ndarray | None, policy: str) -> tuple[list[float], list[Any]]:
+        """(scale, output size) of every axis, as ONNX's reference computes them."""
+        node, r = self.node, self.rank
+        full_scale = [1.0] * r
+        out: list[Any] = list(self.in_shape)
+        if scales is not None:
+            if len(scales) != len(axes):
+                raise node.error(f"scales has {len(scales)} values for {len(axes)} axes")
+            for a, s in zip(axes, scales.tolist()):
+                if not s > 0:
+                    raise node.error(f"scales must be positive, got {scales.tolist()}")
+                full_scale[a] = float(s)
+            for a in range(r):
+                if full_scale[a] != 1.0:
+                    out[a] = int(np.float64(full_scale[a]) * self.in_dim(a, "scaling"))
+            return full_scale, out
+        assert sizes is not None
+        if len(sizes) != len(axes):
+            raise node.error(f"sizes has {len(sizes)} values for {len(axes)} axes")
+        if any(int(s) < 0 for s in sizes):
+            raise node.error(f"sizes must be non-negative, got {sizes.tolist()}")
+        ratio = {}
+        for a, s in zip(axes, sizes.tolist()):
+            d = _static_dim(self.in_shape[a])
+            if d is not None:
+                ratio[a] = int(s) / d if d else 1.0
+            elif policy != "stretch":
+                ratio[a] = (int(s) / self.in_dim(a, "keep_aspect_ratio_policy"))
+            out[a] = int(s)
+        if policy == "stretch":
+            for a in axes:
+                if a in ratio:
+                    full_scale[a] = ratio[a]
+            return full_scale, out
+        scale = min(ratio.values()) if policy == "not_larger" else max(ratio.values())
+        for a in axes:
+            full_scale[a] = scale
+            out[a] = int(scale * self.in_dim(a, "keep_aspect_ratio_policy") + 0.5)
+        return full_scale, out
+
+    # -- the node --------------------------------------------------------------------------
+    def convert(self, scales_i: int | None, sizes_i: int | None, roi_i: int | None,
+                legacy: bool) -> Expr:
+        node, r = self.node, self.rank
+        mode = node.attr("mode", "nearest")
+        if mode not in ("nearest", "linear", "cubic") or (legacy and mode == "cubic"):
+            raise node.error(f"mode {mode!r} is not supported (nearest, linear"
+                             f"{'' if legacy else ', cubic'})")
+        coord = "asymmetric" if legacy else node.attr("coordinate_transformation_mode",
+                                                      "half_pixel")
+        if coord not in _COORDINATE_MODES or (coord == "half_pixel_symmetric" and
+                                              node.opset < 19):
+            raise node.error(f"coordinate_transformation_mode {coord!r} is not supported")
+        nearest = "floor" if legacy else node.attr("nearest_mode", "round_prefer_floor")
+        if nearest not in _NEAREST_MODES:
+            raise node.error(f"nearest_mode {nearest!r} is not supported")
+        antialias = bool(node.attr("antialias", 0)) and node.opset >= 18
+        if antialias and mode == "nearest":
+            antialias = False  # ONNX: antialiasing applies to linear and cubic only
+        policy = node.attr("keep_aspect_ratio_policy", "stretch") if node.opset >= 18 else \
+            "stretch"
+        if policy not in ("stretch", "not_larger", "not_smaller"):
+            raise node.error(f"keep_aspect_ratio_policy {policy!r} is not supported")
+        axes = self.axes()
+        n_scales = _vector_length(node, scales_i) if scales_i is not None else 0
+        n_sizes = _vector_length(node, sizes_i) if sizes_i is not None else 0
+        if n_scales is None or n_sizes is None:
+            raise node.error("scales and sizes must be 1-D tensors of known length")
+        if n_scales and n_sizes:
+            raise node.error("only one of scales and sizes may be given")
+        if not n_scales and not n_sizes:
+            raise node.error("one of scales and sizes must be given")
+        use_scales = n_scales > 0
+        vec_i = scales_i if use_scales else sizes_i
+        crop = coord == "tf_crop_and_resize"
+        roi_len = _vector_length(node, roi_i) if roi_i is not None and crop else 0
+        if crop and not roi_len:
+            raise node.error("tf_crop_and_resize needs the roi input")
+        if crop and roi_len not in (2 * r, 2 * len(axes)):
+            raise node.error(f"roi has {roi_len} values; expected {2 * len(axes)}")
+        attrs = dict(method=mode, coordinate_transformation_mode=coord,
+                     nearest_mode=nearest,
+                     cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                     exclude_outside=bool(node.attr("exclude_outside", 0)),
+                     extrapolation_value=float(node.attr("extrapolation_value", 0.0)),
+                     antialias=antialias)
+        vec = node.const(vec_i)
+        roi_c = node.const(roi_i) if crop else None
+        if vec is not None and (roi_c is not None or not crop):
+            return self._static(axes, vec, use_scales, policy, roi_c, legacy, attrs)
+        return self._runtime(axes, vec_i, use_scales, policy, roi_i if crop else None,
+                             legacy, attrs)
+
+    def _full_roi(self, axes: list[int], roi: np.ndarray) -> list[tuple[float, float]]:
+        r = self.rank
+        flat = [float(v) for v in roi.reshape(-1)]
+        full = [(0.0, 1.0)] * r
+        if len(flat) == 2 * r:
+            full = [(flat[a], flat[r + a]) for a in range(r)]
+        else:
+            k = len(axes)
+            for i, a in enumerate(axes):
+                full[a] = (flat[i], flat[k + i])
+        return full
+
+    def _legacy_nearest(self, attrs: dict, grows: list[bool]) -> None:
+        """Upsample and Resize-10 round down when enlarging and up when shrinking."""
+        if attrs["method"] != "nearest" or not grows:
+            return
+        if all(grows):
+            attrs["nearest_mode"] = "floor"
+        elif not any(grows):
+            attrs["nearest_mode"] = "ceil"
+        else:
+            raise self.node.error("nearest resizing that enlarges some axes and shrinks "
+                                  "others is not supported before opset 11")
+
+    def _static(self, axes: list[int], vec: np.ndarray, use_scales: bool, policy: str,
+                roi: np.ndarray | None, legacy: bool, attrs: dict) -> Expr:
+        node = self.node
+        vec = vec.reshape(-1)
+        if use_scales:
+            scale, out = self.static_plan(axes, vec.astype("float64"), None, policy)
+        else:
+            scale, out = self.static_plan(axes, None, vec.astype("int64"), policy)
+        full_roi = self._full_roi(axes, roi) if roi is not None else None
+        chosen = []
+        for a in range(self.rank):
+            trivial_roi = full_roi is None or (math.isclose(full_roi[a][0], 0.0) and
+                                               math.isclose(full_roi[a][1], 1.0))
+            same = isinstance(out[a], int) and out[a] == _static_dim(self.in_shape[a])
+            if not (math.isclose(scale[a], 1.0) and (same or out[a] is self.in_shape[a])
+                    and trivial_roi):
+                chosen.append(a)
+        if not chosen:
+            return node.input(0)
+        for a in chosen:
+            self.in_dim(a, "resizing an axis")
+        if legacy:
+            self._legacy_nearest(attrs, [scale[a] >= 1.0 for a in chosen])
+        roi_attr: list[float] = []
+        if full_roi is not None:
+            roi_attr = [full_roi[a][0] for a in chosen] + [full_roi[a][1] for a in chosen]
+        return ops.image.resize(node.input(0), chosen, [out[a] for a in chosen],
+                                [scale[a] for a in chosen], roi_attr, **attrs)
+
+    def _runtime(self, axes: list[int], vec_i: int, use_scales: bool, policy: str,
+                 roi_i: int | None, legacy: bool, attrs: dict) -> Expr:
+        node = self.node
+        declared = declared_shape(node)
+        if declared is None or len(declared) != self.rank or any(
+                declared[a] is None for a in axes):
+            raise node.error(
+                f"the {'scales' if use_scales else 'sizes'} are known only at run time and "
+                "the model declares no static output shape for the node; irc needs the "
+                "output shape before run time", hint="make the scales or sizes constants "
+                "(initializers), or declare the output's shape (onnx.shape_inference)")
+        out = [int(declared[a]) for a in axes]  # type: ignore[arg-type]
+        ins = [self.in_dim(a, "resizing an axis") for a in axes]
+        k = len(axes)
+        pos = _i64(list(range(k)))
+        raw = node.input(vec_i)
+        if use_scales:
+            scales = ops.astype(ops.take(raw, pos, axis=0), "float64")
+            # floor(scale * in) = out, so scale >= out / in.
+            min_scales = [o / i if i else 1.0 for o, i in zip(out, ins)]
+        else:
+            ratio = ops.divide(ops.astype(ops.take(raw, pos, axis=0), "float64"), _f64(ins))
+            if policy == "stretch":
+                scales = ratio
+                min_scales = [o / i if i else 1.0 for o, i in zip(out, ins)]
+            else:
+                pick = ops.min if policy == "not_larger" else ops.max
+                scales = ops.broadcast_to(ops.reshape(pick(ratio, [0], keepdims=False), [1]),
+                                          [k])
+                # out = round(scale * in), so scale >= (out - 0.5) / in.
+                min_scales = [max(o - 0.5, 0.5) / i if i else 1.0 for o, i in zip(out, ins)]
+        if legacy:
+            self._legacy_nearest(attrs, [o >= i for o, i in zip(out, ins)])
+        roi: Any = ()
+        if roi_i is not None:
+            roi_vec = node.input(roi_i)
+            n = _vector_length(node, roi_i)
+            r = self.rank
+            if n == 2 * r:
+                idx = axes + [r + a for a in axes]
+            else:
+                idx = list(range(2 * k))
+            roi = ops.astype(ops.take(roi_vec, _i64(idx), axis=0), "float64")
+            if node.const(roi_i) is not None:
+                roi = _f64(node.const(roi_i).reshape(-1)[idx])
+        return ops.image.resize(node.input(0), axes, out, scales, roi,
+                                min_scales=min_scales if attrs["antialias"] else (), **attrs)
+
+
+@converter("Resize", since=10)
+def _resize10(node: Node) -> Expr:
+    return _Resize(node).convert(1, None, None, legacy=True)
+
+
+@converter("Resize", since=11)
+def _resize(node: Node) -> Expr:
+    return _Resize(node).convert(2, 3, 1, legacy=False)
+
+
+@converter("Upsample", since=7)
+def _upsample7(node: Node) -> Expr:
+    scales = node.attr("scales")
+    if scales is None:
+        raise node.error("the attribute 'scales' is required")
+    mode = node.attr("mode", "nearest")
+    if mode == "bilinear":
+        mode = "linear"
+    res = _Resize(node)
+    attrs = dict(method=mode, coordinate_transformation_mode="asymmetric",
+                 nearest_mode="floor", cubic_coeff_a=-0.75, exclude_outside=False,
+                 extrapolation_value=0.0, antialias=False)
+    if mode not in ("nearest", "linear"):
+        raise node.error(f"mode {mode!r} is not supported (nearest, linear)")
+    return res._static(list(range(res.rank)), np.asarray(scales, "float32"), True,
+                       "stretch", None, True, attrs)
+
+
+@converter("Upsample", since=9)
+def _upsample9(node: Node) -> Expr:
+    return _Resize(node).convert(1, None, None, legacy=True)
+
+
+__all__: list[str] = []

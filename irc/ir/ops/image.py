@@ -1,0 +1,139 @@
+"""Image operators (``R.image.*``): ``image.resize`` (nearest, linear and cubic
+interpolation over any axes, ONNX's coordinate transformations, antialiasing).
+
+``image.resize(data, scale_values=None, roi_values=None, axes, sizes, ...)`` resizes the
+listed ``axes`` to ``sizes``. The scale of each resized axis (which the coordinate
+transformation uses, and which need not be ``size / input size``) is the attribute
+``scales`` or, when known only at run time, the operand ``scale_values`` (a 1-D float
+tensor, one value per resized axis); ``tf_crop_and_resize``'s region of interest likewise
+(attribute ``roi`` or operand ``roi_values``: the starts, then the ends).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from ..expr import Call, Expr
+from ..op import (
+    OUT_ELEMWISE_FUSABLE,
+    AttrSpec,
+    _err,
+    conv_bool,
+    conv_choice,
+    conv_float,
+    make_call,
+    register_op,
+)
+from ..struct_info import StructInfo, TensorStructInfo
+from ..struct_info_analysis import const_value
+from ._common import conv_int_list, fail, normalize_axes, tensor, tensor_arg
+
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                    "align_corners", "asymmetric", "tf_crop_and_resize")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def conv_float_list(value: Any, op: str, attr: str) -> tuple[float, ...]:
+    """A number or a list of numbers, canonicalized to a tuple of floats."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return tuple(conv_float(v, op, attr) for v in items)
+
+
+def conv_sizes(value: Any, op: str, attr: str) -> tuple[int, ...]:
+    """Non-negative ints."""
+    v = conv_int_list(value, op, attr)
+    if any(s < 0 for s in v):
+        raise _err(op, attr, "non-negative integers", value)
+    return v
+
+
+def _check_vector(call: Call, i: int, length: int, what: str) -> None:
+    s = tensor_arg(call, i)
+    if s.dtype and not dt.is_float(s.dtype):
+        raise fail(call, f"{what} must be a floating-point tensor, got {s.dtype}")
+    if s.ndim >= 0 and s.ndim != 1:
+        raise fail(call, f"{what} must be 1-D, got rank {s.ndim}")
+    n = const_value(s.shape[0]) if s.shape is not None else None
+    if n is not None and n != length:
+        raise fail(call, f"{what} must have {length} values, got {n}")
+
+
+@register_op("image.resize", ["data", "scale_values", "roi_values"], [
+    AttrSpec("axes", convert=conv_int_list),
+    AttrSpec("sizes", convert=conv_sizes),
+    AttrSpec("scales", (), conv_float_list),
+    AttrSpec("roi", (), conv_float_list),
+    AttrSpec("method", "nearest", conv_choice("nearest", "linear", "cubic")),
+    AttrSpec("coordinate_transformation_mode", "half_pixel",
+             conv_choice(*COORDINATE_MODES)),
+    AttrSpec("nearest_mode", "round_prefer_floor", conv_choice(*NEAREST_MODES)),
+    AttrSpec("cubic_coeff_a", -0.75, conv_float),
+    AttrSpec("exclude_outside", False, conv_bool),
+    AttrSpec("extrapolation_value", 0.0, conv_float),
+    AttrSpec("antialias", False, conv_bool),
+    AttrSpec("min_scales", (), conv_float_list),
+], pattern=OUT_ELEMWISE_FUSABLE, optional=["scale_values", "roi_values"])
+def _infer_resize(call: Call, ctx: Any) -> StructInfo:
+    """R.image.resize(data, scale_values=None, roi_values=None, axes, sizes, scales=(),
+    roi=(), method="nearest", ...): ``data`` with ``axes`` resized to ``sizes``."""
+    x = tensor_arg(call, 0)
+    a = call.attrs
+    k = len(a["axes"])
+    if len(a["sizes"]) != k:
+        raise fail(call, f"sizes has {len(a['sizes'])} values for {k} axes")
+    if len(call.args) > 1:
+        _check_vector(call, 1, k, "scale_values")
+    elif len(a["scales"]) != k:
+        raise fail(call, f"scales has {len(a['scales'])} values for {k} axes")
+    elif any(s <= 0 for s in a["scales"]):
+        raise fail(call, f"scales must be positive, got {list(a['scales'])}")
+    if a["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        if len(call.args) > 2:
+            _check_vector(call, 2, 2 * k, "roi_values")
+        elif len(a["roi"]) != 2 * k:
+            raise fail(call, f"tf_crop_and_resize needs a roi of {2 * k} values (starts, "
+                             f"then ends), got {len(a['roi'])}")
+    if a["antialias"] and a["method"] == "nearest":
+        raise fail(call, "antialias applies to linear and cubic resizing, not nearest")
+    if a["antialias"] and len(call.args) > 1 and len(a["min_scales"]) != k:
+        raise fail(call, "antialiasing with run-time scales needs min_scales (a lower "
+                         "bound of each scale)")
+    if a["method"] != "nearest" and x.dtype and not (
+            dt.is_float(x.dtype) or dt.is_integer(x.dtype)):
+        raise fail(call, f"{a['method']} resizing needs numeric data, got {x.dtype}")
+    if x.ndim < 0:
+        return x
+    axes = normalize_axes(call, a["axes"], x.ndim, "axes")
+    if x.shape is None:
+        return TensorStructInfo(dtype=x.dtype, ndim=x.ndim, vdevice=x.vdevice)
+    dims = list(x.shape)
+    for axis, size in zip(axes, a["sizes"]):
+        dims[axis] = size
+    return tensor(dims, x.dtype, vdevice=x.vdevice)
+
+
+def resize(data: Expr, axes: Sequence[int], sizes: Sequence[int],
+           scales: Sequence[float] | Expr = (), roi: Sequence[float] | Expr = (),
+           method: str = "nearest", coordinate_transformation_mode: str = "half_pixel",
+           nearest_mode: str = "round_prefer_floor", cubic_coeff_a: float = -0.75,
+           exclude_outside: bool = False, extrapolation_value: float = 0.0,
+           antialias: bool = False, min_scales: Sequence[float] = ()) -> Expr:
+    """``R.image.resize``: ``scales`` and ``roi`` are floats (attributes) or 1-D tensors
+    read at run time (operands)."""
+    scale_operand = scales if isinstance(scales, Expr) else None
+    roi_operand = roi if isinstance(roi, Expr) else None
+    if roi_operand is not None and scale_operand is None:
+        raise IRTypeError("R.image.resize: a run-time roi needs the scales as a tensor too")
+    return make_call("image.resize", data, scale_operand, roi_operand, axes=axes,
+                     sizes=sizes, scales=() if scale_operand is not None else scales,
+                     roi=() if roi_operand is not None else roi, method=method,
+                     coordinate_transformation_mode=coordinate_transformation_mode,
+                     nearest_mode=nearest_mode, cubic_coeff_a=cubic_coeff_a,
+                     exclude_outside=exclude_outside,
+                     extrapolation_value=extrapolation_value, antialias=antialias,
+                     min_scales=min_scales)
+
+
+__all__ = ["resize"]

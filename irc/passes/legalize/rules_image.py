@@ -1,0 +1,23 @@
+"""Legalization rules of the image operators (``R.image.*``, :mod:`irc.ir.ops.image`) to
+the computations of :mod:`irc.tir.topi.image`; registered in ``RULES`` when imported."""
+
+from __future__ import annotations
+
+from ...ir.expr import Call, Expr
+from ...tir.topi import image as topi_image
+from .context import LegalizeContext
+from .rules import rule
+
+
+@rule("image.resize")
+def _resize(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    args = list(call.args)
+    scales = args[1] if len(args) > 1 else list(a["scales"])
+    roi = args[2] if len(args) > 2 else (list(a["roi"]) or None)
+    return ctx.call_te(
+        topi_image.resize, args[0], list(a["axes"]), list(a["sizes"]), scales, roi,
+        method=a["method"], coordinate_transformation_mode=a["coordinate_transformation_mode"],
+        nearest_mode=a["nearest_mode"], cubic_coeff_a=a["cubic_coeff_a"],
+        exclude_outside=a["exclude_outside"], extrapolation_value=a["extrapolation_value"],
+        antialias=a["antialias"], min_scales=list(a["min_scales"]) or None, name="resize")

@@ -1,0 +1,297 @@
+"""Image operators: resizing (nearest, linear and cubic interpolation over any axes, with
+ONNX's coordinate transformations and antialiasing), depth/space rearrangements, grid
+sampling, and the gathers of ``RoiAlign``, ``Col2Im`` and ``MaxUnpool``.
+
+Resize is separable: each resized axis gets small tables computed once per output
+coordinate (the source coordinate, the indices of the taps and their weights), and the
+output reads the input at the taps of every resized axis, weighted by the product of the
+per-axis weights. Source coordinates and weights are computed in float64 (so rounding
+decisions match a float64 reference), the weighted sum in float32 (float64 for float64
+data).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ...core import dtype as dt
+from ...core.diagnostics import IRTypeError
+from .. import intrin
+from ..expr import PrimExpr, all, any, cast, const, select
+from ..expr import max_ as _max
+from ..expr import min_ as _min
+from ..te import tensor as te
+from ..te.tensor import Tensor, compute
+from .utils import INJECTIVE, as_index, axis_names, const_int, index_dtype
+
+F64 = "float64"
+
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                    "align_corners", "asymmetric", "tf_crop_and_resize")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+RESIZE_METHODS = ("nearest", "linear", "cubic")
+
+
+def _f64(v: float) -> PrimExpr:
+    return const(float(v), F64)
+
+
+def _as_f64(e: Any) -> PrimExpr:
+    if isinstance(e, (int, float)):
+        return _f64(e)
+    return e if e.dtype == F64 else cast(e, F64)
+
+
+def accumulate_dtype(dtype: str) -> str:
+    """The dtype interpolation sums in: float64 for float64 data, else float32."""
+    return F64 if dtype == F64 else "float32"
+
+
+def from_accumulator(value: PrimExpr, dtype: str) -> PrimExpr:
+    """An interpolated value cast back to ``dtype``: integers round half to even and
+    saturate (as ONNX's reference does)."""
+    if dt.is_float(dtype):
+        return value if value.dtype == dtype else cast(value, dtype)
+    if dtype == "bool":
+        return value != const(0, value.dtype)
+    lo, hi = dt.min_value(dtype), dt.max_value(dtype)
+    r = intrin.nearbyint(value)
+    r = _min(_max(r, const(float(lo), value.dtype)), const(float(hi), value.dtype))
+    return cast(r, dtype)
+
+
+
+def cubic_weight(t: PrimExpr, a: float) -> PrimExpr:
+    """Keys' cubic convolution kernel with coefficient ``a`` at distance ``t``."""
+    x = intrin.fabs(t)
+    x2 = x * x
+    x3 = x2 * x
+    near = (x3 * _f64(a + 2)) - (x2 * _f64(a + 3)) + _f64(1)
+    far = x3 * _f64(a) - x2 * _f64(5 * a) + x * _f64(8 * a) - _f64(4 * a)
+    return select(x <= _f64(1), near, select(x < _f64(2), far, _f64(0)))
+
+
+def linear_weight(t: PrimExpr) -> PrimExpr:
+    """The triangle (tent) kernel at distance ``t``."""
+    return _max(_f64(1) - intrin.fabs(t), _f64(0))
+
+
+class _ResizeAxis:
+    """The tables of one resized axis (see the module docstring)."""
+
+    def __init__(self, data: Tensor, axis: int, pos: int, out_size: int, scale: Any,
+                 roi: tuple[Any, Any] | None, coord_mode: str):
+        self.axis = axis
+        self.idt = index_dtype(data)
+        self.in_size = as_index(data.shape[axis], self.idt)
+        self.out_size = int(out_size)
+        static_in = const_int(data.shape[axis])
+        self.in_f = _f64(static_in) if static_in is not None else cast(self.in_size, F64)
+        self.scale = scale if isinstance(scale, PrimExpr) else _f64(scale)
+        self.static_scale = None if isinstance(scale, PrimExpr) else float(scale)
+        self.roi = roi
+        self.coord_mode = coord_mode
+        self.name = f"{pos}"
+        self.coords = compute((const(self.out_size, self.idt),), self._source,
+                              name=f"resize_coord{pos}", tag=INJECTIVE, axis_names=["o"])
+
+    def _source(self, o: PrimExpr) -> PrimExpr:
+        """The input coordinate output index ``o`` maps to (ONNX's transformations)."""
+        y = cast(o, F64)
+        s, n_in = self.scale, self.in_f
+        width = s * n_in  # the output width before rounding
+        mode = self.coord_mode
+        if mode == "asymmetric":
+            return y / s
+        if mode == "half_pixel":
+            return (y + _f64(0.5)) / s - _f64(0.5)
+        if mode == "pytorch_half_pixel":
+            return select(width == _f64(1), _f64(-0.5), (y + _f64(0.5)) / s - _f64(0.5))
+        if mode == "half_pixel_symmetric":
+            adjustment = _f64(self.out_size) / width
+            offset = n_in / _f64(2) * (_f64(1) - adjustment)
+            return offset + (y + _f64(0.5)) / s - _f64(0.5)
+        if mode == "align_corners":
+            return select(width == _f64(1), _f64(0),
+                          y * (n_in - _f64(1)) / (width - _f64(1)))
+        if mode == "tf_crop_and_resize":
+            r0, r1 = (_as_f64(v) for v in self.roi)
+            span = (r1 - r0) * (n_in - _f64(1))
+            x = select(width == _f64(1), span / _f64(2), y * span / (width - _f64(1)))
+            return x + r0 * (n_in - _f64(1))
+        raise IRTypeError(f"topi.image.resize: unknown coordinate_transformation_mode "
+                          f"{mode!r}")
+
+    def outside(self, o: PrimExpr) -> PrimExpr:
+        """Whether output index ``o`` maps outside the input (tf_crop_and_resize)."""
+        x = self.coords[o]
+        return any(x < _f64(0), x > self.in_f - _f64(1))
+
+    def clamp(self, i: PrimExpr) -> PrimExpr:
+        return _min(_max(i, const(0, self.idt)), self.in_size - 1)
+
+    def nearest_table(self, nearest_mode: str) -> Tensor:
+        def fn(o: PrimExpr) -> PrimExpr:
+            x = self.coords[o]
+            lo = intrin.floor(x)
+            r = x - lo
+            base = cast(lo, self.idt)
+            if nearest_mode == "floor":
+                return self.clamp(base)
+            up = {"round_prefer_floor": r > _f64(0.5), "round_prefer_ceil": r >= _f64(0.5),
+                  "ceil": r > _f64(0)}[nearest_mode]
+            return self.clamp(base + cast(up, self.idt))
+
+        return compute((const(self.out_size, self.idt),), fn, name=f"resize_index{self.name}",
+                       tag=INJECTIVE, axis_names=["o"])
+
+    def filter_tables(self, method: str, cubic_a: float, exclude_outside: bool,
+                      antialias: bool, min_scale: float, acc: str) -> tuple[Tensor, Tensor]:
+        """(indices, weights), both of shape (out, taps)."""
+        support = 1.0 if method == "linear" else 2.0
+        # Antialiasing stretches the filter by 1/scale when downsampling; a window sized
+        # for the smallest scale possible also covers larger ones (the extra taps weigh 0).
+        stretch = min(min_scale, 1.0) if antialias else 1.0
+        start = math.floor(-support / stretch) + 1
+        taps = 2 - 2 * start
+        factor = None
+        if antialias and not (self.static_scale is not None and self.static_scale >= 1.0):
+            factor = _min(self.scale, _f64(1))
+        out = const(self.out_size, self.idt)
+        ntaps = const(taps, self.idt)
+
+        def tap(o: PrimExpr, k: PrimExpr) -> PrimExpr:
+            j = cast(intrin.floor(self.coords[o]), self.idt) + k
+            return j + const(start, self.idt) if start else j
+
+        def raw(o: PrimExpr, k: PrimExpr) -> PrimExpr:
+            t = cast(tap(o, k), F64) - self.coords[o]
+            t = t * factor if factor is not None else t
+            w = linear_weight(t) if method == "linear" else cubic_weight(t, cubic_a)
+            if exclude_outside:
+                j = tap(o, k)
+                w = select(all(j >= const(0, self.idt), j < self.in_size), w, _f64(0))
+            return w
+
+        index = compute((out, ntaps), lambda o, k: self.clamp(tap(o, k)),
+                        name=f"resize_tap{self.name}", tag=INJECTIVE, axis_names=["o", "k"])
+        if antialias or exclude_outside:
+            rk = te.reduce_axis((const(0, self.idt), ntaps), name="rk")
+            total = compute((out,), lambda o: te.sum(raw(o, rk.var), axis=[rk]),
+                            name=f"resize_weight_sum{self.name}", axis_names=["o"])
+
+            def weight(o: PrimExpr, k: PrimExpr) -> PrimExpr:
+                s = total[o]
+                return cast(raw(o, k) / select(s == _f64(0), _f64(1), s), acc)
+        else:
+            def weight(o: PrimExpr, k: PrimExpr) -> PrimExpr:
+                return cast(raw(o, k), acc)
+
+        weights = compute((out, ntaps), weight, name=f"resize_weight{self.name}",
+                          tag=INJECTIVE, axis_names=["o", "k"])
+        return index, weights
+
+
+def resize(data: Tensor, axes: Sequence[int], sizes: Sequence[int], scales: Any,
+           roi: Any = None, method: str = "nearest",
+           coordinate_transformation_mode: str = "half_pixel",
+           nearest_mode: str = "round_prefer_floor", cubic_coeff_a: float = -0.75,
+           exclude_outside: bool = False, extrapolation_value: float = 0.0,
+           antialias: bool = False, min_scales: Sequence[float] | None = None) -> Tensor:
+    """``data`` resized along ``axes`` to ``sizes`` (ONNX ``Resize`` semantics).
+
+    ``scales`` gives one scale per resized axis: Python floats, or a 1-D float tensor read
+    at run time. ``roi`` (for ``tf_crop_and_resize``) gives the starts then the ends, one
+    per resized axis: floats or a tensor. ``min_scales`` bounds run-time scales from below
+    (only antialiasing needs it: it sizes the filter window)."""
+    if method not in RESIZE_METHODS:
+        raise IRTypeError(f"topi.image.resize: method must be one of {RESIZE_METHODS}, "
+                          f"got {method!r}")
+    if coordinate_transformation_mode not in COORDINATE_MODES:
+        raise IRTypeError("topi.image.resize: unknown coordinate_transformation_mode "
+                          f"{coordinate_transformation_mode!r}")
+    if nearest_mode not in NEAREST_MODES:
+        raise IRTypeError(f"topi.image.resize: unknown nearest_mode {nearest_mode!r}")
+    k = len(axes)
+    if len(sizes) != k:
+        raise IRTypeError(f"topi.image.resize: {len(sizes)} sizes for {k} axes")
+    crop = coordinate_transformation_mode == "tf_crop_and_resize"
+    if crop and roi is None:
+        raise IRTypeError("topi.image.resize: tf_crop_and_resize needs a roi")
+
+    def scale_of(i: int) -> Any:
+        return cast(scales[i], F64) if isinstance(scales, Tensor) else float(scales[i])
+
+    def roi_of(i: int) -> tuple[Any, Any] | None:
+        if not crop:
+            return None
+        if isinstance(roi, Tensor):
+            return cast(roi[i], F64), cast(roi[k + i], F64)
+        return float(roi[i]), float(roi[k + i])
+
+    if min_scales is None:
+        if isinstance(scales, Tensor) and antialias:
+            raise IRTypeError("topi.image.resize: antialiasing with run-time scales needs "
+                              "min_scales")
+        min_scales = [1.0] * k if isinstance(scales, Tensor) else [float(s) for s in scales]
+    tables = [_ResizeAxis(data, a, i, sizes[i], scale_of(i), roi_of(i),
+                          coordinate_transformation_mode) for i, a in enumerate(axes)]
+    shape = list(data.shape)
+    for t in tables:
+        shape[t.axis] = const(t.out_size, t.idt)
+    names = axis_names(data.ndim)
+    dtype = data.dtype
+    fill = const(extrapolation_value, dtype) if dt.is_float(dtype) else \
+        const(int(extrapolation_value), dtype)
+
+    if method == "nearest":
+        index = [t.nearest_table(nearest_mode) for t in tables]
+
+        def gather(*idx: PrimExpr) -> PrimExpr:
+            src = list(idx)
+            for t, table in zip(tables, index):
+                src[t.axis] = table[idx[t.axis]]
+            value = data[tuple(src)]
+            if crop:
+                return select(any(*(t.outside(idx[t.axis]) for t in tables)), fill, value)
+            return value
+
+        return compute(tuple(shape), gather, name="resize", tag=INJECTIVE, axis_names=names)
+
+    if not dt.is_float(dtype) and dtype not in ("int8", "uint8", "int16", "uint16", "int32",
+                                                "uint32"):
+        raise IRTypeError(f"topi.image.resize: {method} interpolation of {dtype} data is "
+                          "not supported")
+    acc = accumulate_dtype(dtype)
+    filt = [t.filter_tables(method, cubic_coeff_a, exclude_outside, antialias,
+                            min_scales[i], acc) for i, t in enumerate(tables)]
+    raxes = [te.reduce_axis((const(0, t.idt), w.shape[1]), name=f"rk{i}")
+             for i, (t, (_, w)) in enumerate(zip(tables, filt))]
+
+    def interpolate(*idx: PrimExpr) -> Any:
+        src = list(idx)
+        weight = None
+        for t, (index, w), r in zip(tables, filt, raxes):
+            o = idx[t.axis]
+            src[t.axis] = index[o, r.var]
+            weight = w[o, r.var] if weight is None else weight * w[o, r.var]
+        value = data[tuple(src)]
+        value = value if value.dtype == acc else cast(value, acc)
+        return te.sum(value * weight, axis=raxes)
+
+    if dtype == acc and not crop:
+        return compute(tuple(shape), interpolate, name="resize", axis_names=names)
+    total = compute(tuple(shape), interpolate, name="resize_sum", axis_names=names)
+
+    def finish(*idx: PrimExpr) -> PrimExpr:
+        value = from_accumulator(total[idx], dtype)
+        if crop:
+            return select(any(*(t.outside(idx[t.axis]) for t in tables)), fill, value)
+        return value
+
+    return compute(tuple(shape), finish, name="resize", tag=INJECTIVE, axis_names=names)
+
+
+__all__ = ["resize", "cubic_weight", "linear_weight", "accumulate_dtype", "from_accumulator",
+           "COORDINATE_MODES", "NEAREST_MODES", "RESIZE_METHODS"]
