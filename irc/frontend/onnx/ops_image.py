@@ -1,5 +1,6 @@
 """Converters of ONNX's image operators: ``Resize`` (opsets 10, 11, 13, 18, 19) and
-``Upsample`` (7, 9) to ``R.image.resize``.
+``Upsample`` (7, 9) to ``R.image.resize``; ``DepthToSpace`` and ``SpaceToDepth`` as
+reshapes and transpositions.
 
 Scales, sizes and the region of interest known at import time become attributes, the
 output shape computed as ONNX's reference computes it. When they are known only at run
@@ -294,6 +295,58 @@ class _Resize:
                 roi = _f64(node.const(roi_i).reshape(-1)[idx])
         return ops.image.resize(node.input(0), axes, out, scales, roi,
                                 min_scales=min_scales if attrs["antialias"] else (), **attrs)
+
+
+# -- depth <-> space ------------------------------------------------------------------------
+
+
+def _block_dims(node: Node) -> tuple[int, Any, Any, Any, Any]:
+    """(block size, N, C, H, W) of a 4-D input; C, H and W must be static."""
+    b = int(node.required_attr("blocksize"))
+    if b < 1:
+        raise node.error(f"blocksize must be positive, got {b}")
+    if node.ndim(0) != 4:
+        raise node.error(f"the input must be 4-D (N, C, H, W), got rank {node.ndim(0)}")
+    n, c, h, w = node.shape(0)
+    dims = [_static_dim(d) for d in (c, h, w)]
+    if any(d is None for d in dims):
+        raise node.error("the channel and spatial sizes must be static")
+    return (b, n, *dims)
+
+
+@converter("DepthToSpace", since=1)
+def _depth_to_space(node: Node) -> Expr:
+    b, n, c, h, w = _block_dims(node)
+    if c % (b * b):
+        raise node.error(f"channels {c} are not divisible by blocksize^2 = {b * b}")
+    mode = node.attr("mode", "DCR") if node.opset >= 11 else "DCR"
+    x = node.input(0)
+    if mode == "DCR":
+        x = ops.reshape(x, [n, b, b, c // (b * b), h, w])
+        x = ops.permute_dims(x, [0, 3, 4, 1, 5, 2])
+    elif mode == "CRD":
+        x = ops.reshape(x, [n, c // (b * b), b, b, h, w])
+        x = ops.permute_dims(x, [0, 1, 4, 2, 5, 3])
+    else:
+        raise node.error(f"mode {mode!r} is not DCR or CRD")
+    return ops.reshape(x, [n, c // (b * b), h * b, w * b])
+
+
+@converter("SpaceToDepth", since=1)
+def _space_to_depth(node: Node) -> Expr:
+    b, n, c, h, w = _block_dims(node)
+    if h % b or w % b:
+        raise node.error(f"the spatial sizes {h}x{w} are not divisible by blocksize {b}")
+    mode = node.attr("mode", "DCR") if node.opset >= 28 else "DCR"
+    if mode not in ("DCR", "CRD"):
+        raise node.error(f"mode {mode!r} is not DCR or CRD")
+    x = ops.reshape(node.input(0), [n, c, h // b, b, w // b, b])
+    # DCR: channel (by * b + bx) * C + c; CRD: channel c * b * b + by * b + bx.
+    x = ops.permute_dims(x, [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
+    return ops.reshape(x, [n, c * b * b, h // b, w // b])
+
+
+# -- resize -------------------------------------------------------------------------------
 
 
 @converter("Resize", since=10)
