@@ -1,6 +1,6 @@
 """Converters of ONNX's image operators: ``Resize`` (opsets 10, 11, 13, 18, 19) and
 ``Upsample`` (7, 9) to ``R.image.resize``; ``DepthToSpace`` and ``SpaceToDepth`` as
-reshapes and transpositions.
+reshapes and transpositions; ``GridSample`` (16, 20) to ``R.image.grid_sample``.
 
 Scales, sizes and the region of interest known at import time become attributes, the
 output shape computed as ONNX's reference computes it. When they are known only at run
@@ -344,6 +344,34 @@ def _space_to_depth(node: Node) -> Expr:
     # DCR: channel (by * b + bx) * C + c; CRD: channel c * b * b + by * b + bx.
     x = ops.permute_dims(x, [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
     return ops.reshape(x, [n, c * b * b, h // b, w // b])
+
+
+# -- grid sampling ------------------------------------------------------------------------
+
+_GRID_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest",
+               "linear": "linear", "cubic": "cubic"}
+
+
+@converter("GridSample", since=16)
+def _grid_sample(node: Node) -> Expr:
+    mode = node.attr("mode", "bilinear" if node.opset < 20 else "linear")
+    names = ("bilinear", "bicubic", "nearest") if node.opset < 20 else \
+        ("linear", "cubic", "nearest")
+    if mode not in names:
+        raise node.error(f"mode {mode!r} is not one of {', '.join(names)}")
+    padding = node.attr("padding_mode", "zeros")
+    if padding not in ("zeros", "border", "reflection"):
+        raise node.error(f"padding_mode {padding!r} is not zeros, border or reflection")
+    nd = node.ndim(0)
+    if node.opset < 20 and nd != 4:
+        raise node.error(f"GridSample before opset 20 takes 4-D input, got rank {nd}")
+    if nd < 3 or node.ndim(1) != nd:
+        raise node.error(f"X (rank {nd}) and grid (rank {node.ndim(1)}) must have the same "
+                         "rank, 3 or more")
+    if node.dtype(0) != node.dtype(1) and not node.dtype(1).startswith("float"):
+        raise node.error(f"the grid must be floating-point, got {node.dtype(1)}")
+    return ops.image.grid_sample(node.input(0), node.input(1), _GRID_MODES[mode], padding,
+                                 bool(node.attr("align_corners", 0)))
 
 
 # -- resize -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Image operators (``R.image.*``): ``image.resize`` (nearest, linear and cubic
-interpolation over any axes, ONNX's coordinate transformations, antialiasing).
+interpolation over any axes, ONNX's coordinate transformations, antialiasing) and
+``image.grid_sample`` (sampling at normalized coordinates, any number of spatial axes).
 
 ``image.resize(data, scale_values=None, roi_values=None, axes, sizes, ...)`` resizes the
 listed ``axes`` to ``sizes``. The scale of each resized axis (which the coordinate
@@ -136,4 +137,38 @@ def resize(data: Expr, axes: Sequence[int], sizes: Sequence[int],
                      min_scales=min_scales)
 
 
-__all__ = ["resize"]
+@register_op("image.grid_sample", ["data", "grid"], [
+    AttrSpec("method", "linear", conv_choice("nearest", "linear", "cubic")),
+    AttrSpec("padding_mode", "zeros", conv_choice("zeros", "border", "reflection")),
+    AttrSpec("align_corners", False, conv_bool),
+], pattern=OUT_ELEMWISE_FUSABLE)
+def _infer_grid_sample(call: Call, ctx: Any) -> StructInfo:
+    """R.image.grid_sample(data, grid, method="linear", padding_mode="zeros",
+    align_corners=False): ``data`` (N, C, D1..Dk) sampled at ``grid`` (N, O1..Ok, k), the
+    grid's last axis listing normalized coordinates innermost dimension first; the result
+    is (N, C, O1..Ok)."""
+    x, g = tensor_arg(call, 0), tensor_arg(call, 1)
+    if g.dtype and not dt.is_float(g.dtype):
+        raise fail(call, f"the grid must be floating-point, got {g.dtype}")
+    if x.ndim >= 0 and x.ndim < 3:
+        raise fail(call, f"data must have rank 3 or more (N, C, spatial...), got {x.ndim}")
+    if x.ndim >= 0 and g.ndim >= 0 and g.ndim != x.ndim:
+        raise fail(call, f"the grid must have the rank of data ({x.ndim}), got {g.ndim}")
+    if x.shape is None or g.shape is None:
+        return TensorStructInfo(dtype=x.dtype, ndim=x.ndim, vdevice=x.vdevice)
+    last = const_value(g.shape[-1])
+    if last is not None and last != x.ndim - 2:
+        raise fail(call, f"the grid's last axis must hold {x.ndim - 2} coordinates, got "
+                         f"{last}")
+    return tensor([x.shape[0], x.shape[1], *g.shape[1:-1]], x.dtype, vdevice=x.vdevice)
+
+
+def grid_sample(data: Expr, grid: Expr, method: str = "linear", padding_mode: str = "zeros",
+                align_corners: bool = False) -> Expr:
+    """``R.image.grid_sample``: ``data`` sampled at the normalized coordinates of
+    ``grid``."""
+    return make_call("image.grid_sample", data, grid, method=method,
+                     padding_mode=padding_mode, align_corners=align_corners)
+
+
+__all__ = ["resize", "grid_sample"]

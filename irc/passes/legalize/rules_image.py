@@ -21,3 +21,11 @@ def _resize(ctx: LegalizeContext, call: Call) -> Expr:
         nearest_mode=a["nearest_mode"], cubic_coeff_a=a["cubic_coeff_a"],
         exclude_outside=a["exclude_outside"], extrapolation_value=a["extrapolation_value"],
         antialias=a["antialias"], min_scales=list(a["min_scales"]) or None, name="resize")
+
+
+@rule("image.grid_sample")
+def _grid_sample(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    return ctx.call_te(topi_image.grid_sample, call.args[0], call.args[1], method=a["method"],
+                       padding_mode=a["padding_mode"], align_corners=a["align_corners"],
+                       name="grid_sample")

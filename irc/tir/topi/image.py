@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from .. import intrin
-from ..expr import PrimExpr, all, any, cast, const, select
+from ..expr import PrimExpr, all, any, cast, const, floormod, select
 from ..expr import max_ as _max
 from ..expr import min_ as _min
 from ..te import tensor as te
@@ -293,5 +293,145 @@ def resize(data: Tensor, axes: Sequence[int], sizes: Sequence[int], scales: Any,
     return compute(tuple(shape), finish, name="resize", tag=INJECTIVE, axis_names=names)
 
 
-__all__ = ["resize", "cubic_weight", "linear_weight", "accumulate_dtype", "from_accumulator",
-           "COORDINATE_MODES", "NEAREST_MODES", "RESIZE_METHODS"]
+
+
+# -- grid sampling ---------------------------------------------------------------------------
+
+GRID_SAMPLE_METHODS = ("nearest", "linear", "cubic")
+GRID_PADDING_MODES = ("zeros", "border", "reflection")
+
+
+def _reflect(x: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
+    """``x`` reflected at the borders ``lo`` and ``hi`` until it lies between them."""
+    span = hi - lo
+    zero = const(0.0, x.dtype)
+    below = lo - x
+    above = x - hi
+    dist = select(x < lo, below, above)
+    folds = intrin.floor(dist / span)
+    rest = dist - folds * span
+    odd = folds - intrin.floor(folds / const(2.0, x.dtype)) * const(2.0, x.dtype) > zero
+    from_lo = select(odd, hi - rest, lo + rest)
+    from_hi = select(odd, lo + rest, hi - rest)
+    return select(x < lo, from_lo, select(x > hi, from_hi, x))
+
+
+def grid_sample(data: Tensor, grid: Tensor, method: str = "linear",
+                padding_mode: str = "zeros", align_corners: bool = False,
+                cubic_coeff_a: float = -0.75) -> Tensor:
+    """ONNX ``GridSample``: ``data`` (N, C, D1, ..., Dk) sampled at the normalized
+    coordinates of ``grid`` (N, O1, ..., Ok, k), whose last axis lists them innermost
+    dimension first (x, y, ...); the result is (N, C, O1, ..., Ok)."""
+    if method not in GRID_SAMPLE_METHODS:
+        raise IRTypeError(f"topi.image.grid_sample: method must be one of "
+                          f"{GRID_SAMPLE_METHODS}, got {method!r}")
+    if padding_mode not in GRID_PADDING_MODES:
+        raise IRTypeError(f"topi.image.grid_sample: padding_mode must be one of "
+                          f"{GRID_PADDING_MODES}, got {padding_mode!r}")
+    k = data.ndim - 2
+    if k < 1 or grid.ndim != k + 2:
+        raise IRTypeError(f"topi.image.grid_sample: a grid of rank {k + 2} is needed for "
+                          f"data of rank {data.ndim}, got rank {grid.ndim}")
+    idt = index_dtype(data, grid)
+    fdt = grid.dtype
+    sizes = [as_index(s, idt) for s in data.shape[2:]]
+    fsizes = [cast(s, fdt) for s in sizes]
+
+    def lo_hi(i: int) -> tuple[PrimExpr, PrimExpr]:
+        if align_corners:
+            return const(0.0, fdt), fsizes[i] - const(1.0, fdt)
+        return const(-0.5, fdt), fsizes[i] - const(0.5, fdt)
+
+    def source(*idx: PrimExpr) -> PrimExpr:
+        # idx = (n, o1, ..., ok, i): the coordinate along input dimension i (D1 first).
+        n, out, i = idx[0], idx[1:-1], idx[-1]
+        values = []
+        for d in range(k):
+            g = grid[(n, *out, const(k - 1 - d, idt))]
+            one, two = const(1.0, fdt), const(2.0, fdt)
+            if align_corners:
+                x = (g + one) / two * (fsizes[d] - one)
+            else:
+                x = ((g + one) * fsizes[d] - one) / two
+            if method == "nearest":
+                x = intrin.nearbyint(x)
+            lo, hi = lo_hi(d)
+            if padding_mode == "border":
+                x = select(any(x < lo, x > hi),
+                           _min(_max(x, const(0.0, fdt)), fsizes[d] - one), x)
+            elif padding_mode == "reflection":
+                x = _reflect(x, lo, hi)
+            values.append(x)
+        out_value = values[k - 1]
+        for d in range(k - 2, -1, -1):
+            out_value = select(i == const(d, idt), values[d], out_value)
+        return out_value
+
+    coords = compute((grid.shape[0], *grid.shape[1:-1], const(k, idt)), source,
+                     name="grid_coord", tag=INJECTIVE)
+    out_shape = (data.shape[0], data.shape[1], *grid.shape[1:-1])
+
+    def pixel_index(d: int, j: PrimExpr) -> tuple[PrimExpr, PrimExpr | None]:
+        """(in-range index, validity condition or None) of integer position ``j``."""
+        last = sizes[d] - 1
+        if padding_mode == "zeros":
+            return _min(_max(j, const(0, idt)), last), all(j >= const(0, idt), j <= last)
+        if padding_mode == "border":
+            return _min(_max(j, const(0, idt)), last), None
+        # An integer position reflected at the borders: period 2d about -0.5 and d - 0.5,
+        # 2(d - 1) about 0 and d - 1 with align_corners.
+        period = sizes[d] * 2 - (2 if align_corners else 0)
+        m = floormod(j, _max(period, const(1, idt)))
+        mirror = period - (0 if align_corners else 1)
+        return select(m < sizes[d], m, mirror - m), None
+
+    def load(n: PrimExpr, c: PrimExpr, taps: list[PrimExpr]) -> PrimExpr:
+        src, conds = [n, c], []
+        for d, j in enumerate(taps):
+            pos, ok = pixel_index(d, j)
+            src.append(pos)
+            if ok is not None:
+                conds.append(ok)
+        value = data[tuple(src)]
+        if conds:
+            value = select(all(*conds), value, const(0, data.dtype))
+        return value
+
+    if method == "nearest":
+        def nearest(n: PrimExpr, c: PrimExpr, *out: PrimExpr) -> PrimExpr:
+            taps = [cast(coords[(n, *out, const(d, idt))], idt) for d in range(k)]
+            return load(n, c, taps)
+
+        return compute(out_shape, nearest, name="grid_sample", tag=INJECTIVE)
+
+    acc = accumulate_dtype(data.dtype)
+    ntaps, start = (2, 0) if method == "linear" else (4, -1)
+    raxes = [te.reduce_axis((const(0, idt), const(ntaps, idt)), name=f"rk{d}")
+             for d in range(k)]
+
+    def interpolate(n: PrimExpr, c: PrimExpr, *out: PrimExpr) -> Any:
+        taps, weight = [], None
+        for d, r in enumerate(raxes):
+            x = coords[(n, *out, const(d, idt))]
+            base = intrin.floor(x)
+            j = cast(base, idt) + r.var + const(start, idt) if start else \
+                cast(base, idt) + r.var
+            t = _as_f64(cast(j, fdt) - x)
+            w = linear_weight(t) if method == "linear" else cubic_weight(t, cubic_coeff_a)
+            w = cast(w, acc)
+            taps.append(j)
+            weight = w if weight is None else weight * w
+        value = load(n, c, taps)
+        value = value if value.dtype == acc else cast(value, acc)
+        return te.sum(value * weight, axis=raxes)
+
+    if data.dtype == acc:
+        return compute(out_shape, interpolate, name="grid_sample")
+    total = compute(out_shape, interpolate, name="grid_sample_sum")
+    return compute(out_shape, lambda *i: from_accumulator(total[i], data.dtype),
+                   name="grid_sample", tag=INJECTIVE)
+
+
+__all__ = ["resize", "grid_sample", "cubic_weight", "linear_weight", "accumulate_dtype",
+           "from_accumulator", "COORDINATE_MODES", "NEAREST_MODES", "RESIZE_METHODS",
+           "GRID_SAMPLE_METHODS", "GRID_PADDING_MODES"]
