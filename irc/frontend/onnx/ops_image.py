@@ -1,6 +1,8 @@
 """Converters of ONNX's image operators: ``Resize`` (opsets 10, 11, 13, 18, 19) and
 ``Upsample`` (7, 9) to ``R.image.resize``; ``DepthToSpace`` and ``SpaceToDepth`` as
-reshapes and transpositions; ``GridSample`` (16, 20) to ``R.image.grid_sample``.
+reshapes and transpositions; ``GridSample`` (16, 20) to ``R.image.grid_sample``;
+``AffineGrid`` as a product with the constant grid of pixel positions; ``Col2Im`` to
+``R.image.col2im``.
 
 Scales, sizes and the region of interest known at import time become attributes, the
 output shape computed as ONNX's reference computes it. When they are known only at run
@@ -372,6 +374,100 @@ def _grid_sample(node: Node) -> Expr:
         raise node.error(f"the grid must be floating-point, got {node.dtype(1)}")
     return ops.image.grid_sample(node.input(0), node.input(1), _GRID_MODES[mode], padding,
                                  bool(node.attr("align_corners", 0)))
+
+
+def _spatial_sizes(node: Node, i: int, k: int, what: str, out_axes: slice) -> list[int]:
+    """The ``k`` spatial sizes given by input ``i`` (the whole shape, N and C first):
+    its values when known at import time, else the model's declared output shape
+    (dimensions ``out_axes``)."""
+    c = node.const(i)
+    if c is not None:
+        vals = [int(v) for v in c.reshape(-1)]
+        if len(vals) != k + 2:
+            raise node.error(f"{what} has {len(vals)} values, expected {k + 2}")
+        return vals[2:]
+    declared = declared_shape(node)
+    dims = declared[out_axes] if declared is not None else None
+    if dims is None or len(dims) != k or any(d is None for d in dims):
+        raise node.error(f"{what} is known only at run time and the model declares no "
+                         "static output shape for the node; irc needs the output shape "
+                         "before run time", hint=f"make {what} a constant (initializer)")
+    return [int(d) for d in dims]  # type: ignore[arg-type]
+
+
+def _normalized_positions(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates (-1 to 1) of ``n`` pixel centers (corners with
+    align_corners), as AffineGrid lays them out."""
+    if align_corners:
+        return np.linspace(-1.0, 1.0, n) if n > 1 else np.full(1, -1.0)
+    return (2.0 * np.arange(n) + 1.0) / n - 1.0
+
+
+@converter("AffineGrid", since=20)
+def _affine_grid(node: Node) -> Expr:
+    theta = node.shape(0)
+    if node.ndim(0) != 3 or _static_dim(theta[1]) not in (2, 3) or \
+            _static_dim(theta[2]) != _static_dim(theta[1]) + 1:
+        raise node.error("theta must be (N, 2, 3) for 2-D or (N, 3, 4) for 3-D grids, got "
+                         f"{[str(d) for d in theta]}")
+    k = _static_dim(theta[1])
+    sizes = _spatial_sizes(node, 1, k, "size", slice(1, -1))
+    align = bool(node.attr("align_corners", 0))
+    axes = [_normalized_positions(n, align) for n in sizes]
+    mesh = np.meshgrid(*axes, indexing="ij")  # D, H, W order
+    # Homogeneous points (x, y[, z], 1): the innermost axis first.
+    points = np.stack([*reversed(mesh), np.ones(sizes)], axis=-1).reshape(-1, k + 1)
+    base = Constant.from_numpy(points.astype(node.dtype(0)))
+    grid = ops.matmul(base, ops.permute_dims(node.input(0), [0, 2, 1]))
+    return ops.reshape(grid, [theta[0], *sizes, k])
+
+
+@converter("Col2Im", since=18)
+def _col2im(node: Node) -> Expr:
+    if node.ndim(0) != 3:
+        raise node.error(f"the input must be 3-D (N, C * prod(block_shape), L), got rank "
+                         f"{node.ndim(0)}")
+    k = _vector_length(node, 1)
+    if not k or _vector_length(node, 2) != k:
+        raise node.error("image_shape and block_shape must be 1-D tensors of the same, "
+                         "known length")
+    ck = _static_dim(node.shape(0)[1])
+    if ck is None:
+        raise node.error("dimension 1 of the input must be static")
+    image = node.const(1)
+    if image is not None:
+        image_shape = [int(v) for v in image.reshape(-1)]
+    else:
+        declared = declared_shape(node)
+        if declared is None or len(declared) != k + 2 or any(d is None for d in declared[1:]):
+            raise node.error("image_shape is known only at run time and the model declares "
+                             "no static output shape for the node; irc needs the output "
+                             "shape before run time",
+                             hint="make image_shape a constant (initializer)")
+        image_shape = [int(d) for d in declared[2:]]  # type: ignore[arg-type]
+    blocks = node.const(2)
+    if blocks is not None:
+        block_shape: Any = [int(v) for v in blocks.reshape(-1)]
+        kprod = int(np.prod(block_shape))
+        if kprod < 1 or ck % kprod:
+            raise node.error(f"dimension 1 of the input ({ck}) is not a multiple of "
+                             f"prod(block_shape) = {kprod}")
+        channels = ck // kprod
+    else:
+        declared = declared_shape(node)
+        if declared is None or len(declared) != k + 2 or declared[1] is None:
+            raise node.error("block_shape is known only at run time and the model declares "
+                             "no static channel count for the output",
+                             hint="make block_shape a constant (initializer)")
+        channels = int(declared[1])
+        block_shape = ops.astype(node.input(2), "int64")
+    strides = [int(v) for v in node.attr("strides", [1] * k)]
+    dilations = [int(v) for v in node.attr("dilations", [1] * k)]
+    pads = [int(v) for v in node.attr("pads", [0] * (2 * k))]
+    if len(strides) != k or len(dilations) != k or len(pads) != 2 * k:
+        raise node.error(f"strides, dilations and pads need {k}, {k} and {2 * k} values")
+    return ops.image.col2im(node.input(0), image_shape, channels, block_shape, strides, pads,
+                            dilations)
 
 
 # -- resize -------------------------------------------------------------------------------

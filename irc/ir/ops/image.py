@@ -1,6 +1,7 @@
 """Image operators (``R.image.*``): ``image.resize`` (nearest, linear and cubic
 interpolation over any axes, ONNX's coordinate transformations, antialiasing) and
-``image.grid_sample`` (sampling at normalized coordinates, any number of spatial axes).
+``image.grid_sample`` (sampling at normalized coordinates, any number of spatial axes),
+``image.col2im`` (sliding blocks summed back into images).
 
 ``image.resize(data, scale_values=None, roi_values=None, axes, sizes, ...)`` resizes the
 listed ``axes`` to ``sizes``. The scale of each resized axis (which the coordinate
@@ -29,7 +30,14 @@ from ..op import (
 )
 from ..struct_info import StructInfo, TensorStructInfo
 from ..struct_info_analysis import const_value
-from ._common import conv_int_list, fail, normalize_axes, tensor, tensor_arg
+from ._common import (
+    conv_int_list,
+    conv_positive_int,
+    fail,
+    normalize_axes,
+    tensor,
+    tensor_arg,
+)
 
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
                     "align_corners", "asymmetric", "tf_crop_and_resize")
@@ -171,4 +179,67 @@ def grid_sample(data: Expr, grid: Expr, method: str = "linear", padding_mode: st
                      padding_mode=padding_mode, align_corners=align_corners)
 
 
-__all__ = ["resize", "grid_sample"]
+def conv_positive_ints(value: Any, op: str, attr: str) -> tuple[int, ...]:
+    """Positive ints."""
+    v = conv_int_list(value, op, attr)
+    if any(s < 1 for s in v):
+        raise _err(op, attr, "positive integers", value)
+    return v
+
+
+@register_op("image.col2im", ["data", "block_values"], [
+    AttrSpec("image_shape", convert=conv_positive_ints),
+    AttrSpec("channels", convert=conv_positive_int),
+    AttrSpec("block_shape", (), conv_positive_ints),
+    AttrSpec("strides", (), conv_positive_ints),
+    AttrSpec("pads", (), conv_sizes),
+    AttrSpec("dilations", (), conv_positive_ints),
+], pattern=OUT_ELEMWISE_FUSABLE, optional=["block_values"])
+def _infer_col2im(call: Call, ctx: Any) -> StructInfo:
+    """R.image.col2im(data, block_values=None, image_shape, channels, block_shape=(),
+    strides=(), pads=(), dilations=()): the sliding blocks of ``data`` (N, C * prod(block),
+    L) summed into images (N, C, *image_shape); the block shape is the attribute or, known
+    only at run time, the 1-D integer operand ``block_values``."""
+    x = tensor_arg(call, 0)
+    a = call.attrs
+    k = len(a["image_shape"])
+    for name, n in (("strides", k), ("dilations", k), ("pads", 2 * k)):
+        if len(a[name]) != n:
+            raise fail(call, f"{name} needs {n} values for {k} spatial axes, got "
+                             f"{len(a[name])}")
+    if len(call.args) > 1:
+        b = tensor_arg(call, 1)
+        if b.dtype and not dt.is_integer(b.dtype):
+            raise fail(call, f"block_values must be integers, got {b.dtype}")
+    elif len(a["block_shape"]) != k:
+        raise fail(call, f"block_shape needs {k} values, got {len(a['block_shape'])}")
+    if x.ndim >= 0 and x.ndim != 3:
+        raise fail(call, f"data must be 3-D (N, C * prod(block_shape), L), got rank {x.ndim}")
+    if x.shape is None:
+        return TensorStructInfo(dtype=x.dtype, ndim=k + 2, vdevice=x.vdevice)
+    ck = const_value(x.shape[1])
+    per = a["channels"]
+    if ck is None or ck % per:
+        raise fail(call, f"dimension 1 of data ({x.shape[1]}) must be a static multiple of "
+                         f"the {per} channels")
+    if len(call.args) == 1:
+        kprod = 1
+        for v in a["block_shape"]:
+            kprod *= v
+        if ck != per * kprod:
+            raise fail(call, f"dimension 1 of data ({ck}) must be channels x prod(block_shape)"
+                             f" = {per * kprod}")
+    return tensor([x.shape[0], per, *a["image_shape"]], x.dtype, vdevice=x.vdevice)
+
+
+def col2im(data: Expr, image_shape: Sequence[int], channels: int,
+           block_shape: Sequence[int] | Expr, strides: Sequence[int], pads: Sequence[int],
+           dilations: Sequence[int]) -> Expr:
+    """``R.image.col2im``: ``block_shape`` ints (an attribute) or a 1-D integer tensor."""
+    operand = block_shape if isinstance(block_shape, Expr) else None
+    return make_call("image.col2im", data, operand, image_shape=image_shape,
+                     channels=channels, block_shape=() if operand is not None else block_shape,
+                     strides=strides, pads=pads, dilations=dilations)
+
+
+__all__ = ["resize", "grid_sample", "col2im"]

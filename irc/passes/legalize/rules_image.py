@@ -29,3 +29,12 @@ def _grid_sample(ctx: LegalizeContext, call: Call) -> Expr:
     return ctx.call_te(topi_image.grid_sample, call.args[0], call.args[1], method=a["method"],
                        padding_mode=a["padding_mode"], align_corners=a["align_corners"],
                        name="grid_sample")
+
+
+@rule("image.col2im")
+def _col2im(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    blocks = call.args[1] if len(call.args) > 1 else list(a["block_shape"])
+    return ctx.call_te(topi_image.col2im, call.args[0], list(a["image_shape"]), blocks,
+                       a["channels"], list(a["strides"]), list(a["pads"]),
+                       list(a["dilations"]), name="col2im")

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from .. import intrin
-from ..expr import PrimExpr, all, any, cast, const, floormod, select
+from ..expr import PrimExpr, all, any, cast, const, floordiv, floormod, select
 from ..expr import max_ as _max
 from ..expr import min_ as _min
 from ..te import tensor as te
@@ -432,6 +432,53 @@ def grid_sample(data: Tensor, grid: Tensor, method: str = "linear",
                    name="grid_sample", tag=INJECTIVE)
 
 
-__all__ = ["resize", "grid_sample", "cubic_weight", "linear_weight", "accumulate_dtype",
+# -- col2im --------------------------------------------------------------------------------
+
+
+def col2im(data: Tensor, image_shape: Sequence[int], block_shape: Any, channels: int,
+           strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]) -> Tensor:
+    """ONNX ``Col2Im``: the blocks of ``data`` (N, C * prod(block_shape), L) summed into
+    an image (N, C, *image_shape). ``block_shape``: ints, or a 1-D integer tensor read at
+    run time. ``pads`` lists the starts then the ends."""
+    k = len(image_shape)
+    idt = index_dtype(data)
+    ck = const_int(data.shape[1])
+    if ck is None or channels < 1 or ck % channels:
+        raise IRTypeError(f"topi.image.col2im: dimension 1 of the input ({data.shape[1]}) "
+                          f"must be a static multiple of the {channels} channels")
+    kprod = ck // channels
+    if isinstance(block_shape, Tensor):
+        blocks = [cast(block_shape[const(d, idt)], idt) for d in range(k)]
+    else:
+        blocks = [const(int(b), idt) for b in block_shape]
+    ishape = [const(int(v), idt) for v in image_shape]
+    counts = [floordiv(ishape[d] + (pads[d] + pads[k + d]) - (blocks[d] - 1) * dilations[d]
+                       - 1, const(strides[d], idt)) + 1 for d in range(k)]
+    length = as_index(data.shape[2], idt)
+    rk = te.reduce_axis((const(0, idt), const(kprod, idt)), name="rk")
+
+    def fn(n: PrimExpr, c: PrimExpr, *pos: PrimExpr) -> Any:
+        rem, offsets = rk.var, [None] * k
+        for d in range(k - 1, -1, -1):
+            offsets[d] = floormod(rem, blocks[d])
+            rem = floordiv(rem, blocks[d])
+        conds, flat = [], None
+        for d in range(k):
+            num = pos[d] + pads[d] - offsets[d] * dilations[d]
+            s = const(strides[d], idt)
+            where = floordiv(num, s)
+            conds += [num >= const(0, idt), where < counts[d]]
+            if strides[d] != 1:
+                conds.append(floormod(num, s) == const(0, idt))
+            flat = where if flat is None else flat * counts[d] + where
+        flat = _min(_max(flat, const(0, idt)), length - 1)
+        value = data[n, c * kprod + rk.var, flat]
+        return te.sum(select(all(*conds), value, const(0, data.dtype)), axis=[rk])
+
+    shape = (data.shape[0], const(channels, idt), *ishape)
+    return compute(shape, fn, name="col2im")
+
+
+__all__ = ["resize", "grid_sample", "col2im", "cubic_weight", "linear_weight", "accumulate_dtype",
            "from_accumulator", "COORDINATE_MODES", "NEAREST_MODES", "RESIZE_METHODS",
            "GRID_SAMPLE_METHODS", "GRID_PADDING_MODES"]
