@@ -2,7 +2,7 @@
 ``Upsample`` (7, 9) to ``R.image.resize``; ``DepthToSpace`` and ``SpaceToDepth`` as
 reshapes and transpositions; ``GridSample`` (16, 20) to ``R.image.grid_sample``;
 ``AffineGrid`` as a product with the constant grid of pixel positions; ``Col2Im`` to
-``R.image.col2im``.
+``R.image.col2im``; ``RoiAlign`` (10, 16) to ``R.image.roi_align``.
 
 Scales, sizes and the region of interest known at import time become attributes, the
 output shape computed as ONNX's reference computes it. When they are known only at run
@@ -468,6 +468,29 @@ def _col2im(node: Node) -> Expr:
         raise node.error(f"strides, dilations and pads need {k}, {k} and {2 * k} values")
     return ops.image.col2im(node.input(0), image_shape, channels, block_shape, strides, pads,
                             dilations)
+
+
+@converter("RoiAlign", since=10)
+def _roi_align(node: Node) -> Expr:
+    mode = node.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise node.error(f"mode {mode!r} is not avg or max")
+    coord = node.attr("coordinate_transformation_mode",
+                      "half_pixel" if node.opset >= 16 else "output_half_pixel")
+    if coord not in ("half_pixel", "output_half_pixel"):
+        raise node.error(f"coordinate_transformation_mode {coord!r} is not half_pixel or "
+                         "output_half_pixel")
+    ratio = int(node.attr("sampling_ratio", 0))
+    if ratio <= 0:
+        raise node.error("sampling_ratio 0 (a sample count adapted to each region's size, "
+                         "known only at run time) is not supported; give a positive "
+                         "sampling_ratio")
+    if node.ndim(0) != 4:
+        raise node.error(f"X must be 4-D (N, C, H, W), got rank {node.ndim(0)}")
+    out = [int(node.attr("output_height", 1)), int(node.attr("output_width", 1))]
+    return ops.image.roi_align(node.input(0), node.input(1), node.input(2), out,
+                               float(node.attr("spatial_scale", 1.0)), ratio, mode,
+                               coord == "half_pixel")
 
 
 # -- resize -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Image operators (``R.image.*``): ``image.resize`` (nearest, linear and cubic
 interpolation over any axes, ONNX's coordinate transformations, antialiasing) and
 ``image.grid_sample`` (sampling at normalized coordinates, any number of spatial axes),
-``image.col2im`` (sliding blocks summed back into images).
+``image.col2im`` (sliding blocks summed back into images), ``image.roi_align``.
 
 ``image.resize(data, scale_values=None, roi_values=None, axes, sizes, ...)`` resizes the
 listed ``axes`` to ``sizes``. The scale of each resized axis (which the coordinate
@@ -242,4 +242,42 @@ def col2im(data: Expr, image_shape: Sequence[int], channels: int,
                      strides=strides, pads=pads, dilations=dilations)
 
 
-__all__ = ["resize", "grid_sample", "col2im"]
+@register_op("image.roi_align", ["data", "rois", "batch_indices"], [
+    AttrSpec("output_size", convert=conv_positive_ints),
+    AttrSpec("spatial_scale", 1.0, conv_float),
+    AttrSpec("sampling_ratio", convert=conv_positive_int),
+    AttrSpec("mode", "avg", conv_choice("avg", "max")),
+    AttrSpec("half_pixel", True, conv_bool),
+], pattern=OUT_ELEMWISE_FUSABLE)
+def _infer_roi_align(call: Call, ctx: Any) -> StructInfo:
+    """R.image.roi_align(data, rois, batch_indices, output_size, spatial_scale=1.0,
+    sampling_ratio, mode="avg", half_pixel=True): for each region (x1, y1, x2, y2) of
+    ``rois`` (R, 4) in image ``batch_indices[r]`` of ``data`` (N, C, H, W), the pooled
+    bilinear samples (R, C, out_h, out_w)."""
+    x, rois, idx = tensor_arg(call, 0), tensor_arg(call, 1), tensor_arg(call, 2)
+    if len(call.attrs["output_size"]) != 2:
+        raise fail(call, "output_size needs 2 values (height, width)")
+    if x.ndim >= 0 and x.ndim != 4:
+        raise fail(call, f"data must be 4-D (N, C, H, W), got rank {x.ndim}")
+    if rois.ndim >= 0 and rois.ndim != 2:
+        raise fail(call, f"rois must be 2-D (R, 4), got rank {rois.ndim}")
+    if rois.dtype and not dt.is_float(rois.dtype):
+        raise fail(call, f"rois must be floating-point, got {rois.dtype}")
+    if idx.dtype and not dt.is_integer(idx.dtype):
+        raise fail(call, f"batch_indices must be integers, got {idx.dtype}")
+    if x.shape is None or rois.shape is None:
+        return TensorStructInfo(dtype=x.dtype, ndim=4, vdevice=x.vdevice)
+    return tensor([rois.shape[0], x.shape[1], *call.attrs["output_size"]], x.dtype,
+                  vdevice=x.vdevice)
+
+
+def roi_align(data: Expr, rois: Expr, batch_indices: Expr, output_size: Sequence[int],
+              spatial_scale: float = 1.0, sampling_ratio: int = 2, mode: str = "avg",
+              half_pixel: bool = True) -> Expr:
+    """``R.image.roi_align``."""
+    return make_call("image.roi_align", data, rois, batch_indices, output_size=output_size,
+                     spatial_scale=spatial_scale, sampling_ratio=sampling_ratio, mode=mode,
+                     half_pixel=half_pixel)
+
+
+__all__ = ["resize", "grid_sample", "col2im", "roi_align"]

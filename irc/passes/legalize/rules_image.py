@@ -38,3 +38,11 @@ def _col2im(ctx: LegalizeContext, call: Call) -> Expr:
     return ctx.call_te(topi_image.col2im, call.args[0], list(a["image_shape"]), blocks,
                        a["channels"], list(a["strides"]), list(a["pads"]),
                        list(a["dilations"]), name="col2im")
+
+
+@rule("image.roi_align")
+def _roi_align(ctx: LegalizeContext, call: Call) -> Expr:
+    a = call.attrs
+    return ctx.call_te(topi_image.roi_align, call.args[0], call.args[1], call.args[2],
+                       list(a["output_size"]), a["spatial_scale"], a["sampling_ratio"],
+                       mode=a["mode"], half_pixel=a["half_pixel"], name="roi_align")

@@ -479,6 +479,79 @@ def col2im(data: Tensor, image_shape: Sequence[int], block_shape: Any, channels:
     return compute(shape, fn, name="col2im")
 
 
-__all__ = ["resize", "grid_sample", "col2im", "cubic_weight", "linear_weight", "accumulate_dtype",
-           "from_accumulator", "COORDINATE_MODES", "NEAREST_MODES", "RESIZE_METHODS",
-           "GRID_SAMPLE_METHODS", "GRID_PADDING_MODES"]
+# -- roi align -----------------------------------------------------------------------------
+
+
+def roi_align(data: Tensor, rois: Tensor, batch_indices: Tensor, output_size: Sequence[int],
+              spatial_scale: float, sampling_ratio: int, mode: str = "avg",
+              half_pixel: bool = True) -> Tensor:
+    """ONNX ``RoiAlign``: for each region ``rois[r] = (x1, y1, x2, y2)`` of image
+    ``batch_indices[r]`` in ``data`` (N, C, H, W), the (C, out_h, out_w) average or
+    maximum of ``sampling_ratio`` x ``sampling_ratio`` bilinear samples per bin."""
+    if mode not in ("avg", "max"):
+        raise IRTypeError(f"topi.image.roi_align: mode must be avg or max, got {mode!r}")
+    if sampling_ratio < 1:
+        raise IRTypeError("topi.image.roi_align: sampling_ratio must be positive")
+    idt = index_dtype(data, rois)
+    out_h, out_w = (int(v) for v in output_size)
+    height, width = (as_index(s, idt) for s in data.shape[2:])
+    grid = sampling_ratio
+    acc = accumulate_dtype(data.dtype)
+    iy = te.reduce_axis((const(0, idt), const(grid, idt)), name="iy")
+    ix = te.reduce_axis((const(0, idt), const(grid, idt)), name="ix")
+    offset = _f64(0.5 if half_pixel else 0.0)
+
+    def box(r: PrimExpr, j: int) -> PrimExpr:
+        return cast(rois[r, const(j, idt)], F64) * _f64(spatial_scale) - offset
+
+    def sample_axis(r: PrimExpr, lo_col: int, hi_col: int, bins: int, o: PrimExpr,
+                    i: PrimExpr, size: PrimExpr) -> tuple[Any, Any, Any, Any, Any]:
+        """(low index, high index, low weight, high weight, in range) along one axis."""
+        start = box(r, lo_col)
+        extent = box(r, hi_col) - start
+        if not half_pixel:
+            extent = _max(extent, _f64(1))
+        step = extent / _f64(bins)
+        pos = start + cast(o, F64) * step + (cast(i, F64) + _f64(0.5)) * step / _f64(grid)
+        fsize = cast(size, F64)
+        inside = all(pos >= _f64(-1), pos <= fsize)
+        pos = _max(pos, _f64(0))
+        low = cast(pos, idt)
+        at_end = low >= size - 1
+        low = select(at_end, size - 1, low)
+        high = select(at_end, size - 1, low + 1)
+        frac = select(at_end, _f64(0), pos - cast(low, F64))
+        return low, high, _f64(1) - frac, frac, inside
+
+    def fn(r: PrimExpr, c: PrimExpr, ph: PrimExpr, pw: PrimExpr) -> Any:
+        b = cast(batch_indices[r], idt)
+        b = _min(_max(b, const(0, idt)), as_index(data.shape[0], idt) - 1)
+        y0, y1, hy, ly, in_y = sample_axis(r, 1, 3, out_h, ph, iy.var, height)
+        x0, x1, hx, lx, in_x = sample_axis(r, 0, 2, out_w, pw, ix.var, width)
+        terms = []
+        for yy, wy in ((y0, hy), (y1, ly)):
+            for xx, wx in ((x0, hx), (x1, lx)):
+                v = data[b, c, yy, xx]
+                v = v if v.dtype == acc else cast(v, acc)
+                terms.append(cast(wy * wx, acc) * v)
+        zero = const(0.0, acc)
+        if mode == "avg":
+            value = select(all(in_y, in_x), terms[0] + terms[1] + terms[2] + terms[3], zero)
+            return te.sum(value, axis=[iy, ix])
+        best = _max(_max(terms[0], terms[1]), _max(terms[2], terms[3]))
+        return te.max(select(all(in_y, in_x), best, zero), axis=[iy, ix])
+
+    shape = (rois.shape[0], data.shape[1], const(out_h, idt), const(out_w, idt))
+    pooled = compute(shape, fn, name="roi_align_pool")
+    count = const(float(grid * grid), acc)
+
+    def finish(*idx: PrimExpr) -> PrimExpr:
+        v = pooled[idx]
+        return from_accumulator(v / count if mode == "avg" else v, data.dtype)
+
+    return compute(shape, finish, name="roi_align", tag=INJECTIVE)
+
+
+__all__ = ["resize", "grid_sample", "col2im", "roi_align", "cubic_weight", "linear_weight",
+           "accumulate_dtype", "from_accumulator", "COORDINATE_MODES", "NEAREST_MODES",
+           "RESIZE_METHODS", "GRID_SAMPLE_METHODS", "GRID_PADDING_MODES"]
