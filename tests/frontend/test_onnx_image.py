@@ -1,5 +1,5 @@
 """ONNX's image operators (``irc/frontend/onnx/ops_image.py``): Resize, Upsample,
-DepthToSpace, SpaceToDepth, GridSample, AffineGrid, Col2Im. Node cases (a sample by
+DepthToSpace, SpaceToDepth, GridSample, AffineGrid, Col2Im, RoiAlign. Node cases (a sample by
 default, all of them in the slow run), import-time constants against onnx's reference,
 and the errors of what irc does not take."""
 
@@ -17,7 +17,7 @@ from irc.frontend.onnx import from_onnx  # noqa: E402
 from irc.testing.onnx_node_cases import case_ops, collect_cases, run_case  # noqa: E402
 
 OPS = {"Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "GridSample", "AffineGrid",
-       "Col2Im"}
+       "Col2Im", "RoiAlign"}
 # Cheap to compile under the round-trip instrument of the test suite (cubic, antialiased
 # and reflected sampling take 15 to 30 s there: they are in the slow run).
 SAMPLE = ["test_resize_upsample_scales_nearest", "test_resize_tf_crop_and_resize_axes_3_2",
@@ -38,7 +38,7 @@ def test_a_sample_of_node_cases_passes(cases, name):
 
 @pytest.mark.slow
 def test_every_node_case_of_the_image_operators_passes(cases):
-    assert len(cases) >= 70
+    assert len(cases) == 76
     failures = [(r.name, r.outcome, r.message) for r in map(run_case, cases.values())
                 if r.outcome != "pass"]
     assert failures == []
