@@ -54,6 +54,25 @@ def case_ops(case: Any) -> tuple[str, ...]:
     return tuple(sorted({n.op_type for n in case.model.graph.node}))
 
 
+def cases_using(ops: set[str] | frozenset[str]) -> dict[str, Any]:
+    """The node cases whose graph uses any of ``ops``, by name."""
+    return {c.name: c for c in collect_cases() if set(case_ops(c)) & set(ops)}
+
+
+def failures(cases: Any, skip: set[str] | frozenset[str] = frozenset()
+             ) -> list[tuple[str, str, str]]:
+    """Runs ``cases`` (those not named in ``skip``); (name, outcome, message) of each that
+    does not pass."""
+    out = []
+    for case in cases:
+        if case.name in skip:
+            continue
+        r = run_case(case)
+        if r.outcome != "pass":
+            out.append((r.name, r.outcome, r.message))
+    return out
+
+
 def _compare(got: np.ndarray, want: np.ndarray, atol: float) -> str | None:
     want = np.asarray(want)
     got = np.asarray(got)

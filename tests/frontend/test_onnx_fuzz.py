@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

@@ -13,7 +13,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from irc.frontend.onnx import from_onnx  # noqa: E402
-from irc.testing.onnx_node_cases import case_ops, collect_cases, run_case  # noqa: E402
+from irc.testing.onnx_node_cases import case_ops, cases_using, failures  # noqa: E402
 
 OPS = ["GatherElements", "GatherND", "ScatterElements", "ScatterND", "Scatter", "OneHot",
        "Trilu", "TopK", "CumSum", "CumProd", "EyeLike", "ReverseSequence", "Hardmax"]
@@ -23,25 +23,20 @@ NEEDS_BFLOAT16 = {"test_onehot_with_bfloat16_values", "test_reversesequence_bflo
 
 @pytest.fixture(scope="module")
 def cases():
-    return [c for c in collect_cases() if set(case_ops(c)) & set(OPS)]
+    return list(cases_using(set(OPS)).values())
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_case_of_the_operator_alone_passes(cases, op):
-    mine = [c for c in cases if case_ops(c) == (op,) and c.name not in NEEDS_BFLOAT16]
+    mine = [c for c in cases if case_ops(c) == (op,)]
     assert mine
-    failures = [(r.name, r.outcome, r.message) for r in map(run_case, mine)
-                if r.outcome != "pass"]
-    assert failures == []
+    assert failures(mine, NEEDS_BFLOAT16) == []
 
 
 @pytest.mark.slow
 def test_every_case_using_the_operators_passes(cases):
     """The expanded NLL-loss graphs (GatherElements with other operators) too."""
-    failures = [(r.name, r.outcome, r.message)
-                for r in map(run_case, [c for c in cases if c.name not in NEEDS_BFLOAT16])
-                if r.outcome != "pass"]
-    assert failures == []
+    assert failures(cases, NEEDS_BFLOAT16) == []
 
 
 # -- larger inputs against numpy -------------------------------------------------------------

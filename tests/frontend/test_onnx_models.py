@@ -18,19 +18,12 @@ import irc
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from irc.frontend.onnx import UnsupportedOpError, from_onnx  # noqa: E402
+from irc.frontend.onnx import from_onnx  # noqa: E402
 from irc.passes import PassContext  # noqa: E402
 from irc.testing.models import onnx_zoo  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "onnx"
 TOLERANCE = 1e-4
-
-
-def _xfail(op: str) -> pytest.MarkDecorator:
-    # Only the missing converter is expected: once it lands the test must pass (strict),
-    # and any other failure on the way is reported as one.
-    return pytest.mark.xfail(strict=True, raises=UnsupportedOpError,
-                             reason=f"needs a converter for {op} (issue 12, in progress)")
 
 
 def _ort_session(model, optimized: bool = True):

@@ -19,7 +19,7 @@ from irc.ir import ops  # noqa: E402
 from irc.ir.block_builder import BlockBuilder  # noqa: E402
 from irc.ir.expr import Var  # noqa: E402
 from irc.ir.struct_info import TensorStructInfo  # noqa: E402
-from irc.testing.onnx_node_cases import case_ops, collect_cases, run_case  # noqa: E402
+from irc.testing.onnx_node_cases import cases_using, failures, run_case  # noqa: E402
 
 OPS = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
        "GlobalMaxPool", "LpPool", "GlobalLpPool", "LRN", "LpNormalization",
@@ -37,7 +37,7 @@ NEEDS_BFLOAT16_ARGUMENTS = {"test_einsum_batch_matmul_bfloat16", "test_einsum_su
 
 @pytest.fixture(scope="module")
 def cases():
-    return {c.name: c for c in collect_cases() if OPS & set(case_ops(c))}
+    return cases_using(OPS)
 
 
 @pytest.mark.slow
@@ -49,11 +49,7 @@ def test_a_sample_of_node_cases_passes(cases, name):
 
 @pytest.mark.slow
 def test_every_node_case_of_the_family_passes(cases):
-    failures = [(r.name, r.outcome, r.message)
-                for r in (run_case(c) for n, c in cases.items()
-                          if n not in NEEDS_BFLOAT16_ARGUMENTS)
-                if r.outcome != "pass"]
-    assert failures == []
+    assert failures(cases.values(), NEEDS_BFLOAT16_ARGUMENTS) == []
 
 
 def _model(node, inputs, outputs, opset=19):

@@ -6,7 +6,16 @@ converts and the opsets their converters start at. Needs the ``onnx`` package
 """
 
 from ...core.diagnostics import UnsupportedOperatorError
-from . import ops_control, ops_elementwise, ops_index, ops_nn, ops_quant, ops_rnn, ops_tensor
+from . import (
+    ops_control,
+    ops_elementwise,
+    ops_image,
+    ops_index,
+    ops_nn,
+    ops_quant,
+    ops_rnn,
+    ops_tensor,
+)
 from .importer import from_onnx
 from .registry import supported_ops
 

@@ -11,6 +11,7 @@ from . import (
     binary,
     call,
     create,
+    image,
     index,  # registers the indexing operators
     integer,
     linear_algebra,
@@ -90,7 +91,7 @@ from .unary import (
 from .unary import round as round
 
 __all__ = [
-    "binary", "call", "create", "linear_algebra", "manipulate", "nn", "nn_conv", "nn_nd",
+    "binary", "call", "create", "image", "linear_algebra", "manipulate", "nn", "nn_conv", "nn_nd",
     "reduce", "unary",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",

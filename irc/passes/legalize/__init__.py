@@ -24,11 +24,9 @@ from ...core.transform import Pass, PassContext
 from ...ir.expr import Call, Expr, Function, Op, VarBinding
 from ...ir.op import get_op_def
 from ...ir.ops.call import VM_NATIVE
-from . import rules_index, rules_nd, rules_quant  # imported for their rules (added to RULES)
+from . import rules_image, rules_index, rules_nd, rules_quant  # they register rules
 from .context import LegalizeContext
 from .rules import RULES, register_all
-
-# Operators the VM executes directly.
 
 
 class _Legalizer(Mutator):
