@@ -17,8 +17,13 @@ A model irc cannot import or compile yet gets a row with irc's error instead of 
 ``--full`` adds the published sizes of ResNet-18/50 and MobileNet-V2 (224x224, built with
 PyTorch in this run; skipped with a note without it).
 
-Run: ``python benchmarks/onnx_models.py [--repeat 50] [--models resnet18,bert] [--full]``
-on a quiet machine.
+``--target cuda`` compiles for the GPU (the default build's GPU rules) and times the VM on
+``irc.cuda(0)``, synchronizing after each call; ONNX Runtime then uses its CUDA provider
+when the installed build has one, else the CPU provider with all cores (the header says
+which).
+
+Run: ``python benchmarks/onnx_models.py [--repeat 50] [--models resnet18,bert] [--full]
+[--target llvm|cuda]`` on a quiet machine.
 """
 
 from __future__ import annotations
@@ -52,13 +57,23 @@ def median_seconds(fn: Callable[[], Any], repeat: int, warmup: int) -> float:
     return statistics.median(times)
 
 
-def _session(model: Any, optimized: bool = True) -> Any:
+def ort_providers(target: str) -> list[str]:
+    """ONNX Runtime's providers for ``target``: CUDA's when the GPU is the target and the
+    installed build has it."""
+    if target == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
+        return ["CUDAExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def _session(model: Any, optimized: bool = True, target: str = "llvm") -> Any:
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
+    if target == "llvm":  # the 2-core machines: as many threads as irc uses
+        opts.intra_op_num_threads = 2
+    opts.inter_op_num_threads = 1
     if not optimized:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+                                providers=ort_providers(target))
 
 
 def _rel_err(got: list[np.ndarray], want: list[np.ndarray]) -> float:
@@ -74,24 +89,27 @@ def _one_line(err: Exception, limit: int = 240) -> str:
 
 
 def bench(label: str, model: Any, feeds: dict[str, np.ndarray], repeat: int, warmup: int,
-          exact_reference: bool) -> str:
+          exact_reference: bool, target: str = "llvm") -> str:
     """One row: ``label``'s figures, or irc's error where it cannot run the model."""
-    sess = _session(model)
+    sess = _session(model, target=target)
     t_ort = median_seconds(lambda: sess.run(None, feeds), repeat, warmup)
     want = (_session(model, optimized=False) if exact_reference else sess).run(None, feeds)
     head = f"{label:22s} ORT {t_ort * 1e3:9.3f} ms"
     try:
         t0 = time.perf_counter()
         mod = from_onnx(model)
-        ex = irc.compile(mod, "llvm")
+        ex = irc.compile(mod, target)
         compile_s = time.perf_counter() - t0
     except irc.IRCError as err:
         return f"{head} | irc: {_one_line(err)}"
-    vm = irc.vm.VirtualMachine(ex, irc.cpu())
-    args = [irc.tensor(feeds[i.name]) for i in model.graph.input if i.name in feeds]
+    dev = irc.cuda(0) if target == "cuda" else irc.cpu()
+    vm = irc.vm.VirtualMachine(ex, dev)
+    args = [irc.tensor(feeds[i.name], dev) for i in model.graph.input if i.name in feeds]
 
     def run() -> Any:
-        return vm["main"](*args)
+        out = vm["main"](*args)
+        dev.sync()
+        return out
 
     try:
         out = run()
@@ -112,13 +130,18 @@ def main() -> int:
     p.add_argument("--full", action="store_true",
                    help="also the published ResNet-18/50 and MobileNet-V2 (needs PyTorch)")
     p.add_argument("--data", default=DATA, help="directory of the committed .onnx files")
+    p.add_argument("--target", choices=("llvm", "cuda"), default="llvm",
+                   help="irc's target (default llvm)")
     args = p.parse_args()
-    print(f"irc {irc.__version__}, ONNX Runtime {ort.__version__} (2 intra-op threads), "
-          f"{os.cpu_count()} CPUs; median of {args.repeat} calls after {args.warmup}")
+    threads = "2 intra-op threads" if args.target == "llvm" else "all cores"
+    print(f"irc {irc.__version__} on {args.target}, ONNX Runtime {ort.__version__} "
+          f"({ort_providers(args.target)[0]}, {threads}), {os.cpu_count()} CPUs; "
+          f"median of {args.repeat} calls after {args.warmup}")
     for name in args.models.split(","):
         path = os.path.join(args.data, f"{name}.onnx")
         print(bench(name, onnx.load(path), onnx_zoo.random_inputs(name), args.repeat,
-                    args.warmup, exact_reference=name == "qdq_cnn"), flush=True)
+                    args.warmup, exact_reference=name == "qdq_cnn", target=args.target),
+              flush=True)
     if args.full:
         for name in (n for n, e in onnx_zoo.ZOO.items() if e.full_size):
             try:
@@ -127,7 +150,8 @@ def main() -> int:
                 print(f"{name + ' (224)':22s} skipped: {err}")
                 continue
             print(bench(f"{name} (224)", model, onnx_zoo.random_inputs(name, full=True),
-                        args.repeat, args.warmup, exact_reference=False), flush=True)
+                        args.repeat, args.warmup, exact_reference=False, target=args.target),
+                  flush=True)
     return 0
 
 

@@ -179,3 +179,14 @@ def max_value(dtype: str):
     if d.code == "bool":
         return 1
     return float("inf")
+
+
+def bfloat16_bits(arr: np.ndarray) -> np.ndarray:
+    """The bfloat16 bits (uint16) of ``arr``'s values, rounded to nearest even."""
+    f = np.ascontiguousarray(arr, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded

@@ -86,7 +86,15 @@ class Constant(Expr):
 
     @staticmethod
     def from_numpy(array: Any, dtype: str | None = None) -> Constant:
+        """A constant of ``array`` converted to ``dtype`` (default: the array's). bfloat16
+        data is held as its uint16 bits: a uint16 array (or ml_dtypes' bfloat16) given
+        for bfloat16 is taken as those bits, other arrays are rounded to bfloat16."""
         arr = np.asarray(array)
+        if dtype == "bfloat16" or (dtype is None and arr.dtype.name == "bfloat16"):
+            bits = arr.view(np.uint16) if arr.dtype.name in ("uint16", "bfloat16") else \
+                dt.bfloat16_bits(arr)
+            return Constant(data=bits, struct_info=TensorStructInfo(shape=shape_of(bits.shape),
+                                                                    dtype="bfloat16"))
         if dtype is not None:
             arr = arr.astype(dt.to_numpy(dtype))
         sinfo = TensorStructInfo(shape=shape_of(arr.shape), dtype=dt.from_numpy(arr.dtype))

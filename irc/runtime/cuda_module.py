@@ -40,10 +40,11 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import RuntimeShapeError
+from ..core.dtype import bfloat16_bits
 from . import cuda_backend
 from .cuda_backend import CUDAError, Stream
 from .device import Device
-from .ndarray import Tensor, bfloat16_bits
+from .ndarray import Tensor
 
 # Without opting in, static plus dynamic shared memory of a block is at most 48 KiB.
 DEFAULT_SHARED_LIMIT = 48 * 1024

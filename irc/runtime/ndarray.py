@@ -90,19 +90,8 @@ def _to_storage(arr: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         if arr.dtype == np.uint16 or arr.dtype.name == "bfloat16":
             return arr.view(np.uint16) if arr.dtype.itemsize == 2 else arr
-        return bfloat16_bits(arr)
+        return dt.bfloat16_bits(arr)
     return arr.astype(dt.to_numpy(dtype), copy=False)
-
-
-def bfloat16_bits(arr: np.ndarray) -> np.ndarray:
-    """The bfloat16 bits (uint16) of ``arr``'s values, rounded to nearest even."""
-    f = np.ascontiguousarray(arr, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(f)
-    if nan.any():
-        rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
-    return rounded
 
 
 class Tensor:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -78,9 +79,13 @@ def _compare(got: np.ndarray, want: np.ndarray, atol: float) -> str | None:
     got = np.asarray(got)
     if got.shape != want.shape:
         return f"shape {got.shape} != expected {want.shape}"
-    if want.dtype.kind in "fc":
+    if want.dtype.name == "bfloat16" and got.dtype == np.uint16:  # irc gives its bits
+        got = got.view(want.dtype)
+    if want.dtype.kind in "fc" or want.dtype.name == "bfloat16":
         if got.dtype != want.dtype:
             return f"dtype {got.dtype} != expected {want.dtype}"
+        if want.dtype.name == "bfloat16":
+            got, want = got.astype("float32"), want.astype("float32")
         ok = np.isclose(got, want, rtol=1e-3, atol=atol, equal_nan=True)
         if not ok.all():
             bad = np.argwhere(~ok)[0]
@@ -217,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{total} cases: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()) +
           f"; pass rate {counts['pass'] / max(total, 1):.1%}")
     if args.table:
+        os.makedirs(os.path.dirname(os.path.abspath(args.table)), exist_ok=True)
         with open(args.table, "w", encoding="utf-8") as f:
             f.write(support_table(results))
         print(f"wrote {args.table}")

@@ -98,6 +98,9 @@ class ValueCheck:
             return "R.Tuple(" + ", ".join(f.describe(slot_names, exprs)
                                            for f in self.fields) + ")"
         if self.kind == "shape":
+            if self.dims is not None:
+                return "R.Shape([" + ", ".join(_describe_dim(d, slot_names, exprs)
+                                              for d in self.dims) + "])"
             return f"R.Shape(ndim={self.ndim})"
         if self.kind == "prim":
             return f"R.Prim({self.dtype!r})"

@@ -22,6 +22,7 @@ Runtime functions called by name (``call_dps_packed``) receive CUDA tensors.
 
 from __future__ import annotations
 
+import functools
 from operator import itemgetter
 from typing import Any, Callable
 
@@ -50,6 +51,20 @@ from .executable import Executable
 _Closure = Callable[[list, list], Any]
 
 
+@functools.lru_cache(maxsize=None)
+def cpu_numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of the CPU VM's arrays of ``dtype``: bfloat16 as ml_dtypes'
+    ``bfloat16`` (the same 16 bits, but a value keeps its dtype through the VM's checks),
+    or its raw uint16 bits where ml_dtypes is not installed."""
+    if dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            return dt.to_numpy(dtype)
+        return np.dtype(ml_dtypes.bfloat16)
+    return dt.to_numpy(dtype)
+
+
 def _to_value(arg: Any, device: Device) -> Any:
     """A user argument as the VM's internal value: on the CPU, tensors become 64-byte
     aligned, C-contiguous numpy arrays (copied when they are not); on a GPU, tensors on
@@ -60,7 +75,10 @@ def _to_value(arg: Any, device: Device) -> Any:
         if arg._array is None:
             raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
                                     "it with .copyto(irc.cpu())")
-        arg = arg._array  # usually aligned; one wrapping foreign memory may not be
+        if arg.dtype == "bfloat16":
+            arg = arg._array.view(cpu_numpy_dtype("bfloat16"))
+        else:
+            arg = arg._array  # usually aligned; one wrapping foreign memory may not be
     if isinstance(arg, np.ndarray):
         # Kernels get data pointers without further checks (Function._vm_call).
         if data_pointer(arg) % ALIGNMENT or not arg.flags.c_contiguous:
@@ -102,6 +120,8 @@ def _to_user(value: Any, device: Device) -> Any:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
+        if value.dtype.name == "bfloat16":  # ml_dtypes' (cpu_numpy_dtype): a Tensor holds bits
+            return Tensor(array=value.view(np.uint16), dtype="bfloat16", device=device)
         return Tensor(array=value, dtype=dt.from_numpy(value.dtype), device=device)
     if isinstance(value, tuple):
         return tuple(_to_user(v, device) for v in value)
@@ -115,6 +135,8 @@ def _describe(value: Any) -> str:
         return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype} on " \
                f"{value.device}"
     if isinstance(value, tuple):
+        if all(isinstance(v, (int, np.integer)) for v in value):
+            return f"the shape {list(map(int, value))}"
         return f"a tuple of {len(value)} values"
     return f"{type(value).__name__} {value!r}"
 
@@ -205,7 +227,7 @@ class _PreparedFunction:
         spec = self.fn.allocs[index]
         if self.vm.on_gpu:
             return self._device_alloc(dst, spec)
-        np_dtype = dt.to_numpy(spec.dtype)
+        np_dtype = cpu_numpy_dtype(spec.dtype)
         if spec.static and spec.storage >= 0:
             nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np_dtype.itemsize
             view = self.storage[spec.storage][:nbytes].view(np_dtype).reshape(spec.shape)

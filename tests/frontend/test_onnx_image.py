@@ -95,6 +95,25 @@ def test_run_time_scales_without_a_declared_output_shape_are_a_clear_error():
         from_onnx(model)
 
 
+@pytest.mark.parametrize("vector, value, good, bad", [
+    ("s", "scales", [1, 1, 2, 1.5], [1, 1, 3, 1.5]),
+    ("sizes", "sizes", [1, 1, 4, 3], [1, 1, 4, 4]),
+])
+def test_run_time_scales_or_sizes_must_give_the_declared_shape(vector, value, good, bad):
+    dtype = TensorProto.FLOAT if value == "scales" else TensorProto.INT64
+    inputs = ["X", "", vector] if value == "scales" else ["X", "", "", vector]
+    node = helper.make_node("Resize", inputs, ["Y"], mode="nearest")
+    model = _model(node, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 2, 2]),
+                          helper.make_tensor_value_info(vector, dtype, [4])],
+                   out_shape=[1, 1, 4, 3])
+    x = _x((1, 1, 2, 2))
+    np_dtype = "float32" if value == "scales" else "int64"
+    want = ReferenceEvaluator(model).run(None, {"X": x, vector: np.array(good, np_dtype)})[0]
+    np.testing.assert_allclose(_run(model, x, np.array(good, np_dtype)), want)
+    with pytest.raises(IRCError, match="output_shape_differs"):
+        _run(model, x, np.array(bad, np_dtype))
+
+
 @pytest.mark.parametrize("op, attrs, opset, match", [
     ("Resize", dict(mode="cubic"), 10, "mode 'cubic' is not supported"),
     ("Resize", dict(mode="area"), 19, "mode 'area' is not supported"),

@@ -17,8 +17,6 @@ from irc.testing.onnx_node_cases import case_ops, cases_using, failures  # noqa:
 
 OPS = ["GatherElements", "GatherND", "ScatterElements", "ScatterND", "Scatter", "OneHot",
        "Trilu", "TopK", "CumSum", "CumProd", "EyeLike", "ReverseSequence", "Hardmax"]
-# Cases that need bfloat16 inputs, which irc cannot take from numpy.
-NEEDS_BFLOAT16 = {"test_onehot_with_bfloat16_values", "test_reversesequence_bfloat16"}
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +28,13 @@ def cases():
 def test_every_case_of_the_operator_alone_passes(cases, op):
     mine = [c for c in cases if case_ops(c) == (op,)]
     assert mine
-    assert failures(mine, NEEDS_BFLOAT16) == []
+    assert failures(mine) == []
 
 
 @pytest.mark.slow
 def test_every_case_using_the_operators_passes(cases):
     """The expanded NLL-loss graphs (GatherElements with other operators) too."""
-    assert failures(cases, NEEDS_BFLOAT16) == []
+    assert failures(cases) == []
 
 
 # -- larger inputs against numpy -------------------------------------------------------------

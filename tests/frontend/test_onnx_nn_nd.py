@@ -30,9 +30,6 @@ SAMPLE = ["test_maxpool_3d_dilations", "test_averagepool_2d_ceil_last_window_sta
           "test_convtranspose_group_2", "test_lppool_1d_default", "test_lrn",
           "test_layer_normalization_3d_axis1_epsilon", "test_basic_deform_conv_with_padding",
           "test_einsum_batch_diagonal"]
-# irc's CPU VM takes no bfloat16 arguments yet (the data sets give their bits as uint16).
-NEEDS_BFLOAT16_ARGUMENTS = {"test_einsum_batch_matmul_bfloat16", "test_einsum_sum_bfloat16",
-                            "test_einsum_transpose_bfloat16"}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +46,7 @@ def test_a_sample_of_node_cases_passes(cases, name):
 
 @pytest.mark.slow
 def test_every_node_case_of_the_family_passes(cases):
-    assert failures(cases.values(), NEEDS_BFLOAT16_ARGUMENTS) == []
+    assert failures(cases.values()) == []
 
 
 def _model(node, inputs, outputs, opset=19):

@@ -19,6 +19,8 @@ from .registry import converter
 
 def scalar(value: float, dtype: str) -> Constant:
     """A 0-d constant of ``dtype``."""
+    if dtype == "bfloat16":  # rounded from the value, not its integer part
+        return const(np.asarray(value, dtype="float32"), dtype)
     return const(np.asarray(value, dtype=dt.to_numpy(dtype)), dtype)
 
 

@@ -10,7 +10,8 @@ time, the compiled kernel reads the scales (and the region of interest) from ten
 computed in the graph from the inputs (from ``sizes``: ``size / input size``, with the
 ``keep_aspect_ratio_policy`` applied), and the output shape is the one the model declares
 for the node's output (a graph output or a ``value_info``): irc's tensors have shapes
-known before the values.
+known before the values. The compiled graph checks at run time that the scales or sizes
+give that shape, and fails naming the node when they do not.
 """
 
 from __future__ import annotations
@@ -270,17 +271,25 @@ class _Resize:
             scales = ops.astype(ops.take(raw, pos, axis=0), "float64")
             # floor(scale * in) = out, so scale >= out / in.
             min_scales = [o / i if i else 1.0 for o, i in zip(out, ins)]
+            actual = ops.floor(ops.multiply(scales, _f64(ins)))
         else:
-            ratio = ops.divide(ops.astype(ops.take(raw, pos, axis=0), "float64"), _f64(ins))
+            sizes = ops.astype(ops.take(raw, pos, axis=0), "float64")
+            ratio = ops.divide(sizes, _f64(ins))
             if policy == "stretch":
                 scales = ratio
                 min_scales = [o / i if i else 1.0 for o, i in zip(out, ins)]
+                actual = sizes
             else:
                 pick = ops.min if policy == "not_larger" else ops.max
                 scales = ops.broadcast_to(ops.reshape(pick(ratio, [0], keepdims=False), [1]),
                                           [k])
                 # out = round(scale * in), so scale >= (out - 0.5) / in.
                 min_scales = [max(o - 0.5, 0.5) / i if i else 1.0 for o, i in zip(out, ins)]
+                actual = ops.floor(ops.add(ops.multiply(scales, _f64(ins)), _f64(0.5)))
+        # The kernel writes the declared shape: values that give another one fail at run
+        # time instead of resizing to the wrong size.
+        node.runtime_check(ops.sum(ops.astype(ops.not_equal(actual, _f64(out)), "int64")),
+                           "output_shape_differs_from_the_declared_one")
         if legacy:
             self._legacy_nearest(attrs, [o >= i for o, i in zip(out, ins)])
         roi: Any = ()
