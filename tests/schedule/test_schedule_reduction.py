@@ -30,7 +30,7 @@ def main(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
             v_i_init = T.axis.spatial(8, i)
             T.reads()
             T.writes(B[v_i_init])
-            B[v_i_init] = T.float32(-3.4028234663852886e+38)
+            B[v_i_init] = T.float32("-inf")
         for k_0, k_1 in T.grid(4, 16):
             with T.block("B"):
                 v_i = T.axis.spatial(8, i)
@@ -93,7 +93,7 @@ def main(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
             T.reads(A[v_i, vk_0 * 16 + vk_1])
             T.writes(B_rf[v_i, vk_1])
             with T.init():
-                B_rf[v_i, vk_1] = T.float32(-3.4028234663852886e+38)
+                B_rf[v_i, vk_1] = T.float32("-inf")
             B_rf[v_i, vk_1] = T.max(B_rf[v_i, vk_1], A[v_i, vk_0 * 16 + vk_1])
     for i, k_1 in T.grid(8, 16):
         with T.block("B"):
@@ -101,7 +101,7 @@ def main(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
             T.reads(B_rf[v_i, vk_1])
             T.writes(B[v_i])
             with T.init():
-                B[v_i] = T.float32(-3.4028234663852886e+38)
+                B[v_i] = T.float32("-inf")
             B[v_i] = T.max(B[v_i], B_rf[v_i, vk_1])
 ''')
     check_numeric(f, sch.func)

@@ -546,7 +546,14 @@ def _reduce(node: Node, kind: str) -> Expr:
             return ops.log(x)
         return x
     if kind in _REDUCE:
-        return _REDUCE[kind](x, axes, keepdims=keep)
+        out = _REDUCE[kind](x, axes, keepdims=keep)
+        d = node.dtype(0)
+        shape = node.shape(0)
+        if kind in ("ReduceMax", "ReduceMin") and dt.is_float(d) and any(
+                isinstance(shape[a], E.IntImm) and shape[a].value == 0 for a in axes):
+            # The reduction of an empty set is the identity: -inf for max, inf for min.
+            return ops.full_like(out, scalar(-np.inf if kind == "ReduceMax" else np.inf, d))
+        return out
     if kind == "ReduceL1":
         return ops.sum(ops.abs(x), axes, keepdims=keep)
     if kind == "ReduceL2":

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from ...core.functor import Mutator, Visitor
@@ -103,17 +101,15 @@ class Substitute(Mutator):
 
 
 def reduction_identity(kind: str, dtype: str) -> PrimExpr:
-    """The start value of a ``kind`` reduction in ``dtype``; floats use the finite extremes
-    (as TVM does), so ``max`` starts at the lowest finite value, not -inf."""
+    """The start value of a ``kind`` reduction in ``dtype``: for floats ``max`` starts at
+    -inf and ``min`` at +inf (not the finite extremes: the maximum of a row of -inf, as a
+    fully masked attention row has, must be -inf, and so must the maximum of nothing)."""
     if kind == "sum":
         return const(0, dtype)
     if kind == "prod":
         return const(1, dtype)
     if dt.is_float(dtype):
-        np_name = "float32" if dtype == "bfloat16" else dtype
-        info = np.finfo(np.dtype(np_name))
-        value = float(info.min) if kind == "max" else float(info.max)
-        return FloatImm(dtype=dtype, value=value)
+        return FloatImm(dtype=dtype, value=float("-inf") if kind == "max" else float("inf"))
     if kind == "max":
         return const(dt.min_value(dtype), dtype)
     return const(dt.max_value(dtype), dtype)

@@ -11,15 +11,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from ....core import dtype as dt
 from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const, floordiv
 from ...expr import max_ as _max
 from ...expr import min_ as _min
 from ...te import tensor as te
-from ...te.create_prim_func import reduction_identity
 from ...te.tensor import Tensor, compute
 from ..utils import as_index, axis_names, get_const_int, index_dtype
 from .pad import get_pad_tuple, pad, pair
+
+
+def max_pad_value(dtype: str) -> PrimExpr:
+    """What max pooling pads with: the lowest finite value of ``dtype`` (every window
+    holds an input cell, so the padding never reaches the output)."""
+    if dt.is_float(dtype):
+        info = np.finfo(np.dtype("float32" if dtype == "bfloat16" else dtype))
+        return const(float(info.min), dtype)
+    return const(dt.min_value(dtype), dtype)
 
 
 def _hw(layout: str) -> tuple[int, int]:
@@ -50,7 +61,7 @@ def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any,
     out_w = floordiv(w + pl + pr + xr - ekw, sw) + 1
     before, after = [0] * 4, [0] * 4
     before[ha], before[wa], after[ha], after[wa] = pt, pl, pb + xb, pr + xr
-    fill = reduction_identity("max", data.dtype) if pool_type == "max" else const(0, data.dtype)
+    fill = max_pad_value(data.dtype) if pool_type == "max" else const(0, data.dtype)
     src = data
     if any(before) or any(after):
         src = pad(data, before, after, fill, name="pad_temp", axis_names=axis_names(4))

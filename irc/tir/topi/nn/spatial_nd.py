@@ -22,10 +22,10 @@ from ...intrin import abs as _abs
 from ...intrin import floor as _floor
 from ...intrin import pow as _pow
 from ...te import tensor as te
-from ...te.create_prim_func import reduction_identity
 from ...te.tensor import Tensor, compute
 from ..utils import as_index, axis_names, const_int, get_const_int, index_dtype
 from .pad import pad
+from .pooling import max_pad_value
 
 
 def _spatial_args(data: Tensor, what: str, values: dict[str, Any]) -> int:
@@ -188,7 +188,7 @@ def max_pool_nd(data: Tensor, kernel: Sequence[int], strides: Sequence[int],
     """The maximum of each window."""
     _k, _idt, src, _s, shape, rk, window = _pool_setup(
         data, "max_pool_nd", kernel, strides, padding, dilation, ceil_mode,
-        reduction_identity("max", data.dtype))
+        max_pad_value(data.dtype))
     return compute(shape, lambda *i: te.max(src[tuple(window(i))], axis=rk), name="pool_max",
                    tag="pool_max", axis_names=axis_names(data.ndim))
 
@@ -262,7 +262,7 @@ def max_pool_nd_indices(data: Tensor, kernel: Sequence[int], strides: Sequence[i
     spatial cells column-major."""
     k, idt, src, sizes, shape, rk, window = _pool_setup(
         data, "max_pool_nd_indices", kernel, strides, padding, dilation, ceil_mode,
-        reduction_identity("max", data.dtype))
+        max_pad_value(data.dtype))
     names = axis_names(data.ndim)
     best = compute(shape, lambda *i: te.max(src[tuple(window(i))], axis=rk), name="pool_max",
                    tag="pool_max", axis_names=names)
