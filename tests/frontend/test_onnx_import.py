@@ -147,3 +147,44 @@ def test_supported_ops_lists_converters_with_their_opsets():
     table = supported_ops()
     assert table["Reshape"] == [5] and table["Conv"] == [1] and table["Add"] == [7]
     assert {"Relu", "MatMul", "Gemm", "Softmax", "Slice", "Gather"} <= set(table)
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.mark.parametrize("op, x_shape, vec, out_names", [
+    ("Unsqueeze", [2, 3], np.array([-1, 0], "int64"), ["y"]),
+    ("Squeeze", [1, 3, 1], np.array([2, 0], "int64"), ["y"]),
+    ("Split", [7, 2], np.array([3, 0, 4], "int64"), ["y", "y1", "y2"]),
+])
+def test_axes_and_sizes_known_only_at_run_time_match_onnx_runtime(op, x_shape, vec, out_names):
+    node = helper.make_node(op, ["x", "v"], out_names)
+    model = _model([node], [_vi("x", x_shape), _vi("v", [len(vec)], TensorProto.INT64)],
+                   [_vi(n, None) for n in out_names], opset=18)
+    x = np.random.default_rng(0).standard_normal(x_shape).astype("float32")
+    for got, want in zip(_irc(from_onnx(model), x, vec), _ort(model, {"x": x, "v": vec})):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op, x_shape, vec, out_names, check", [
+    ("Squeeze", [1, 3, 1], np.array([1, 0], "int64"), ["y"], "axis_not_1"),
+    ("Unsqueeze", [2, 3], np.array([1, 1], "int64"), ["y"], "repeated_axis"),
+    ("Split", [7, 2], np.array([3, 3], "int64"), ["y", "y1"], "sizes_do_not_add_up"),
+])
+def test_bad_run_time_axes_and_sizes_fail_naming_the_check(op, x_shape, vec, out_names, check):
+    node = helper.make_node(op, ["x", "v"], out_names, name="n1")
+    model = _model([node], [_vi("x", x_shape), _vi("v", [len(vec)], TensorProto.INT64)],
+                   [_vi(n, None) for n in out_names], opset=18)
+    x = np.zeros(x_shape, "float32")
+    with pytest.raises(IRCError, match=f"n1_{check}"):
+        _irc(from_onnx(model), x, vec)
+
+
+def test_run_time_slice_bounds_of_a_symbolic_input():
+    node = helper.make_node("Slice", ["x", "s", "e"], ["y"])
+    model = _model([node], [_vi("x", ["n", 4]), _vi("s", [1], TensorProto.INT64),
+                            _vi("e", [1], TensorProto.INT64)], [_vi("y", None)])
+    x = np.arange(24, dtype="float32").reshape(6, 4)
+    s, e = np.array([-4], "int64"), np.array([100], "int64")
+    np.testing.assert_array_equal(_irc(from_onnx(model), x, s, e)[0], x[-4:])

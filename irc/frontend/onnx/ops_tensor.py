@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...ir import ops
-from ...ir.expr import Constant, Expr, ShapeExpr, Tuple
+from ...ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
 from ...ir.struct_info import TensorStructInfo
 from ...ir.struct_info_analysis import simplify
 from ...tir import expr as E
@@ -165,6 +165,8 @@ def _axes(node: Node, attr_since: int | None = None) -> list[int] | None:
 
 @converter("Squeeze", since=1)
 def _squeeze(node: Node) -> Any:
+    if node.opset >= 13 and node.has_input(1) and node.const(1) is None:
+        return _squeeze_runtime(node)
     axes = _axes(node, 13)
     s = node.shape_value(0)
     if s is not None and len(s.dims) == 1 and not s.scalar:
@@ -180,6 +182,8 @@ def _squeeze(node: Node) -> Any:
 
 @converter("Unsqueeze", since=1)
 def _unsqueeze(node: Node) -> Any:
+    if node.opset >= 13 and node.has_input(1) and node.const(1) is None:
+        return _unsqueeze_runtime(node)
     axes = _axes(node, 13)
     if axes is None:
         raise node.error("needs axes")
@@ -218,6 +222,8 @@ def _split(node: Node) -> Any:
     axis = _axis(node, int(node.attr("axis", 0)), n)
     outputs = len(node.output_names)
     if node.opset >= 13:
+        if node.has_input(1) and node.const(1) is None:
+            return _split_runtime(node, axis, outputs)
         sizes = node.ints(1, "split") if node.has_input(1) else None
     else:
         sizes = node.attr("split")
@@ -510,33 +516,122 @@ def _range_runtime(node: Node, dtype: str) -> Expr:
     return ops.add(start, ops.multiply(steps, delta))
 
 
-def _spread(node: Node, k: int, n: int) -> Any:
-    """For axes given at run time (input 3, ``k`` of them, of a rank-``n`` input): a
-    function spreading a ``k``-vector over all ``n`` axes, a default where an axis is not
-    listed."""
-    a = _int_vector(node, 3, "axes")
+def _axis_hits(node: Node, i: int, k: int, n: int) -> tuple[Expr, Expr]:
+    """For ``k`` axes of a rank-``n`` value given at run time by input ``i``: ``eq`` (n x k,
+    axis j is entry m) and ``hit`` (n, int64: 1 where axis j is listed), checking at run
+    time that every axis is in range and none repeats."""
+    a = _int_vector(node, i, "axes")
     a = ops.where(ops.less(a, _i64(0)), ops.add(a, _i64(n)), a)
     node.runtime_check(_any(ops.logical_or(ops.less(a, _i64(0)),
                                            ops.greater_equal(a, _i64(n)))), "axis_range")
     eq = node.emit(ops.equal(_i64(np.arange(n).reshape(n, 1)), ops.reshape(a, [1, k])),
                    "axis_hits")
-    hit = ops.max(ops.astype(eq, "int64"), axis=1)
+    hit = node.emit(ops.max(ops.astype(eq, "int64"), axis=1), "axis_listed")
+    node.runtime_check(ops.not_equal(ops.sum(hit), _i64(k)), "repeated_axis")
+    return eq, hit
+
+
+def _kept_positions(hit: Expr, n: int, m: int) -> Expr:
+    """(m x n, bool): entry (q, p) when axis p is the q-th axis not in ``hit``."""
+    kept = ops.subtract(_i64(1), hit)
+    lower = Constant.from_numpy(np.tril(np.ones((n, n), bool)))
+    cum = ops.sum(ops.where(lower, ops.reshape(kept, [1, n]), _i64(0)), axis=1)  # kept <= p
+    q = _i64(np.arange(m).reshape(m, 1))
+    return ops.logical_and(ops.greater(ops.reshape(kept, [1, n]), _i64(0)),
+                           ops.equal(ops.reshape(ops.subtract(cum, _i64(1)), [1, n]), q))
+
+
+def _unsqueeze_runtime(node: Node) -> Expr:
+    """Unsqueeze with axes known only at run time: the output's rank is known (the input's
+    plus the number of axes); its dimensions are computed at run time."""
+    k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
+    r = node.ndim(0)
+    n = r + k
+    if r == 0:
+        return ops.reshape(node.input(0), [1] * n)
+    _eq, hit = _axis_hits(node, 1, k, n)
+    # Output axis p reads input axis q where p is the q-th axis not inserted.
+    pick = _kept_positions(hit, n, r)  # r x n
+    src = ops.sum(ops.where(pick, _i64(np.arange(r).reshape(r, 1)), _i64(0)), axis=0)
+    dims = ops.where(ops.greater(hit, _i64(0)), _i64(1),
+                     ops.take(_input_shape_tensor(node), src, axis=0))
+    return ops.reshape(node.input(0), node.runtime_dims(dims, "dim"))
+
+
+def _squeeze_runtime(node: Node) -> Expr:
+    """Squeeze with axes known only at run time: each listed axis must be 1 (checked at
+    run time); the kept dimensions are read in order."""
+    k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
+    n = node.ndim(0)
+    m = n - k
+    if m < 0:
+        raise node.error(f"{k} axes to squeeze from a rank-{n} input")
+    _eq, hit = _axis_hits(node, 1, k, n)
+    shape = _input_shape_tensor(node)
+    node.runtime_check(_any(ops.logical_and(ops.greater(hit, _i64(0)),
+                                            ops.not_equal(shape, _i64(1)))), "axis_not_1")
+    if m == 0:
+        return ops.reshape(node.input(0), [])
+    pick = _kept_positions(hit, n, m)  # m x n
+    dims = ops.sum(ops.where(pick, ops.reshape(shape, [1, n]), _i64(0)), axis=1)
+    return ops.reshape(node.input(0), node.runtime_dims(dims, "dim"))
+
+
+def _split_runtime(node: Node, axis: int, outputs: int) -> list[Expr]:
+    """Split with sizes known only at run time: each output's length along ``axis`` is a
+    shape variable bound from the sizes; they must add up to the axis (checked)."""
+    sizes = _int_vector(node, 1, "split")
+    if node.static_shape(1) != [outputs]:
+        raise node.error(f"split has {node.static_shape(1)[0]} entries for {outputs} outputs")
+    total = ops.take(_input_shape_tensor(node), _i64([axis]), axis=0)
+    node.runtime_check(_any(ops.less(sizes, _i64(0))), "negative_size")
+    node.runtime_check(ops.reshape(ops.not_equal(ops.sum(sizes, keepdims=True), total), []),
+                       "sizes_do_not_add_up")
+    dims = node.runtime_dims(sizes, "part")
+    x = node.input(0)
+    out: list[Expr] = []
+    start: Any = None
+    for d in dims:
+        idx = ops.arange(0, d, 1, "int64")
+        if start is not None:
+            idx = ops.add(idx, ops.full([], PrimValue(value=start), "int64"))
+        out.append(_gather_axis(node, x, idx, axis))
+        start = d if start is None else start + d
+    return out
+
+
+def _spread(node: Node, k: int, n: int) -> Any:
+    """For axes given at run time (input 3, ``k`` of them, of a rank-``n`` input): a
+    function spreading a ``k``-vector over all ``n`` axes, a default where an axis is not
+    listed."""
+    eq, hit = _axis_hits(node, 3, k, n)
 
     def spread(vec: Expr, default: Any) -> Expr:
         picked = ops.sum(ops.where(eq, ops.reshape(vec, [1, k]), _i64(0)), axis=1)
-        return node.emit(ops.where(ops.greater(hit, _i64(0)), picked, _i64(default)))
+        fallback = default if isinstance(default, Expr) else _i64(default)
+        return node.emit(ops.where(ops.greater(hit, _i64(0)), picked, fallback))
 
     return spread
 
 
+def _input_shape_tensor(node: Node) -> Expr:
+    """The shape of input 0 as an int64 vector: a constant when static, else computed at
+    run time from its shape variables."""
+    static = node.static_shape(0)
+    if static is not None:
+        return _i64(static)
+    return node.graph.shape_tensor(SymShape(node.shape(0)),
+                                   f"{node.output_names[0]}_input_shape")
+
+
 def _slice_runtime(node: Node) -> Expr:
-    in_shape = _static_input_shape(node, "slice bounds known only at run time")
+    in_shape = _input_shape_tensor(node)
     starts = _int_vector(node, 1, "starts")
     ends = _int_vector(node, 2, "ends")
     k = int(node.static_shape(1)[0])
     if node.static_shape(2) != [k]:
         raise node.error("starts and ends differ in length")
-    nd = len(in_shape)
+    nd = node.ndim(0)
     steps = _int_vector(node, 4, "steps") if node.has_input(4) else _i64([1] * k)
     if node.has_input(3) and node.const(3) is None:
         spread = _spread(node, k, nd)
@@ -551,7 +646,7 @@ def _slice_runtime(node: Node) -> Expr:
         if len(set(axes)) != k:
             raise node.error(f"axes {axes} repeat an axis")
     node.runtime_check(_any(ops.equal(steps, _i64(0))), "zero_step")
-    dim = _i64([in_shape[a] for a in axes])
+    dim = node.emit(ops.take(in_shape, _i64(axes), axis=0), "dims")
     pos = ops.greater(steps, _i64(0))
 
     def norm(v: Expr, lo_neg: int) -> Expr:
