@@ -188,3 +188,30 @@ def test_run_time_slice_bounds_of_a_symbolic_input():
     x = np.arange(24, dtype="float32").reshape(6, 4)
     s, e = np.array([-4], "int64"), np.array([100], "int64")
     np.testing.assert_array_equal(_irc(from_onnx(model), x, s, e)[0], x[-4:])
+
+
+@pytest.mark.parametrize("attrs, length, complex_input", [
+    (dict(), None, False), (dict(onesided=1), 12, False), (dict(inverse=1), 6, True),
+    (dict(inverse=1, onesided=1), 9, True),
+])
+def test_dft_matches_numpy_fft(attrs, length, complex_input):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 8, 3, 2 if complex_input else 1)).astype("float64")
+    inits = [numpy_helper.from_array(np.array(1, "int64"), "axis")]
+    inputs = ["x", "", "axis"]
+    if length is not None:
+        inits.append(numpy_helper.from_array(np.array(length, "int64"), "n"))
+        inputs[1] = "n"
+    node = helper.make_node("DFT", inputs, ["y"], **attrs)
+    model = _model([node], [_vi("x", list(x.shape), TensorProto.DOUBLE)], [_vi("y", None)],
+                   inits, opset=20)
+    signal = x[..., 0] + 1j * x[..., 1] if complex_input else x[..., 0]
+    if attrs.get("inverse") and attrs.get("onesided"):
+        want = np.fft.irfft(signal, n=length, axis=1)[..., None]
+    else:
+        fn = np.fft.ifft if attrs.get("inverse") else np.fft.fft
+        full = fn(signal, n=length, axis=1)
+        if attrs.get("onesided"):
+            full = full[:, :length // 2 + 1]
+        want = np.stack([full.real, full.imag], axis=-1)
+    np.testing.assert_allclose(_irc(from_onnx(model), x)[0], want, atol=1e-9)

@@ -173,6 +173,17 @@ def test_bitwise_operators_refuse_floats():
         from_onnx(m)
 
 
+def test_bitcast_reads_the_bits_and_refuses_another_width():
+    x = np.array([1.0, -2.5, np.inf], "float32")
+    np.testing.assert_array_equal(_run(lambda v: ops.integer.bitcast(v, "int32"), x),
+                                  x.view(np.int32))
+    node = helper.make_node("BitCast", ["a"], ["y"], to=TensorProto.INT64)
+    m = _model(node, [_vi("a", TensorProto.FLOAT, [3])], [_vi("y", TensorProto.INT64, [3])],
+               opset=26)
+    with pytest.raises(IRCError, match="widths differ"):
+        from_onnx(m)
+
+
 # -- a model quantized by ONNX Runtime (QDQ) ---------------------------------------------------
 
 

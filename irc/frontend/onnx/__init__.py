@@ -14,6 +14,7 @@ from . import (
     ops_nn,
     ops_quant,
     ops_rnn,
+    ops_signal,
     ops_tensor,
 )
 from .importer import from_onnx

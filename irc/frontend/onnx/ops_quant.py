@@ -273,6 +273,12 @@ def _bitwise_not(node: Node) -> Expr:
     return integer.bitwise_not(_integer_input(node, 0))
 
 
+@converter("BitCast", since=26)
+def _bitcast(node: Node) -> Expr:
+    to = onnx_dtype(int(node.required_attr("to")), f"node {node.name!r}: BitCast")
+    return integer.bitcast(node.input(0), to)
+
+
 @converter("BitShift", since=11)
 def _bit_shift(node: Node) -> Expr:
     direction = node.required_attr("direction")

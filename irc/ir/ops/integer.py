@@ -6,7 +6,8 @@ dtype; an amount outside ``[0, bits)`` gives 0 (a left shift, or a right shift o
 non-negative value) or -1 (a right shift of a negative value): every amount has a defined
 result. ``mod`` is the remainder with the sign of the dividend (C's ``%`` and ``fmod``)
 and ``floor_mod`` the one with the sign of the divisor (Python's ``%``), for integers and
-floats; an integer remainder by 0 is 0 (for floats it is NaN).
+floats; an integer remainder by 0 is 0 (for floats it is NaN). ``bitcast`` reads each
+element's bits as another dtype of the same width.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 
 from ...core import dtype as dt
 from ..expr import Call, Expr
-from ..op import BROADCAST, ELEMWISE, make_call, register_op
+from ..op import BROADCAST, ELEMWISE, AttrSpec, make_call, register_op
 from ..struct_info import StructInfo
-from ._common import fail, tensor_arg
+from ._common import conv_required_dtype, fail, tensor_arg, with_dtype
 from .binary import infer_binary
 
 # name -> (operand kinds: "int" integers or bools, "num" any number; description)
@@ -63,6 +64,28 @@ def _infer_bitwise_not(call: Call, ctx: Any) -> StructInfo:
     return x
 
 
+@register_op("bitcast", ["x"], [AttrSpec("dtype", convert=conv_required_dtype)],
+             pattern=ELEMWISE)
+def _infer_bitcast(call: Call, ctx: Any) -> StructInfo:
+    """R.bitcast(x, dtype): each element's bits read as ``dtype``, of the same width (bool
+    is 8 bits wide here, as ONNX stores it)."""
+    x = tensor_arg(call, 0)
+    to = call.attrs["dtype"]
+    if x.dtype and _bit_width(x.dtype) != _bit_width(to):
+        raise fail(call, f"cannot bitcast {x.dtype} ({_bit_width(x.dtype)} bits) to {to} "
+                         f"({_bit_width(to)} bits): the widths differ")
+    return with_dtype(x, to)
+
+
+def _bit_width(dtype: str) -> int:
+    return 8 if dt.is_bool(dtype) else dt.parse(dtype).bits
+
+
+def bitcast(x: Expr, dtype: str) -> Expr:
+    """``R.bitcast(x, dtype)``: the bits of each element read as ``dtype``."""
+    return make_call("bitcast", x, dtype=dtype)
+
+
 def _builder(name: str):
     def build(x1: Expr, x2: Expr) -> Expr:
         return make_call(name, x1, x2)
@@ -86,4 +109,4 @@ def bitwise_not(x: Expr) -> Expr:
     return make_call("bitwise_not", x)
 
 
-__all__ = [*_BINARY, "bitwise_not"]
+__all__ = [*_BINARY, "bitwise_not", "bitcast"]

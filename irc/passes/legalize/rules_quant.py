@@ -33,6 +33,11 @@ def _mod(ctx: LegalizeContext, call: Call) -> Expr:
                        call.op.name == "floor_mod", name=call.op.name)
 
 
+@rule("bitcast")
+def _bitcast(ctx: LegalizeContext, call: Call) -> Expr:
+    return ctx.call_te(topi_integer.bitcast, call.args[0], call.attrs["dtype"], name="bitcast")
+
+
 @rule("quantize", "dequantize")
 def _quantize(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs

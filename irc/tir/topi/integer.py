@@ -16,6 +16,7 @@ from ...core.diagnostics import IRTypeError
 from .. import intrin
 from ..expr import PrimExpr, const, floormod, select, truncmod
 from .broadcast import broadcast_binary
+from .elemwise import unary
 
 
 def shift(lhs: Any, rhs: Any, direction: str) -> Any:
@@ -72,4 +73,16 @@ def remainder(lhs: Any, rhs: Any, floor: bool) -> Any:
     return broadcast_binary("floor_mod" if floor else "mod", fn, lhs, rhs)
 
 
-__all__ = ["shift", "remainder"]
+def bitcast(x: Any, dtype: str) -> Any:
+    """The bits of each element of ``x`` read as ``dtype`` (same width; bool as a byte)."""
+    def fn(v: PrimExpr) -> PrimExpr:
+        if dt.is_bool(v.dtype):
+            v = v.astype("uint8")
+        if dt.is_bool(dtype):
+            return intrin.reinterpret("uint8", v) != const(0, "uint8")
+        return intrin.reinterpret(dtype, v)
+
+    return unary("bitcast", fn, x)
+
+
+__all__ = ["shift", "remainder", "bitcast"]

@@ -1,0 +1,171 @@
+"""Converters of ONNX's signal operators: ``DFT`` (opsets 17 and 20).
+
+A DFT of a static length is a product with constant matrices of cosines and sines (the
+transform axis moved last, real and imaginary parts kept apart): O(n^2) work per signal
+rather than an FFT's O(n log n), which is what a compiled matrix product does well for
+the short signals models use (spectrogram frames). Zero padding and truncation to
+``dft_length``, ``onesided`` output and the inverse (including the one-sided, real-output
+inverse, ``numpy.fft.irfft``) are folded into the matrices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import dtype as dt
+from ...core.diagnostics import IRCError
+from ...ir import ops
+from ...ir.expr import Constant, Expr, If, SeqExpr, Tuple
+from ...ir.struct_info import TensorStructInfo
+from .importer import Node, valid_name
+from .registry import converter
+
+
+def _scalar_input(node: Node, i: int, what: str) -> int | None:
+    if not node.has_input(i):
+        return None
+    c = node.const(i)
+    if c is None:
+        raise node.error(f"{what} (input {i}) must be known at import time")
+    if c.size != 1:
+        raise node.error(f"{what} (input {i}) must be a scalar, got shape {list(c.shape)}")
+    return int(c.reshape(-1)[0])
+
+
+def _matrices(m: int, n: int, inverse: bool, onesided: bool
+              ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+    """((P, Q), (R, S) or None) with real = re @ P + im @ Q and imag = re @ R + im @ S for
+    ``m`` input points along the axis and a transform of length ``n``."""
+    if not inverse:
+        n_out = n // 2 + 1 if onesided else n
+        t = np.arange(min(m, n)).reshape(-1, 1)
+        theta = 2 * np.pi * t * np.arange(n_out).reshape(1, -1) / n
+        c, s = _padded(np.cos(theta), m), _padded(np.sin(theta), m)
+        return (c, s), (-s, c)
+    if onesided:  # numpy.fft.irfft: a Hermitian spectrum from its first n // 2 + 1 points
+        k_used = min(m, n // 2 + 1)
+        k = np.arange(k_used).reshape(-1, 1)
+        theta = 2 * np.pi * k * np.arange(n).reshape(1, -1) / n
+        weight = np.where((k == 0) | ((n % 2 == 0) & (k == n // 2)), 1.0, 2.0) / n
+        return (_padded(weight * np.cos(theta), m), _padded(-weight * np.sin(theta), m)), None
+    k = np.arange(min(m, n)).reshape(-1, 1)
+    theta = 2 * np.pi * k * np.arange(n).reshape(1, -1) / n
+    c, s = _padded(np.cos(theta) / n, m), _padded(np.sin(theta) / n, m)
+    return (c, -s), (s, c)
+
+
+def _padded(a: np.ndarray, m: int) -> np.ndarray:
+    """``a`` with zero rows appended up to ``m`` rows (input points past the transform's
+    length are dropped: their rows are zero)."""
+    if a.shape[0] >= m:
+        return a[:m]
+    return np.concatenate([a, np.zeros((m - a.shape[0], a.shape[1]))], axis=0)
+
+
+@converter("DFT", since=17)
+def _dft(node: Node) -> Expr:
+    shape = node.static_shape(0)
+    if shape is None:
+        raise node.error("the input's shape must be static")
+    r = len(shape)
+    if r < 2 or shape[-1] not in (1, 2):
+        raise node.error(f"the input must end in a dimension of 1 (real) or 2 (complex), "
+                         f"got shape {shape}")
+    d = node.dtype(0)
+    if not dt.is_float(d) or d == "bfloat16":
+        raise node.error(f"needs a float16, float32 or float64 input, got {d}")
+    n = _scalar_input(node, 1, "dft_length")
+    if n is not None and n < 1:
+        raise node.error(f"dft_length must be positive, got {n}")
+    if node.opset >= 20 and node.has_input(2) and node.const(2) is None:
+        return _runtime_axis(node, shape, n)
+    if node.opset >= 20:
+        axis = _scalar_input(node, 2, "axis")
+        axis = -2 if axis is None else axis
+    else:
+        axis = int(node.attr("axis", 1))
+    if not -r <= axis < r - 1 or axis == -1:
+        raise node.error(f"axis {axis} is out of range for an input of rank {r} (the last "
+                         "dimension holds the real and imaginary parts)")
+    return _along(node, shape, axis % r, n)
+
+
+def _along(node: Node, shape: list[int], axis: int, n: int | None) -> Expr:
+    """The DFT of input 0 along ``axis`` (non-negative, not the last)."""
+    r = len(shape)
+    d = node.dtype(0)
+    inverse = bool(node.attr("inverse", 0))
+    onesided = bool(node.attr("onesided", 0))
+    m = shape[axis]
+    if n is None:
+        n = 2 * (m - 1) if inverse and onesided else m
+    if n < 1:
+        raise node.error(f"a one-sided inverse of {m} points has no default length; give "
+                         "dft_length")
+    (p, q), second = _matrices(m, n, inverse, onesided)
+    x = node.input(0)
+    perm = [a for a in range(r - 1) if a != axis] + [axis]
+    back = [int(v) for v in np.argsort(perm)]
+
+    def part(j: int) -> Expr:
+        v = ops.squeeze(ops.take(x, Constant.from_numpy(np.array([j], "int64")), axis=r - 1),
+                        [r - 1])
+        return ops.permute_dims(v, perm)
+
+    def const(a: np.ndarray) -> Constant:
+        return Constant.from_numpy(a.astype(dt.to_numpy(d)))
+
+    re = part(0)
+    im = part(1) if shape[-1] == 2 else None
+
+    def combine(a: np.ndarray, b: np.ndarray) -> Expr:
+        y = ops.matmul(re, const(a))
+        if im is not None:
+            y = ops.add(y, ops.matmul(im, const(b)))
+        return ops.expand_dims(ops.permute_dims(y, back), r - 1)
+
+    real = combine(p, q)
+    if second is None:
+        return real
+    return ops.concat(Tuple(fields=(real, combine(*second))), r - 1)
+
+
+def _runtime_axis(node: Node, shape: list[int], n: int | None) -> Expr:
+    """The axis known only at run time: the transform along every possible axis, the one
+    asked for picked by graph-level ``If``s (each a shape of its own when they differ)."""
+    r = len(shape)
+    a = ops.astype(ops.reshape(node.input(2), []), "int64")
+    a = node.emit(ops.where(ops.less(a, _i64(0)), ops.add(a, _i64(r)), a), "axis")
+    outs: dict[int, Expr] = {}
+    for axis in range(r - 1):
+        try:
+            outs[axis] = node.emit(_along(node, shape, axis, n), f"dft_axis{axis}")
+        except IRCError:  # no transform along this axis (checked at run time)
+            pass
+    if not outs:
+        raise node.error(f"no axis of the input of shape {shape} can be transformed")
+    valid = Constant.from_numpy(np.array(sorted(outs), "int64"))
+    node.runtime_check(ops.astype(ops.logical_not(ops.max(ops.equal(valid, a))), "int64"),
+                       "axis_not_transformable")
+    axes = sorted(outs)
+    result = outs[axes[-1]]
+    for axis in reversed(axes[:-1]):
+        cond = node.emit(ops.equal(a, _i64(axis)), "is_axis")
+        value = If(cond=cond, true_branch=SeqExpr(blocks=(), body=outs[axis]),
+                   false_branch=SeqExpr(blocks=(), body=result))
+        result = node.emit(value, "dft")
+        sinfo = node.graph.bb.normalize(result).struct_info
+        if sinfo.shape is None:
+            dims = [node.graph.fresh_dim(f"{valid_name(node.output_names[0], 'd')}_d{j}")
+                    for j in range(r)]
+            result = node.graph.bb.match_cast(result, TensorStructInfo(shape=tuple(dims),
+                                                                       dtype=node.dtype(0)),
+                                              "dft")
+    return result
+
+
+def _i64(v: int) -> Constant:
+    return Constant.from_numpy(np.asarray(v, "int64"))
+
+
+__all__: list[str] = []
