@@ -54,6 +54,10 @@ def _binary(node: Node) -> Expr | SymShape:
             return s
     a, b = node.input(0), node.input(1)
     if node.op_type == "Pow" and node.dtype(1) != node.dtype(0):
+        if dt.is_integer(node.dtype(0)) and dt.is_float(node.dtype(1)):
+            # An integer to a real power: in float64, truncated back (as numpy's astype).
+            return ops.astype(ops.power(ops.astype(a, "float64"), ops.astype(b, "float64")),
+                              node.dtype(0))
         b = ops.astype(b, node.dtype(0))
     if node.op_type == "Div" and dt.is_integer(node.dtype(0)):
         return ops.divide(a, b)  # ONNX integer Div truncates, as irc's divide does

@@ -315,11 +315,40 @@ def _lrn(node: Node) -> Expr:
 @converter("BatchNormalization", since=7)
 def _batch_norm(node: Node) -> Expr:
     if int(node.attr("training_mode", 0)):
-        raise node.error("training_mode=1 is not supported (inference only)")
+        return _batch_norm_training(node)
     bn = node.emit(ops.nn.batch_norm(
         node.input(0), node.input(1), node.input(2), node.input(3), node.input(4), axis=1,
         epsilon=float(node.attr("epsilon", 1e-5)), training=False))
     return TupleGetItem(tuple_value=bn, index=0)
+
+
+def _batch_norm_training(node: Node) -> list[Expr]:
+    """``training_mode=1`` (opset 14 on): normalized with the batch's own statistics (the
+    population variance over every axis but the channel's); the running mean and variance
+    updated with ``momentum``."""
+    nd = node.ndim(0)
+    d = node.dtype(0)
+    axes = [a for a in range(nd) if a != 1]
+    x = node.input(0)
+    mean = node.emit(ops.mean(x, axes, keepdims=True), "batch_mean")
+    centered = node.emit(ops.subtract(x, mean), "centered")
+    var = node.emit(ops.mean(ops.multiply(centered, centered), axes, keepdims=True),
+                    "batch_var")
+    shape = [-1] + [1] * (nd - 2)
+
+    def per_channel(i: int) -> Expr:
+        return ops.reshape(node.input(i), shape)
+
+    eps = scalar(float(node.attr("epsilon", 1e-5)), d)
+    y = ops.add(ops.multiply(ops.divide(centered, ops.sqrt(ops.add(var, eps))),
+                             per_channel(1)), per_channel(2))
+    momentum = float(node.attr("momentum", 0.9))
+
+    def running(i: int, batch: Expr) -> Expr:
+        return ops.add(ops.multiply(node.input(i), scalar(momentum, d)),
+                       ops.multiply(ops.reshape(batch, [-1]), scalar(1 - momentum, d)))
+
+    return [y, running(3, mean), running(4, var)][:len(node.output_names)]
 
 
 @converter("InstanceNormalization", since=6)

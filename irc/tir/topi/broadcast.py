@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from .. import intrin
-from ..expr import PrimExpr, floordiv, floormod, select, truncdiv, truncmod
+from ..expr import PrimExpr, const, floordiv, floormod, select, truncdiv, truncmod
 from ..expr import max_ as _max
 from ..expr import min_ as _min
 from ..te.tensor import Tensor, compute, register_tensor_operator
@@ -108,11 +108,22 @@ def mod(lhs: Any, rhs: Any) -> Any:
 
 
 def power(lhs: Any, rhs: Any) -> Any:
-    """``lhs ** rhs`` with broadcasting (floating point)."""
+    """``lhs ** rhs`` with broadcasting. Integers are raised in float64 and rounded back:
+    exact while the result's magnitude is below 2**53 (every int32 result that does not
+    overflow); a negative exponent gives 0, except for a base of 1 or -1."""
     def fn(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-        if not dt.is_float(x.dtype):
-            raise IRTypeError(f"topi.power needs floating-point tensors, got {x.dtype}")
-        return intrin.pow(x, y)
+        if dt.is_float(x.dtype):
+            return intrin.pow(x, y)
+        if not dt.is_integer(x.dtype):
+            raise IRTypeError(f"topi.power needs number tensors, got {x.dtype}")
+        raised = intrin.round(intrin.pow(x.astype("float64"), y.astype("float64")))
+        if not dt.is_int(y.dtype):
+            return raised.astype(x.dtype)
+        # x ** -k: 1 / x ** k, truncated toward zero as an integer.
+        return select(y < const(0, y.dtype),
+                      select(intrin.abs(x) == const(1, x.dtype), raised.astype(x.dtype),
+                             const(0, x.dtype)),
+                      raised.astype(x.dtype))
     return broadcast_binary("power", fn, lhs, rhs)
 
 
