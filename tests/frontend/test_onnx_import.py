@@ -215,3 +215,18 @@ def test_dft_matches_numpy_fft(attrs, length, complex_input):
             full = full[:, :length // 2 + 1]
         want = np.stack([full.real, full.imag], axis=-1)
     np.testing.assert_allclose(_irc(from_onnx(model), x)[0], want, atol=1e-9)
+
+
+def test_nonzero_and_compress_have_lengths_known_only_at_run_time():
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((3, 5, 4)) > 0.3).astype("float32")
+    cond = rng.standard_normal(7) > 0  # longer than the axis: the extra entries are ignored
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("Compress", ["x", "c"], ["cx"], axis=1)]
+    model = _model(nodes, [_vi("x", list(x.shape)), _vi("c", [7], TensorProto.BOOL)],
+                   [_vi("nz", None, TensorProto.INT64), _vi("cx", None)])
+    nz, cx = _irc(from_onnx(model), x, cond)
+    np.testing.assert_array_equal(nz, np.array(np.nonzero(x)))
+    np.testing.assert_array_equal(cx, np.compress(cond[:5], x, axis=1))
+    none = _irc(from_onnx(model), np.zeros_like(x), np.zeros(7, bool))
+    assert none[0].shape == (3, 0) and none[1].shape == (3, 0, 4)

@@ -16,8 +16,9 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...ir import ops
-from ...ir.expr import Constant, Expr
+from ...ir.expr import Constant, Expr, Tuple
 from ...ir.ops import index as ix
+from ...ir.ops import integer
 from ...tir import expr as E
 from .importer import Node, onnx_dtype
 from .registry import converter
@@ -276,3 +277,72 @@ def _hardmax(node: Node) -> Expr:
 
 
 converter("Hardmax", since=13)(_hardmax)
+
+
+# -- data-dependent lengths: Compress, NonZero -------------------------------------------------
+
+
+def _true_positions(node: Node, mask: Expr, n: int) -> Expr:
+    """The positions of the true entries of the bool vector ``mask`` (``n`` long), in order,
+    as an int64 vector whose length is a shape variable bound at run time: each true entry
+    is scattered to its rank among them (false ones to a spare slot past the end)."""
+    ones = ops.astype(mask, "int64")
+    rank = ops.subtract(ix.cumsum(ones, axis=0), _i64_const(1))
+    target = ops.where(mask, rank, _i64_const(n))
+    slots = ix.scatter_elements(Constant.from_numpy(np.zeros(n + 1, "int64")), target,
+                                Constant.from_numpy(np.arange(n, dtype="int64")), axis=0)
+    (count,) = node.runtime_dims(ops.sum(ones, keepdims=True), "count")
+    return node.emit(ops.take(slots, ops.arange(0, count, 1, "int64"), axis=0), "positions")
+
+
+def _i64_const(v: int) -> Constant:
+    return Constant.from_numpy(np.asarray(v, "int64"))
+
+
+def _static_shape(node: Node, i: int) -> list[int]:
+    shape = node.static_shape(i)
+    if shape is None:
+        raise node.error(f"input {i} needs a static shape (its output's length is known "
+                         "only at run time already)")
+    return shape
+
+
+@converter("Compress", since=9)
+def _compress(node: Node) -> Expr:
+    shape = _static_shape(node, 0)
+    cond_shape = _static_shape(node, 1)
+    if len(cond_shape) != 1:
+        raise node.error(f"the condition must be 1-D, got shape {cond_shape}")
+    x = node.input(0)
+    axis = node.attr("axis")
+    if axis is None:
+        x = ops.reshape(x, [-1])
+        shape, axis = [int(np.prod(shape, dtype="int64"))], 0
+    axis = int(axis)
+    if not -len(shape) <= axis < len(shape):
+        raise node.error(f"axis {axis} is out of range for rank {len(shape)}")
+    axis %= len(shape)
+    n = min(cond_shape[0], shape[axis])  # entries past the axis' length are ignored
+    cond = node.input(1)
+    if node.dtype(1) != "bool":
+        cond = ops.not_equal(cond, Constant.from_numpy(np.zeros((), dt.to_numpy(node.dtype(1)))))
+    if n != cond_shape[0]:
+        cond = ops.take(cond, Constant.from_numpy(np.arange(n, dtype="int64")), axis=0)
+    return ops.take(x, _true_positions(node, cond, n), axis=axis)
+
+
+@converter("NonZero", since=9)
+def _non_zero(node: Node) -> Expr:
+    shape = _static_shape(node, 0)
+    if not shape:
+        raise node.error("the input must have at least one dimension")
+    n = int(np.prod(shape, dtype="int64"))
+    flat = ops.reshape(node.input(0), [n])
+    mask = flat if node.dtype(0) == "bool" else ops.not_equal(
+        flat, Constant.from_numpy(np.zeros((), dt.to_numpy(node.dtype(0)))))
+    pos = _true_positions(node, mask, n)
+    strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
+    rows = [ops.expand_dims(integer.floor_mod(ops.floor_divide(pos, _i64_const(int(st))),
+                                          _i64_const(int(d))), 0)
+            for st, d in zip(strides, shape)]
+    return rows[0] if len(rows) == 1 else ops.concat(Tuple(fields=tuple(rows)), 0)

@@ -435,6 +435,11 @@ def _log_softmax_op(node: Node) -> Expr:
 
 @converter("MatMul", since=1)
 def _matmul(node: Node) -> Expr:
+    d = node.dtype(0)
+    if d in ("float16", "bfloat16"):
+        # Sums of 16-bit products accumulate in float32 and round once, as numpy,
+        # ONNX Runtime and the GPU libraries do.
+        return ops.astype(ops.matmul(node.input(0), node.input(1), out_dtype="float32"), d)
     return ops.matmul(node.input(0), node.input(1))
 
 
