@@ -230,3 +230,21 @@ def test_nonzero_and_compress_have_lengths_known_only_at_run_time():
     np.testing.assert_array_equal(cx, np.compress(cond[:5], x, axis=1))
     none = _irc(from_onnx(model), np.zeros_like(x), np.zeros(7, bool))
     assert none[0].shape == (3, 0) and none[1].shape == (3, 0, 4)
+
+
+def test_scan_with_reversed_input_and_output_axes_matches_onnx_runtime():
+    # A running sum over axis 1 of x, read backwards; the partial sums stacked on axis 1.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "two"], ["y_t"])],
+        "body", [_vi("s_in", [3]), _vi("x_t", [3])], [_vi("s_out", [3]), _vi("y_t", [3])],
+        initializer=[numpy_helper.from_array(np.array(2, "float32"), "two")])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[1], scan_input_directions=[1],
+                            scan_output_axes=[1])
+    model = _model([node], [_vi("s0", [3]), _vi("x", [3, 5])], [_vi("s", [3]), _vi("ys", None)],
+                   opset=16)
+    rng = np.random.default_rng(0)
+    s0, x = rng.standard_normal(3).astype("float32"), rng.standard_normal((3, 5)).astype("float32")
+    for got, want in zip(_irc(from_onnx(model), s0, x), _ort(model, {"s0": s0, "x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

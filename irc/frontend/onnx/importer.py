@@ -818,7 +818,7 @@ def _instantiate(onnx: Any, sub: Any, rename: dict[str, str], node: Node, body: 
     del out.attribute[:]
     for a in sub.attribute:
         if not a.ref_attr_name:
-            out.attribute.append(a)
+            out.attribute.append(_renamed_subgraphs(onnx, a, rename))
             continue
         ref = a.ref_attr_name
         src = caller.get(ref) or defaults.get(ref)
@@ -832,6 +832,35 @@ def _instantiate(onnx: Any, sub: Any, rename: dict[str, str], node: Node, body: 
         new.name = a.name
         out.attribute.append(new)
     return out
+
+
+def _renamed_subgraphs(onnx: Any, attr: Any, rename: dict[str, str]) -> Any:
+    """``attr`` with the values its subgraphs read from the enclosing function body
+    renamed as the body's nodes are (a copy; ``attr`` itself when it holds no graph)."""
+    if not attr.HasField("g") and not len(attr.graphs):
+        return attr
+    out = onnx.AttributeProto()
+    out.CopyFrom(attr)
+    for g in ([out.g] if out.HasField("g") else []) + list(out.graphs):
+        _rename_free(g, rename)
+    return out
+
+
+def _rename_free(graph: Any, rename: dict[str, str]) -> None:
+    """Rename in place the names ``graph`` (and its subgraphs) reads from outside it."""
+    local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | {
+        o for n in graph.node for o in n.output}
+    outer = {k: v for k, v in rename.items() if k not in local}
+    for n in graph.node:
+        for i, name in enumerate(n.input):
+            if name in outer:
+                n.input[i] = outer[name]
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                _rename_free(g, outer)
+    for vi in graph.output:  # an output may pass an outer value through
+        if vi.name in outer and vi.name not in local:
+            vi.name = outer[vi.name]
 
 
 def _reference_run(onnx: Any, node: Any, arrays: list[np.ndarray | None],

@@ -1,4 +1,4 @@
-"""Converters of ONNX control flow: ``If`` and ``Loop``.
+"""Converters of ONNX control flow: ``If``, ``Loop`` and ``Scan``.
 
 Each subgraph becomes a module function (``GraphImporter.subgraph_function``) whose
 parameters are the subgraph's inputs and the enclosing values it reads.
@@ -18,6 +18,11 @@ graph-level ``If`` calling the two branch functions, which the VM executes.
 The scan outputs ``s`` accumulate along a new leading axis. Each iteration is one VM call,
 so deep loops cost a call frame each; the loop-carried values must keep their struct info
 (dtype, rank and shape) from one iteration to the next.
+
+``Scan`` (opset 9 on) has a static number of steps, the length of its scan axis: the body
+is inlined once per step (at most ``MAX_SCAN_STEPS``), each step's scan-input slices and
+state bound to the body's inputs, and the per-step scan outputs stacked along their axes
+(reversed where asked). Opset 8's batched ``Scan`` has no converter.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from ...ir.expr import (
 )
 from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
-from .importer import Node, valid_name
+from .importer import Node, SymShape, valid_name
 from .registry import converter
 
 
@@ -178,3 +183,78 @@ def _loop(node: Node) -> Any:
 
 
 __all__: list[str] = []
+
+
+# Steps of a Scan inlined at most (each step copies the body into the graph).
+MAX_SCAN_STEPS = 1024
+
+
+def _normalized(node: Node, what: str, values: list[int], ranks: list[int]) -> list[int]:
+    out = []
+    for a, r in zip(values, ranks):
+        if not -r <= a < r:
+            raise node.error(f"{what} {a} is out of range for rank {r}")
+        out.append(a % r)
+    return out
+
+
+@converter("Scan", since=9)
+def _scan(node: Node) -> Any:
+    graph = node.graph
+    body = node.required_attr("body")
+    m = int(node.required_attr("num_scan_inputs"))
+    n_state = node.num_inputs - m
+    k = len(body.output) - n_state
+    if m < 1 or n_state < 0 or k < 0 or len(body.input) != n_state + m:
+        raise node.error(f"the body has {len(body.input)} inputs and {len(body.output)} "
+                         f"outputs for {n_state} state values and {m} scan inputs")
+    in_ranks = [node.ndim(n_state + j) for j in range(m)]
+    in_axes = _normalized(node, "scan_input_axis",
+                          list(node.attr("scan_input_axes", [0] * m)), in_ranks)
+    in_dirs = list(node.attr("scan_input_directions", [0] * m))
+    out_dirs = list(node.attr("scan_output_directions", [0] * k))
+    if len(in_axes) != m or len(in_dirs) != m or len(out_dirs) != k:
+        raise node.error("scan_input_axes, scan_input_directions and scan_output_directions "
+                         "need one entry per scan input or output")
+    lengths = set()
+    for j, a in enumerate(in_axes):
+        d = node.shape(n_state + j)[a]
+        if not isinstance(d, E.IntImm):
+            raise node.error(f"scan input {j} has a symbolic length along axis {a}; irc "
+                             "unrolls Scan over a static number of steps")
+        lengths.add(int(d.value))
+    if len(lengths) != 1:
+        raise node.error(f"the scan inputs differ in length: {sorted(lengths)}")
+    steps = lengths.pop()
+    if not 1 <= steps <= MAX_SCAN_STEPS:
+        raise node.error(f"{steps} steps; irc unrolls Scan over 1 to {MAX_SCAN_STEPS} steps")
+    formal = [vi.name for vi in body.input]
+    state: list[Any] = [node.input(i) for i in range(n_state)]
+    xs = [node.input(n_state + j) for j in range(m)]
+    per_step: list[list[Expr]] = [[] for _ in range(k)]
+    for t in range(steps):
+        slices = []
+        for x, a, rev in zip(xs, in_axes, in_dirs):
+            i = steps - 1 - t if rev else t
+            slices.append(node.emit(ops.squeeze(ops.take(
+                x, Constant.from_numpy(np.array([i], "int64")), axis=a), [a]), "scan_slice"))
+        for name, value in zip(formal, state + slices):
+            graph.values[name] = node.emit(value, "scan_value") if not isinstance(
+                value, (Var, Constant)) else value
+            graph.syms.pop(name, None)
+        res = graph.inline_subgraph(body, [vi.name for vi in body.output])
+        res = [graph.shape_tensor(v, f"{node.name}_step{t}_{i}") if isinstance(v, SymShape)
+               else v for i, v in enumerate(res)]
+        state = res[:n_state]
+        for j in range(k):
+            per_step[j].append(res[n_state + j])
+    outs = []
+    for j, items in enumerate(per_step):
+        if out_dirs[j]:
+            items = items[::-1]
+        r = graph.bb.normalize(items[0]).struct_info.ndim + 1
+        axes = list(node.attr("scan_output_axes", [0] * k))
+        (a,) = _normalized(node, "scan_output_axis", [axes[j]], [r])
+        stacked = [ops.expand_dims(v, a) for v in items]
+        outs.append(stacked[0] if steps == 1 else ops.concat(Tuple(fields=tuple(stacked)), a))
+    return state + outs
