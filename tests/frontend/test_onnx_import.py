@@ -248,3 +248,22 @@ def test_scan_with_reversed_input_and_output_axes_matches_onnx_runtime():
     s0, x = rng.standard_normal(3).astype("float32"), rng.standard_normal((3, 5)).astype("float32")
     for got, want in zip(_irc(from_onnx(model), s0, x), _ort(model, {"s0": s0, "x": x})):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("run_time_step", [False, True])
+def test_stft_with_a_window_matches_the_reference(run_time_step):
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 30, 1)).astype("float32")
+    window = np.hanning(8).astype("float32")
+    step = numpy_helper.from_array(np.array(5, "int64"), "step")
+    node = helper.make_node("STFT", ["x", "step", "w"], ["y"])
+    inputs = [_vi("x", [2, 30, 1]), _vi("w", [8])]
+    if run_time_step:
+        inputs.append(_vi("step", [], TensorProto.INT64))
+    model = _model([node], inputs, [_vi("y", None)], [] if run_time_step else [step], opset=17)
+    feeds = {"x": x, "w": window} | ({"step": np.array(5, "int64")} if run_time_step else {})
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    args = [x, window] + ([np.array(5, "int64")] if run_time_step else [])
+    np.testing.assert_allclose(_irc(from_onnx(model), *args)[0], want, rtol=1e-4, atol=1e-5)

@@ -1,4 +1,4 @@
-"""Converters of ONNX's signal operators: ``DFT`` (opsets 17 and 20).
+"""Converters of ONNX's signal operators: ``DFT`` (opsets 17 and 20) and ``STFT``.
 
 A DFT of a static length is a product with constant matrices of cosines and sines (the
 transform axis moved last, real and imaginary parts kept apart): O(n^2) work per signal
@@ -92,10 +92,16 @@ def _dft(node: Node) -> Expr:
 
 def _along(node: Node, shape: list[int], axis: int, n: int | None) -> Expr:
     """The DFT of input 0 along ``axis`` (non-negative, not the last)."""
+    return _transform(node, node.input(0), shape, axis, n, bool(node.attr("inverse", 0)),
+                      bool(node.attr("onesided", 0)))
+
+
+def _transform(node: Node, x: Expr, shape: list[int], axis: int, n: int | None,
+               inverse: bool, onesided: bool) -> Expr:
+    """The DFT of ``x`` (of static ``shape``, real or complex in its last dimension) along
+    ``axis``."""
     r = len(shape)
     d = node.dtype(0)
-    inverse = bool(node.attr("inverse", 0))
-    onesided = bool(node.attr("onesided", 0))
     m = shape[axis]
     if n is None:
         n = 2 * (m - 1) if inverse and onesided else m
@@ -103,7 +109,6 @@ def _along(node: Node, shape: list[int], axis: int, n: int | None) -> Expr:
         raise node.error(f"a one-sided inverse of {m} points has no default length; give "
                          "dft_length")
     (p, q), second = _matrices(m, n, inverse, onesided)
-    x = node.input(0)
     perm = [a for a in range(r - 1) if a != axis] + [axis]
     back = [int(v) for v in np.argsort(perm)]
 
@@ -162,6 +167,62 @@ def _runtime_axis(node: Node, shape: list[int], n: int | None) -> Expr:
                                                                        dtype=node.dtype(0)),
                                               "dft")
     return result
+
+
+@converter("STFT", since=17)
+def _stft(node: Node) -> Expr:
+    """Frames of the signal (``frame_step`` apart, zero-padded past its end to the window's
+    length), weighted by the window, each transformed (one-sided by default)."""
+    shape = node.static_shape(0)
+    if shape is None or len(shape) != 3 or shape[-1] not in (1, 2):
+        raise node.error(f"the signal must have a static shape [batch, length, 1 or 2], "
+                         f"got {shape}")
+    d = node.dtype(0)
+    if not dt.is_float(d) or d == "bfloat16":
+        raise node.error(f"needs a float16, float32 or float64 signal, got {d}")
+    runtime_step = node.has_input(1) and node.const(1) is None
+    step = 1 if runtime_step else _scalar_input(node, 1, "frame_step")
+    frame_length = _scalar_input(node, 3, "frame_length")
+    window = node.input(2) if node.has_input(2) else None
+    size = None
+    if window is not None:
+        wshape = node.static_shape(2)
+        if wshape is None or len(wshape) != 1:
+            raise node.error(f"the window must be 1-D of static length, got {wshape}")
+        size = wshape[0]
+    frame_length = frame_length or size or shape[1]
+    size = size or frame_length
+    if step is None or step < 1 or frame_length < 1 or frame_length > shape[1] or \
+            size < frame_length:
+        raise node.error(f"frame_step {step} and frame_length {frame_length} do not frame "
+                         f"a signal of length {shape[1]}")
+    x = node.input(0)
+    # The last frame starts at most frame_length before the end: a window longer than the
+    # frame reads up to size - frame_length zeros past it.
+    if size > frame_length:
+        pad = Constant.from_numpy(np.zeros((shape[0], size - frame_length, shape[2]),
+                                           dt.to_numpy(d)))
+        x = ops.concat(Tuple(fields=(x, pad)), 1)
+    if runtime_step:
+        # The number of frames depends on the step: a shape variable bound at run time.
+        st = node.emit(ops.astype(ops.reshape(node.input(1), [1]), "int64"), "frame_step")
+        node.runtime_check(ops.reshape(ops.less(st, _i64(1)), []), "frame_step_below_1")
+        count = ops.add(ops.floor_divide(_i64(shape[1] - frame_length), st), _i64(1))
+        (frames,) = node.runtime_dims(count, "frames")
+        starts = ops.multiply(ops.arange(0, frames, 1, "int64"), st)
+        index = ops.add(ops.reshape(starts, [frames, 1]),
+                        Constant.from_numpy(np.arange(size, dtype="int64").reshape(1, -1)))
+        flat = ops.reshape(index, [frames * size])
+    else:
+        frames = 1 + (shape[1] - frame_length) // step
+        flat = Constant.from_numpy((np.arange(frames).reshape(-1, 1) * step + np.arange(
+            size).reshape(1, -1)).reshape(-1).astype("int64"))
+    x = ops.reshape(ops.take(x, flat, axis=1), [shape[0], frames, size, shape[2]])
+    if window is not None:
+        x = ops.multiply(x, ops.reshape(window, [1, 1, size, 1]))
+    x = node.emit(x, "frames")
+    return _transform(node, x, [shape[0], frames, size, shape[2]], 2, frame_length, False,
+                      bool(node.attr("onesided", 1)))
 
 
 def _i64(v: int) -> Constant:
