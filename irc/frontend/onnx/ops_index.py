@@ -346,3 +346,48 @@ def _non_zero(node: Node) -> Expr:
                                           _i64_const(int(d))), 0)
             for st, d in zip(strides, shape)]
     return rows[0] if len(rows) == 1 else ops.concat(Tuple(fields=tuple(rows)), 0)
+
+
+@converter("MaxUnpool", since=9)
+def _max_unpool(node: Node) -> Expr:
+    """Each value of X written at its index (into the whole unpooled tensor, flattened, as
+    MaxPool returns them), zeros elsewhere; the unpooled shape follows from the kernel,
+    strides and pads, and ``output_shape`` (read at run time when it is not a constant)
+    pads it with zeros at the end of each spatial axis, or crops it."""
+    shape = node.static_shape(0)
+    if shape is None:
+        raise node.error("the input's shape must be static")
+    k = len(shape) - 2
+    kernel = [int(v) for v in node.required_attr("kernel_shape")]
+    strides = [int(v) for v in node.attr("strides", [1] * k)]
+    pads = [int(v) for v in node.attr("pads", [0] * (2 * k))]
+    if k < 1 or len(kernel) != k or len(strides) != k or len(pads) != 2 * k:
+        raise node.error(f"kernel_shape, strides and pads do not fit a rank-{len(shape)} "
+                         "input")
+    inferred = shape[:2] + [(shape[2 + i] - 1) * strides[i] - pads[i] - pads[k + i] +
+                            kernel[i] for i in range(k)]
+    if min(inferred) < 1:
+        raise node.error(f"the unpooled shape {inferred} is empty")
+    total = int(np.prod(inferred, dtype="int64"))
+    flat = ix.scatter_elements(Constant.from_numpy(np.zeros(total, dt.to_numpy(node.dtype(0)))),
+                               ops.reshape(ops.astype(node.input(1), "int64"), [-1]),
+                               ops.reshape(node.input(0), [-1]), axis=0)
+    y = ops.reshape(flat, inferred)
+    if not node.has_input(2):
+        return y
+    if node.static_shape(2) != [len(shape)]:
+        raise node.error(f"output_shape must list {len(shape)} dimensions")
+    const = node.const(2)
+    dims: list[Any] = [int(v) for v in const] if const is not None else \
+        node.runtime_dims(ops.astype(node.input(2), "int64"), "dim")
+    for a in range(2, len(shape)):
+        # One zero slice appended; positions past the unpooled length read it.
+        zero_shape = list(inferred)
+        zero_shape[a] = 1
+        zero = ops.zeros(zero_shape, node.dtype(0))
+        y = ops.concat(Tuple(fields=(y, zero)), a)
+        pos = ops.arange(0, dims[a], 1, "int64")
+        y = node.emit(ops.take(y, ops.minimum(pos, _i64_const(inferred[a])), axis=a),
+                      "unpooled")
+        inferred[a] = dims[a]
+    return y
