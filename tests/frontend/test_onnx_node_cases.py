@@ -15,7 +15,8 @@ from irc.testing.onnx_node_cases import collect_cases, failures, run_case
 PASSING = ["Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Neg", "Abs", "Floor", "Ceil",
            "MatMul", "Gemm", "Transpose", "Softsign", "LeakyRelu", "Elu", "Selu",
            "HardSigmoid", "Reciprocal", "Sin", "Cos", "Where", "Not", "Flatten",
-           "GlobalAveragePool", "GlobalMaxPool"]
+           "GlobalAveragePool", "GlobalMaxPool", "Pow", "BitCast", "Compress", "NonZero",
+           "MaxUnpool"]
 
 
 @pytest.fixture(scope="module")
