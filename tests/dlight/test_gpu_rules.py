@@ -153,3 +153,17 @@ def test_fallback_splits_by_the_thread_limit():
     text = sch.mod["main"].script()
     assert "T.thread_binding(T.int64(20), thread=\"blockIdx.x\")" in text
     assert "T.thread_binding(T.int64(128), thread=\"threadIdx.x\")" in text
+
+
+@pytest.mark.parametrize("body, out", [
+    ("gv = R.mean(x)", ()),  # a whole-tensor reduction: one thread sums serially
+    ("gv = R.max(x)", ()),
+])
+def test_fallback_runs_scalar_results_in_one_thread(body, out):
+    ks = kernels(graph({"x": (6, 5)}, body, out))
+    for before in ks.values():
+        with Target("cuda"):
+            sch = dl.gpu.Fallback().apply(before, Target.current())
+        text = sch.mod["main"].script()
+        assert 'thread="threadIdx.x"' in text
+        assert_same_as_unscheduled(before, sch.mod["main"], gpu=True)

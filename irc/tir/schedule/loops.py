@@ -311,6 +311,8 @@ def _check_parallelizable(index: FuncIndex, loop: For, kind: str, P: str) -> Non
     """The loop's iterations must be independent: its variable may only feed spatial
     iteration variables, and a block that does not depend on it must not write memory
     shared across iterations."""
+    if isinstance(loop.extent, IntImm) and loop.extent.value == 1:
+        return  # one iteration: nothing runs concurrently
     lv = id(loop.loop_var)
     what = {"parallel": "a parallel", "vectorized": "a vectorized",
             "thread_binding": "a thread-bound"}[kind]
