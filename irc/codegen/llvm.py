@@ -44,7 +44,13 @@ from ..core.diagnostics import CodegenError
 from ..core.functor import Visitor
 from ..core.structural import structural_equal
 from ..core.target import Target
-from ..runtime.signature import BufferParamSpec, KernelSignature, ScalarParamSpec, encode_dim
+from ..runtime.signature import (
+    BufferParamSpec,
+    KernelSignature,
+    ScalarParamSpec,
+    encode_dim,
+    kernel_symbol,
+)
 from ..tir import expr as E
 from ..tir import stmt as S
 from .llvm_builder import FunctionBuilder, ModuleBuilder, Value, const_int
@@ -136,7 +142,8 @@ class CodeGenLLVM(ExprCodegen):
         self.unroll_product = 1
         noalias = bool(func.attrs.get("tir.noalias", False))
         sig, llvm_params, bindings = self._signature(name, func, noalias)
-        self.b = FunctionBuilder(self.module, name, "i32", llvm_params, fn_attrs=self.fn_attrs)
+        self.b = FunctionBuilder(self.module, kernel_symbol(name), "i32", llvm_params,
+                                 fn_attrs=self.fn_attrs)
         kinds = (["buffer"] * len(sig.buffers) + ["shape"] * len(sig.shape_vars)
                  + ["scalar"] * len(sig.scalars))
         for var, kind, value in zip(bindings, kinds, self.b.params):

@@ -2,6 +2,15 @@
 
 irc keeps dtypes as plain strings (what users write and what the text format prints);
 this module validates and takes them apart. A vector dtype appends ``x<lanes>``.
+
+Narrow (storage) dtypes, named as ml_dtypes names them: the 8-bit floats
+``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``, ``float8_e5m2fnuz``,
+``float8_e8m0fnu``, the 4-bit float ``float4_e2m1fn`` and the integers ``int4``,
+``uint4``, ``int2``, ``uint2``. Each element takes one byte (numpy arrays of ml_dtypes'
+types of the same names hold them). Loop IR stores and loads them; every computation on
+them happens in float32 (int32 for the integers) after the lowering pass
+``LowerNarrowDTypes`` has turned their loads into decodes and their stores into
+rounding encodes (see :mod:`irc.tir.transform.lower_narrow_dtypes`).
 """
 
 from __future__ import annotations
@@ -14,14 +23,55 @@ import numpy as np
 
 from .diagnostics import IRTypeError
 
-_SCALAR_CODES = ("int", "uint", "float", "bfloat")
 _DTYPE_RE = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:x(\d+))?$")
 _VALID_BITS = {
-    "int": (8, 16, 32, 64),
-    "uint": (8, 16, 32, 64),
+    "int": (2, 4, 8, 16, 32, 64),
+    "uint": (2, 4, 8, 16, 32, 64),
     "float": (16, 32, 64),
     "bfloat": (16,),
 }
+
+
+class FloatFormat(NamedTuple):
+    """A narrow float format: exponent and mantissa bits, exponent bias, whether it has a
+    sign bit and infinities, and how NaN is spelled (``"fn"``: exponent and mantissa all
+    ones; ``"ieee"``: all-ones exponent with a nonzero mantissa; ``"fnuz"``: the negative
+    zero pattern; ``"none"``: no NaN)."""
+
+    exp_bits: int
+    man_bits: int
+    bias: int
+    signed: bool
+    has_inf: bool
+    nan: str
+
+    @property
+    def max_value(self) -> float:
+        """The largest finite value."""
+        top = (1 << self.exp_bits) - 1
+        if self.nan == "ieee" or self.has_inf:
+            top -= 1
+        if self.man_bits == 0:
+            return 2.0 ** (top - self.bias) if self.nan != "fn" else 2.0 ** (top - 1 -
+                                                                             self.bias)
+        man = (1 << self.man_bits) - 1
+        if self.nan == "fn":
+            man -= 1
+        return (1 + man / (1 << self.man_bits)) * 2.0 ** (top - self.bias)
+
+
+FLOAT_FORMATS = {
+    "float8_e4m3fn": FloatFormat(4, 3, 7, True, False, "fn"),
+    "float8_e4m3fnuz": FloatFormat(4, 3, 8, True, False, "fnuz"),
+    "float8_e5m2": FloatFormat(5, 2, 15, True, True, "ieee"),
+    "float8_e5m2fnuz": FloatFormat(5, 2, 16, True, False, "fnuz"),
+    "float8_e8m0fnu": FloatFormat(8, 0, 127, False, False, "fn"),
+    "float4_e2m1fn": FloatFormat(2, 1, 1, True, False, "none"),
+}
+"""The narrow float dtypes, by name."""
+
+NARROW_INTS = ("int4", "uint4", "int2", "uint2")
+"""The narrow integer dtypes (one element per byte, the low bits)."""
 
 
 class DType(NamedTuple):
@@ -34,7 +84,8 @@ class DType(NamedTuple):
     def __str__(self) -> str:
         if self.code in ("handle", "void"):
             return self.code
-        base = "bool" if self.code == "bool" else f"{self.code}{self.bits}"
+        base = ("bool" if self.code == "bool" else self.code if self.code in FLOAT_FORMATS
+                else f"{self.code}{self.bits}")
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
 
@@ -53,6 +104,13 @@ def parse(dtype: str) -> DType:
         return DType("bool", 1, lanes)
     m = _DTYPE_RE.match(dtype)
     if not m:
+        name, _, lanes_s = dtype.rpartition("x") if "x" in dtype[12:] else (dtype, "", "")
+        if name in FLOAT_FORMATS and (not lanes_s or lanes_s.isdigit()):
+            lanes = int(lanes_s) if lanes_s else 1
+            if lanes < 1:
+                raise IRTypeError(f"dtype {dtype!r} must have at least one lane")
+            return DType(name, FLOAT_FORMATS[name].exp_bits + FLOAT_FORMATS[name].man_bits
+                         + FLOAT_FORMATS[name].signed, lanes)
         raise IRTypeError(
             f"unknown dtype {dtype!r}; expected e.g. float32, float16, int64, uint8, bool"
         )
@@ -71,8 +129,27 @@ def check(dtype: str) -> str:
 
 
 def is_float(dtype: str) -> bool:
-    """Floating point (``float*`` and ``bfloat16``)."""
-    return parse(dtype).code in ("float", "bfloat")
+    """Floating point (``float*``, ``bfloat16`` and the narrow float formats)."""
+    code = parse(dtype).code
+    return code in ("float", "bfloat") or code in FLOAT_FORMATS
+
+
+def is_narrow(dtype: str) -> bool:
+    """A narrow storage dtype: one of :data:`FLOAT_FORMATS` or :data:`NARROW_INTS` (of
+    any lane count). Loop IR computes on their values in float32 or int32."""
+    d = parse(dtype)
+    return d.code in FLOAT_FORMATS or (d.code in ("int", "uint") and d.bits < 8)
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype loop IR computes values of ``dtype`` in: float32 for narrow floats,
+    int32 for narrow integers, ``dtype`` itself otherwise (lanes kept)."""
+    d = parse(dtype)
+    if d.code in FLOAT_FORMATS:
+        return with_lanes("float32", d.lanes)
+    if d.code in ("int", "uint") and d.bits < 8:
+        return with_lanes("int32", d.lanes)
+    return dtype
 
 
 def is_int(dtype: str) -> bool:
@@ -123,7 +200,7 @@ def with_lanes(dtype: str, n: int) -> str:
 
 
 def itemsize(dtype: str) -> int:
-    """Bytes per element in memory (bool is stored as one byte)."""
+    """Bytes per element in memory (bool and the narrow dtypes take one byte)."""
     d = parse(dtype)
     return max(1, d.bits // 8) * d.lanes
 
@@ -136,7 +213,22 @@ def to_numpy(dtype: str):
     d = parse(dtype)
     if d.lanes != 1:
         raise IRTypeError(f"vector dtype {dtype!r} has no numpy equivalent")
+    if is_narrow(dtype):
+        return narrow_numpy(dtype)
     return np.dtype(_NUMPY_NAMES.get(dtype, dtype))
+
+
+def narrow_numpy(dtype: str):
+    """ml_dtypes' numpy dtype of a narrow dtype (one byte per element)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        from .diagnostics import MissingDependencyError
+
+        raise MissingDependencyError(
+            f"arrays of {dtype} need the ml_dtypes package",
+            hint="pip install ml_dtypes (it comes with irc's onnx extra)") from None
+    return np.dtype(getattr(ml_dtypes, dtype))
 
 
 def from_numpy(np_dtype) -> str:
@@ -147,7 +239,9 @@ def from_numpy(np_dtype) -> str:
     except (KeyError, TypeError):
         pass
     name = np.dtype(np_dtype).name
-    if name != "bool":
+    if name == "float8_e8m0fnu" or name in FLOAT_FORMATS or name in NARROW_INTS:
+        pass
+    elif name != "bool":
         check(name)
     try:
         _FROM_NUMPY[np_dtype] = name

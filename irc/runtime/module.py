@@ -30,7 +30,7 @@ from ..core.target import Target
 from .engine import LoadedObject, check_externals, emit_assembly, load_object, mark_openmp_used
 from .fastcall import make_fast_call
 from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer, from_dlpack
-from .signature import KernelSignature, eval_dim, format_dim
+from .signature import KernelSignature, eval_dim, format_dim, kernel_symbol
 from .timer import time_evaluator
 
 FORMAT = "irc-llvm-module/1"
@@ -404,7 +404,8 @@ class Module(FunctionTable):
                         check_externals(self.externals)
                         if "GOMP_parallel" in self.externals:
                             mark_openmp_used()
-                    self._loaded = load_object(self.object_code, tuple(self.signatures))
+                    self._loaded = load_object(self.object_code, tuple(
+                        kernel_symbol(n) for n in self.signatures))
         return self._loaded
 
     def get_function(self, name: str) -> Function:
@@ -416,7 +417,7 @@ class Module(FunctionTable):
         if sig is None:
             raise IRCError(f"module has no function {name!r}; it has "
                            f"{', '.join(self.signatures) or 'none'}")
-        fn = Function(self, sig, self._load().address(name))
+        fn = Function(self, sig, self._load().address(kernel_symbol(name)))
         self._functions[name] = fn
         return fn
 

@@ -101,6 +101,30 @@ class ScalarParamSpec:
     dtype: str
 
 
+# C library functions compiled kernels may call (libm through LLVM's math intrinsics,
+# libc's memory functions, OpenMP's entry): a kernel whose name is one of these is
+# emitted under another symbol, or its own calls would bind to itself.
+_C_SYMBOLS = frozenset(
+    base + suffix
+    for base in ("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow",
+                 "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                 "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
+                 "tgamma", "lgamma", "fmod", "remainder", "hypot", "copysign", "floor",
+                 "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "fabs", "fmin",
+                 "fmax", "ldexp", "frexp", "modf", "sincos", "fma")
+    for suffix in ("", "f", "l")) | frozenset(
+    ("memcpy", "memset", "memmove", "memcmp", "malloc", "calloc", "realloc", "free",
+     "aligned_alloc", "posix_memalign", "abort", "exit", "abs", "printf", "puts",
+     "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"))
+
+
+def kernel_symbol(name: str) -> str:
+    """The native symbol of the kernel named ``name``: the name itself, unless it is a C
+    library function kernels call (a kernel named ``exp`` computing in float64 calls
+    libm's ``exp``); those get the prefix ``irc.kernel.``."""
+    return f"irc.kernel.{name}" if name in _C_SYMBOLS else name
+
+
 @dataclass(frozen=True)
 class KernelSignature:
     """How to call one compiled kernel.

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import dtype as dt
 from ..core.diagnostics import IRCError, UnsupportedOperatorError
 
 
@@ -81,10 +82,11 @@ def _compare(got: np.ndarray, want: np.ndarray, atol: float) -> str | None:
         return f"shape {got.shape} != expected {want.shape}"
     if want.dtype.name == "bfloat16" and got.dtype == np.uint16:  # irc gives its bits
         got = got.view(want.dtype)
-    if want.dtype.kind in "fc" or want.dtype.name == "bfloat16":
+    low = want.dtype.name == "bfloat16" or want.dtype.name in dt.FLOAT_FORMATS
+    if want.dtype.kind in "fc" or low:
         if got.dtype != want.dtype:
             return f"dtype {got.dtype} != expected {want.dtype}"
-        if want.dtype.name == "bfloat16":
+        if low:
             got, want = got.astype("float32"), want.astype("float32")
         ok = np.isclose(got, want, rtol=1e-3, atol=atol, equal_nan=True)
         if not ok.all():

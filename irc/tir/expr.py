@@ -459,7 +459,7 @@ def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
         return Broadcast(dtype=dtype, value=const(value, dt.element_of(dtype)), lanes=d.lanes)
     if isinstance(value, (str, bytes)):
         raise IRTypeError(f"cannot make a {dtype} constant of {value!r}; give a number")
-    if d.code in ("float", "bfloat"):
+    if dt.is_float(dtype):
         return FloatImm(dtype=dtype, value=float(value))
     if d.code == "bool":
         return IntImm(dtype=dtype, value=int(bool(value)))

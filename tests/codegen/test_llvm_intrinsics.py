@@ -239,3 +239,24 @@ def test_vector_exp_declared_once_when_llvm_also_vectorizes_a_loop():
     rt(a, out)
     e = np.exp(a - a.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, np.exp(e / e.sum(axis=1, keepdims=True)), rtol=1e-5)
+
+
+def test_a_kernel_named_like_the_libm_function_it_calls_runs():
+    """A float64 kernel named ``exp`` calls libm's ``exp``: it is emitted under another
+    symbol, so the call does not bind to the kernel itself (it recursed until the stack
+    overflowed)."""
+    import irc
+    from irc import te
+    from irc.runtime import tensor
+    from irc.tir import intrin
+
+    A = te.placeholder((3, 4), "float64", name="A")
+    B = te.compute((3, 4), lambda i, j: intrin.exp(A[i, j]), name="B")
+    from irc.core.module import IRModule
+
+    f = te.create_prim_func([A, B]).with_attr("global_symbol", "exp")
+    lib = irc.build(IRModule(functions={"exp": f}), target="llvm")
+    a = np.linspace(-2, 2, 12).reshape(3, 4)
+    out = tensor(np.zeros((3, 4)))
+    lib["exp"](tensor(a), out)
+    np.testing.assert_allclose(out.numpy(), np.exp(a), rtol=1e-12)

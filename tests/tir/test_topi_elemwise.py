@@ -166,3 +166,22 @@ def test_scalars_broadcast_to_and_tensor_operators():
     i = te.placeholder((3,), name="i", dtype="int32")
     with pytest.raises(IRCError, match="cast the tensor"):
         topi.add(i, 0.5)
+
+
+def test_broadcast_of_a_symbolic_dimension_against_a_constant_one():
+    """``(4,) + (n,)`` has shape ``(4,)``: ``n`` may be 1 (broadcast) or 4 at run time."""
+    import irc
+    from irc.runtime import tensor
+    from irc.tir import expr as E
+
+    n = E.var("n", "int64")
+    a = te.placeholder((4,), name="a")
+    b = te.placeholder((n,), name="b")
+    c = topi.add(a, b)
+    assert [int(s) for s in c.shape] == [4]
+    lib = irc.build(te.create_prim_func([a, b, c]), target="llvm")
+    av = np.arange(4, dtype="float32")
+    for bv in (np.array([10], "float32"), np.arange(4, dtype="float32") * 10):
+        out = tensor(np.zeros(4, "float32"))
+        lib(tensor(av), tensor(bv), out)
+        np.testing.assert_array_equal(out.numpy(), av + bv)

@@ -49,10 +49,11 @@ from .registry import MIN_OPSET, lookup
 DTYPES = {
     1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
     9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16",
+    17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz",
+    21: "uint4", 22: "int4", 23: "float4_e2m1fn", 24: "float8_e8m0fnu", 25: "uint2",
+    26: "int2",
 }
-_TYPE_NAMES = {8: "string", 14: "complex64", 15: "complex128", 17: "float8e4m3fn",
-               18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
-               22: "int4", 23: "float4e2m1"}
+_TYPE_NAMES = {8: "string", 14: "complex64", 15: "complex128"}
 # Operators never evaluated at import time (their result is not a function of the inputs).
 _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                "Multinomial", "Bernoulli", "Dropout"}

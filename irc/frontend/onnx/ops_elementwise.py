@@ -267,12 +267,38 @@ def _cast(node: Node) -> Expr | SymShape:
     s = node.sym(0)
     if s is not None and s.static() is None and dt.is_integer(to):
         return s
-    return ops.astype(node.input(0), to)
+    return cast_to(node, node.input(0), node.dtype(0), to)
 
 
 @converter("CastLike", since=15)
 def _cast_like(node: Node) -> Expr:
-    return ops.astype(node.input(0), node.dtype(1))
+    return cast_to(node, node.input(0), node.dtype(0), node.dtype(1))
+
+
+_SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+
+
+def cast_to(node: Node, x: Expr, src: str, to: str) -> Expr:
+    """``x`` (of ``src``) converted to ``to`` as ONNX's Cast does: to a float8 format with
+    ``saturate=1`` (the default) out-of-range values, infinities included, become the
+    largest finite value of their sign; without it they overflow to infinity or NaN (the
+    format's conversion, see ``irc.tir.transform.lower_narrow_dtypes``). To
+    ``float8_e8m0fnu`` irc rounds up and saturates (ONNX's defaults) only."""
+    if to in _SATURATING and node.attr("saturate", 1):
+        if src != "float32" and (dt.is_narrow(src) or not dt.is_float(src)):
+            x, src = ops.astype(x, "float32"), "float32"
+        top = dt.FLOAT_FORMATS[to].max_value
+        hi, lo = scalar(top, src), scalar(-top, src)
+        # where() rather than clip: NaN stays NaN
+        x = ops.where(ops.greater(x, hi), hi, ops.where(ops.less(x, lo), lo, x))
+    elif to == "float8_e8m0fnu":
+        mode = node.attr("round_mode", "up")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if mode != "up" or not node.attr("saturate", 1):
+            raise node.error(f"irc converts to float8e8m0 rounding up with saturation "
+                             f"only, not round_mode={mode!r} saturate="
+                             f"{node.attr('saturate', 1)}")
+    return ops.astype(x, to)
 
 
 @converter("Where", since=9)

@@ -535,7 +535,10 @@ def _reduce_runtime(node: Node, kind: str) -> Expr:
 
     if kind == "ReduceLogSumExp":
         m = per_axis(x, ops.max)
-        out = ops.add(ops.log(per_axis(ops.exp(ops.subtract(x, m)), ops.sum)), m)
+        total = per_axis(ops.exp(ops.subtract(x, m)), ops.sum)
+        # both reduce the same axes: the sum has the maximum's shape
+        total = graph.bb.match_cast(total, m.struct_info, "partial")
+        out = ops.add(ops.log(total), m)
     else:
         pre = {"ReduceL1": ops.abs, "ReduceL2": lambda v: ops.multiply(v, v),
                "ReduceSumSquare": lambda v: ops.multiply(v, v)}.get(kind)

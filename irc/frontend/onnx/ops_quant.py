@@ -20,14 +20,15 @@ from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Expr
 from ...ir.ops import integer, quantization, unary
+from ...tir.topi.quantize import QUANT_FLOATS
 from .importer import Node, onnx_dtype
 from .ops_elementwise import scalar
 from .ops_nn import _kernel, _spatial, convolve
 from .registry import converter
 
-# Integer dtypes QuantizeLinear produces and DequantizeLinear reads (float8, int4, int2
-# and float4 have no irc dtype: onnx_dtype reports them).
-_QUANTIZE_OUT = ("int8", "uint8", "int16", "uint16")
+# The dtypes QuantizeLinear produces and DequantizeLinear reads.
+_QUANTIZE_OUT = ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2",
+                 *QUANT_FLOATS)
 _DEQUANTIZE_IN = (*_QUANTIZE_OUT, "int32")
 _WIDER = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 
@@ -92,7 +93,8 @@ def _quantize_linear(node: Node) -> Expr:
         x = ops.astype(x, work)
     if sd != work:
         scale = ops.astype(scale, work)
-    return quantization.quantize(x, scale, zp, axis=axis, block_size=block, out_dtype=out)
+    return quantization.quantize(x, scale, zp, axis=axis, block_size=block, out_dtype=out,
+                                 saturate=bool(node.attr("saturate", 1)))
 
 
 @converter("DequantizeLinear", since=10)

@@ -1,7 +1,9 @@
 """Affine quantization: ``quantize`` (floats to integers) and ``dequantize`` (back).
 
 ``R.quantize(x, scale, zero_point, axis=-1, block_size=0, out_dtype="int8")`` computes
-``clip(round_half_even(x / scale) + zero_point, qmin, qmax)`` in ``out_dtype``;
+``clip(round_half_even(x / scale) + zero_point, qmin, qmax)`` in ``out_dtype`` (an
+integer dtype, 2 to 32 bits; a narrow float format instead rounds ``x / scale`` to it,
+clamping to its largest finite value with ``saturate``, see ``irc.tir.topi.quantize``);
 ``R.dequantize(x, scale, zero_point, axis=-1, block_size=0, out_dtype="void")`` computes
 ``(x - zero_point) * scale`` (in float32, float64 when ``scale`` is float64) converted to
 ``out_dtype`` (``"void"``: the scale's dtype). ``zero_point`` may be left out (0).
@@ -21,17 +23,23 @@ from typing import Any
 
 from ...core import dtype as dt
 from ...tir import expr as E
+from ...tir.topi.quantize import QUANT_FLOATS, QUANT_RANGES
 from ..expr import Call, Expr
-from ..op import BROADCAST, AttrSpec, _err, conv_dtype, conv_int, make_call, register_op
+from ..op import (
+    BROADCAST,
+    AttrSpec,
+    _err,
+    conv_bool,
+    conv_dtype,
+    conv_int,
+    make_call,
+    register_op,
+)
 from ..struct_info import StructInfo, TensorStructInfo
 from ..struct_info_analysis import const_value, format_shape, prove_not_equal
 from ._common import fail, normalize_axis, tensor_arg, with_dtype
 
-# The integer dtypes quantized values may have, with their ranges.
-QUANT_RANGES: dict[str, tuple[int, int]] = {
-    "int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
-    "int32": (-(1 << 31), (1 << 31) - 1),
-}
+_QUANTIZED = (*QUANT_RANGES, *QUANT_FLOATS)
 
 
 def _conv_block_size(value: Any, op: str, attr: str) -> int:
@@ -83,15 +91,17 @@ _ATTRS = [AttrSpec("axis", -1, conv_int), AttrSpec("block_size", 0, _conv_block_
 
 
 @register_op("quantize", ["x", "scale", "zero_point"],
-             [*_ATTRS, AttrSpec("out_dtype", "int8", conv_dtype)], pattern=BROADCAST,
+             [*_ATTRS, AttrSpec("out_dtype", "int8", conv_dtype),
+              AttrSpec("saturate", True, conv_bool)], pattern=BROADCAST,
              optional=["zero_point"])
 def _infer_quantize(call: Call, ctx: Any) -> StructInfo:
-    """R.quantize(x, scale, zero_point=None, axis=-1, block_size=0, out_dtype="int8"):
-    ``clip(round(x / scale) + zero_point)`` as integers (see the module docstring)."""
+    """R.quantize(x, scale, zero_point=None, axis=-1, block_size=0, out_dtype="int8",
+    saturate=True): ``clip(round(x / scale) + zero_point)`` as integers, or ``x / scale``
+    rounded to a narrow float format (see the module docstring)."""
     x, scale = tensor_arg(call, 0), tensor_arg(call, 1)
     out = call.attrs["out_dtype"]
-    if out not in QUANT_RANGES:
-        raise fail(call, f"out_dtype must be one of {', '.join(QUANT_RANGES)}, got {out}")
+    if out not in _QUANTIZED:
+        raise fail(call, f"out_dtype must be one of {', '.join(_QUANTIZED)}, got {out}")
     if x.dtype and not dt.is_float(x.dtype):
         raise fail(call, f"the input must have a floating-point dtype, got {x.dtype}")
     if x.dtype and scale.dtype and scale.dtype != x.dtype:
@@ -113,8 +123,8 @@ def _infer_dequantize(call: Call, ctx: Any) -> StructInfo:
     """R.dequantize(x, scale, zero_point=None, axis=-1, block_size=0, out_dtype="void"):
     ``(x - zero_point) * scale`` as floats (see the module docstring)."""
     x, scale = tensor_arg(call, 0), tensor_arg(call, 1)
-    if x.dtype and x.dtype not in QUANT_RANGES:
-        raise fail(call, f"the input must be one of {', '.join(QUANT_RANGES)}, got {x.dtype}")
+    if x.dtype and x.dtype not in _QUANTIZED:
+        raise fail(call, f"the input must be one of {', '.join(_QUANTIZED)}, got {x.dtype}")
     if scale.dtype and not dt.is_float(scale.dtype):
         raise fail(call, f"the scale must have a floating-point dtype, got {scale.dtype}")
     out = call.attrs["out_dtype"]
@@ -133,10 +143,10 @@ def _infer_dequantize(call: Call, ctx: Any) -> StructInfo:
 
 
 def quantize(x: Expr, scale: Expr, zero_point: Expr | None = None, axis: int = -1,
-             block_size: int = 0, out_dtype: str = "int8") -> Expr:
-    """``R.quantize(x, scale, zero_point, axis, block_size, out_dtype)``."""
+             block_size: int = 0, out_dtype: str = "int8", saturate: bool = True) -> Expr:
+    """``R.quantize(x, scale, zero_point, axis, block_size, out_dtype, saturate)``."""
     return make_call("quantize", x, scale, zero_point, axis=axis, block_size=block_size,
-                     out_dtype=out_dtype)
+                     out_dtype=out_dtype, saturate=saturate)
 
 
 def dequantize(x: Expr, scale: Expr, zero_point: Expr | None = None, axis: int = -1,

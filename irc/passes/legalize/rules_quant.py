@@ -46,9 +46,11 @@ def _quantize(ctx: LegalizeContext, call: Call) -> Expr:
     fn = topi_quantize.quantize if call.op.name == "quantize" else topi_quantize.dequantize
     args = [call.args[0], call.args[1]] + ([zp] if zp is not None else [])
 
+    extra = {"saturate": a["saturate"]} if call.op.name == "quantize" else {}
+
     def compute(x, scale, zero_point=None):
         return fn(x, scale, zero_point, axis=a["axis"], block_size=a["block_size"],
-                  out_dtype=out_dtype)
+                  out_dtype=out_dtype, **extra)
 
     return ctx.call_te(compute, *args, name=call.op.name)
 

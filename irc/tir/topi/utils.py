@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
-from ..expr import IntImm, PrimExpr, as_int, const, convert
+from ..expr import IntImm, PrimExpr, as_int, const, convert, select
 from ..te.tensor import Tensor
 
 # Tags of compute stages (what kind of computation a stage is), as in TVM's topi.
@@ -102,8 +102,10 @@ def broadcast_shape(a: Sequence[PrimExpr], b: Sequence[PrimExpr], what: str = "b
                 raise IRTypeError(f"{what}: shapes ({sa}) and ({sb}) do not broadcast")
             out.append(x)
         else:
-            # Symbolic dimensions are assumed equal (as graph-level inference checked).
-            out.append(x if not isinstance(x, IntImm) else y)
+            # A constant against a symbolic dimension is the constant (the symbolic one
+            # can only be 1 or equal to it); two symbolic ones are assumed equal (as the
+            # graph-level inference checked).
+            out.append(x if isinstance(x, IntImm) or not isinstance(y, IntImm) else y)
     dtype = "int64" if any(s.dtype == "int64" for s in out) else "int32"
     return tuple(s if s.dtype == dtype else as_index(s, dtype) for s in out)
 
@@ -119,6 +121,11 @@ def broadcast_indices(shape: Sequence[PrimExpr], out_shape: Sequence[PrimExpr],
         s, o = shape[d], out_shape[od]
         if _is_one(s) and not _is_one(o):
             out.append(const(0, s.dtype))
+        elif const_int(s) is None and const_int(o) is not None and not _is_one(o):
+            # a symbolic dimension broadcast to a constant one: 1 at run time, or equal
+            i = idx[od]
+            i = i if i.dtype == s.dtype else as_index(i, s.dtype)
+            out.append(select(s == const(1, s.dtype), const(0, s.dtype), i))
         else:
             i = idx[od]
             out.append(i if i.dtype == s.dtype else as_index(i, s.dtype))

@@ -11,11 +11,13 @@ The passes run in this order (each is documented in its own module):
 6. Simplify
 7. LowerOpaqueBlock — blocks disappear; Allocate/DeclBuffer, predicates become ifs
 8. FlattenBuffer — every access is 1-D
-9. Simplify
-10. VectorizeLoop — vectorized loops become vector expressions
-11. UnrollLoop — unrolled loops and auto-unroll pragmas expand
-12. Simplify
-13. RemoveNoOp
+9. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
+   as bytes
+10. Simplify
+11. VectorizeLoop — vectorized loops become vector expressions
+12. UnrollLoop — unrolled loops and auto-unroll pragmas expand
+13. Simplify
+14. RemoveNoOp
 
 The passes form one ``Sequential`` named ``LowerTIR`` (:data:`LOWER_TIR`), so the
 instruments of the current ``PassContext`` (timing, printing, round-trip and
@@ -38,6 +40,7 @@ from .convert_blocks_to_opaque import ConvertBlocksToOpaque
 from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_match_buffer import LowerMatchBuffer
+from .lower_narrow_dtypes import LowerNarrowDTypes
 from .lower_opaque_block import LowerOpaqueBlock
 from .lower_thread_binding import LowerThreadBinding
 from .plan_buffer_allocation import PlanAndUpdateBufferAllocationLocation
@@ -56,6 +59,7 @@ LOWERING_PASSES = (
     Simplify(),
     LowerOpaqueBlock(),
     FlattenBuffer(),
+    LowerNarrowDTypes(),
     Simplify(),
     VectorizeLoop(),
     UnrollLoop(),
