@@ -181,6 +181,44 @@ def test_bad_run_time_axes_and_sizes_fail_naming_the_check(op, x_shape, vec, out
         _irc(from_onnx(model), x, vec)
 
 
+def test_squeeze_without_axes_of_a_symbolic_dimension_checks_it_at_run_time():
+    node = helper.make_node("Squeeze", ["x"], ["y"], name="sq")
+    model = _model([node], [_vi("x", ["n", 1, 3])], [_vi("y", None)])
+    mod = from_onnx(model)
+    x = np.arange(6, dtype="float32").reshape(2, 1, 3)
+    np.testing.assert_array_equal(_irc(mod, x)[0], _ort(model, {"x": x})[0])
+    with pytest.raises(IRCError, match="sq_symbolic_unit_dim"):  # n == 1: rank would change
+        _irc(mod, x[:1])
+
+
+def test_loop_scan_outputs_have_a_run_time_length_and_declared_body_shapes():
+    """The scan output's length is the number of iterations (a symbolic dimension), and a
+    body output declared static but converted symbolic (a run-time slice) is checked."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Unsqueeze", ["i", "zero"], ["s"]),
+         helper.make_node("Add", ["i", "one"], ["e1"]),
+         helper.make_node("Unsqueeze", ["e1", "zero"], ["e"]),
+         helper.make_node("Slice", ["table", "s", "e"], ["row"]),
+         helper.make_node("Add", ["y_in", "row"], ["y_out"]),
+         helper.make_node("Cast", ["y_out"], ["scan"], to=TensorProto.FLOAT16)],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("c_in", [], TensorProto.BOOL),
+                 _vi("y_in", [1])],
+        [_vi("c_out", [], TensorProto.BOOL), _vi("y_out", [1]),
+         _vi("scan", [1], TensorProto.FLOAT16)],
+        initializer=[numpy_helper.from_array(np.array([0], "int64"), "zero"),
+                     numpy_helper.from_array(np.array(1, "int64"), "one")])
+    table = np.arange(5, dtype="float32") * 1.5
+    model = _model([helper.make_node("Loop", ["n", "", "y"], ["y_final", "ys"], body=body)],
+                   [_vi("n", [], TensorProto.INT64), _vi("y", [1])],
+                   [_vi("y_final", None), _vi("ys", None, TensorProto.FLOAT16)],
+                   inits=[numpy_helper.from_array(table, "table")])
+    mod = from_onnx(model)
+    n, y = np.array(4, "int64"), np.array([1.0], "float32")
+    for got, want in zip(_irc(mod, n, y), _ort(model, {"n": n, "y": y})):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_run_time_slice_bounds_of_a_symbolic_input():
     node = helper.make_node("Slice", ["x", "s", "e"], ["y"])
     model = _model([node], [_vi("x", ["n", 4]), _vi("s", [1], TensorProto.INT64),

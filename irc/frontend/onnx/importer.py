@@ -535,13 +535,35 @@ class GraphImporter:
                             raise IRCError(f"from_onnx: subgraph output {vi.name!r} is "
                                            "produced by no node")
                         e = self._value(vi.name)
-                        if vi.name not in self.emitted_outputs or isinstance(e, Constant):
+                        declared = self._declared_static(vi, e)
+                        if declared is not None:
+                            # the subgraph declares a static shape its converted value
+                            # has only symbolically (run-time slices): checked and kept
+                            e = self.bb.emit_output(self.bb.match_cast(
+                                e, declared, valid_name(vi.name, "out")),
+                                valid_name(vi.name, "out"))
+                        elif vi.name not in self.emitted_outputs or isinstance(e,
+                                                                               Constant):
                             e = self.bb.emit_output(e, valid_name(vi.name, "out"))
                         outs.append(e)
                 gvar = self.bb.emit_func_output(Tuple(fields=tuple(outs)))
         finally:
             self.values, self.syms, self.output_names, self.emitted_outputs = saved
         return gvar, captured
+
+    def _declared_static(self, vi: Any, e: Expr) -> TensorStructInfo | None:
+        """The static struct info subgraph output ``vi`` declares, when the converted
+        value ``e`` has the same rank but not that static shape; None otherwise."""
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            return None
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        sinfo = self.bb.normalize(e).struct_info
+        if any(d is None for d in dims) or not isinstance(sinfo, TensorStructInfo) or \
+                sinfo.ndim != len(dims) or sinfo.static_shape is not None:
+            return None
+        return TensorStructInfo(shape=tuple(E.const(d, "int64") for d in dims),
+                                dtype=sinfo.dtype)
 
     def inline_subgraph(self, graph: Any, outputs: Sequence[str]) -> list[Expr]:
         """Convert the nodes of ``graph`` (a subgraph without inputs) in the current scope

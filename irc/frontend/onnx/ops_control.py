@@ -179,7 +179,14 @@ def _loop(node: Node) -> Any:
         raise node.error("scan outputs need a static per-iteration shape")
     res = node.emit(_call(loop_gv, [_int64_scalar(0), cond0, trip, *carried, *acc0,
                                     *captured]), f"{base}_loop")
-    return [TupleGetItem(tuple_value=res, index=i) for i in range(n_carried + n_scan)]
+    outs = [TupleGetItem(tuple_value=res, index=i) for i in range(n_carried + n_scan)]
+    for j, s in enumerate(scan_sinfo):
+        # the number of iterations is known once the loop has run: a symbolic length
+        n = graph.fresh_dim(valid_name(f"{base}_iterations", "iterations"))
+        outs[n_carried + j] = bb.match_cast(
+            node.emit(outs[n_carried + j], f"{base}_scan"),
+            TensorStructInfo(shape=(n, *s.shape), dtype=s.dtype), f"{base}_scan")
+    return outs
 
 
 __all__: list[str] = []

@@ -183,15 +183,23 @@ def _elu(node: Node) -> Expr:
     x, d = _float_input(node)
     alpha = float(node.attr("alpha", 1.0))
     return ops.where(ops.less(x, scalar(0, d)),
-                     ops.multiply(ops.subtract(ops.exp(x), scalar(1, d)), scalar(alpha, d)), x)
+                     ops.multiply(_expm1(x, d), scalar(alpha, d)), x)
+
+
+def _expm1(t: Expr, d: str) -> Expr:
+    """``exp(t) - 1``; for the 16-bit floats computed in float32 and rounded once (as an
+    expm1 of the 16-bit type rounds, which ONNX's reference Celu uses)."""
+    if d in ("float16", "bfloat16"):
+        return ops.astype(ops.subtract(ops.exp(ops.astype(t, "float32")),
+                                       scalar(1, "float32")), d)
+    return ops.subtract(ops.exp(t), scalar(1, d))
 
 
 @converter("Celu", since=12)
 def _celu(node: Node) -> Expr:
     x, d = _float_input(node)
     alpha = float(node.attr("alpha", 1.0))
-    neg = ops.multiply(ops.subtract(ops.exp(ops.divide(x, scalar(alpha, d))), scalar(1, d)),
-                       scalar(alpha, d))
+    neg = ops.multiply(_expm1(ops.divide(x, scalar(alpha, d)), d), scalar(alpha, d))
     return ops.add(ops.maximum(x, scalar(0, d)), ops.minimum(neg, scalar(0, d)))
 
 

@@ -173,10 +173,17 @@ def _squeeze(node: Node) -> Any:
         return SymShape(s.dims, scalar=True)
     n = node.ndim(0)
     if axes is None:
-        shape = node.static_shape(0)
-        if shape is None:
-            raise node.error("squeezing every unit axis needs a static shape")
-        axes = [i for i, d in enumerate(shape) if d == 1]
+        dims = node.shape(0)
+        axes = [i for i, d in enumerate(dims) if isinstance(d, E.IntImm) and d.value == 1]
+        symbolic = [i for i, d in enumerate(dims) if not isinstance(d, E.IntImm)]
+        if symbolic:
+            # The result's rank must be known now: a symbolic dimension is taken to be
+            # other than 1, which is checked when the model runs.
+            shape = node.graph.shape_tensor(SymShape([dims[i] for i in symbolic]),
+                                            f"{node.name}_dims")
+            node.runtime_check(ops.sum(ops.astype(ops.equal(shape, scalar(1, "int64")),
+                                                  "int64")),
+                               "symbolic_unit_dim")
     return ops.squeeze(node.input(0), [_axis(node, a, n) for a in axes])
 
 
