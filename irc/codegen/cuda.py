@@ -475,8 +475,16 @@ class KernelWriter:
             return self.call(e, [self.expr(a, k) for a in e.args], dt.element_of(e.dtype),
                              [dt.element_of(a.dtype) for a in e.args])
         if t is E.Let:
-            raise CodegenError(f"{self.name}: let expressions are not translated; lowering "
-                               "turns them into let statements", node=e)
+            # an immediately called lambda: the binding is evaluated only where the
+            # expression is (a Let inside the untaken side of ?: stays unevaluated)
+            if dt.lanes(e.dtype) != 1 or dt.lanes(e.var.dtype) != 1:
+                raise CodegenError(f"{self.name}: vector let expressions are not "
+                                   "translated", node=e)
+            value = self.expr(e.value, k)
+            name = self.names.define(e.var, e.var.name)
+            body = self.expr(e.body, k)
+            return (f"([&]() -> {c_type(e.dtype)} {{ const {c_type(e.var.dtype)} {name} = "
+                    f"{value}; return {body}; }}())")
         raise CodegenError(f"{self.name}: the CUDA code generator cannot translate "
                            f"{t.__name__} expressions", node=e)
 
@@ -576,10 +584,38 @@ class KernelWriter:
                 raise CodegenError(f"{self.name}: call_extern needs a function name", node=e)
             return f"{fn}({', '.join(args[1:])})"
         if op == "reinterpret":
-            return f"(*({c_type(dtype)}*)&({args[0]}))"
+            return _reinterpret(args[0], arg_dtypes[0], dtype)
         raise CodegenError(f"{self.name}: the CUDA code generator does not know the "
                            f"intrinsic {op!r}", node=e,
                            hint="see irc.tir.intrin for the supported intrinsics")
+
+
+_BIT_CASTS = {
+    ("float32", "int32"): "__float_as_int", ("float32", "uint32"): "__float_as_uint",
+    ("int32", "float32"): "__int_as_float", ("uint32", "float32"): "__uint_as_float",
+    ("float64", "int64"): "__double_as_longlong",
+    ("int64", "float64"): "__longlong_as_double",
+    ("float16", "int16"): "__half_as_short", ("float16", "uint16"): "__half_as_ushort",
+    ("int16", "float16"): "__short_as_half", ("uint16", "float16"): "__ushort_as_half",
+}
+
+
+def _reinterpret(value: str, src: str, dst: str) -> str:
+    """The bits of ``value`` (of ``src``) read as ``dst``: CUDA's bit-cast intrinsics, a
+    conversion between integers of one width; the argument may be any expression (an
+    rvalue has no address to read through)."""
+    fn = _BIT_CASTS.get((src, dst))
+    if fn is not None:
+        return f"{fn}({value})"
+    if (src, dst) == ("float64", "uint64"):
+        return f"((unsigned long long)__double_as_longlong({value}))"
+    if (src, dst) == ("uint64", "float64"):
+        return f"__longlong_as_double((long long)({value}))"
+    if dt.is_integer(src) and dt.is_integer(dst) or "bool" in (src, dst):
+        return f"(({c_type(dst)})({value}))"
+    # other pairs (bfloat16): through a copy, which has an address
+    return (f"([&]() -> {c_type(dst)} {{ const {c_type(src)} v_ = {value}; "
+            f"return *({c_type(dst)}*)&v_; }}())")
 
 
 def _is_zero(e: E.PrimExpr) -> bool:

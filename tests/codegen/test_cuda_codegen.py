@@ -218,3 +218,31 @@ def test_resnet_candidates_compile_and_match():
 @pytest.mark.parametrize("model", list(ZOO))
 def test_zoo_candidates_compile_and_match_larger(model):
     _check(model, 300_000)
+
+
+def test_narrow_dtypes_compile_with_nvrtc_and_match_under_the_interpreter():
+    """float8/int4 kernels: LowerNarrowDTypes leaves bytes, integer and float32 code (its
+    Let bindings become immediately called lambdas, its bit casts CUDA's intrinsics)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from irc import te
+
+    A = te.placeholder((64,), "float32", name="A")
+    B = te.placeholder((64,), "float8_e4m3fn", name="B")
+    C = te.compute((64,), lambda i: (A[i].astype("float8_e4m3fn") + B[i]).astype(
+        "float8_e5m2"), name="C")
+    D = te.compute((64,), lambda i: (C[i].astype("float32") * 3).astype("int4"), name="D")
+    func = te.create_prim_func([A, B, D])
+    mod = IRModule(functions={"main": func})
+    with Target("cuda"):
+        scheduled = dl.ApplyDefaultSchedule(dl.gpu.Fallback())(mod)["main"]
+    built = irc.build(IRModule(functions={"narrow": scheduled.with_attr(
+        "global_symbol", "narrow")}), target="cuda")
+    assert built.cubin[:4] == b"\x7fELF"
+    a = np.linspace(-3, 3, 64).astype("float32")
+    b = (np.linspace(2, -2, 64).astype("float32")).astype(ml_dtypes.float8_e4m3fn)
+    got = np.zeros(64, ml_dtypes.int4)
+    interpret(scheduled, a, b, got)
+    f8 = (a.astype(ml_dtypes.float8_e4m3fn).astype("float32") + b.astype("float32")).astype(
+        ml_dtypes.float8_e4m3fn).astype("float32").astype(ml_dtypes.float8_e5m2)
+    want = (f8.astype("float32") * 3).astype(ml_dtypes.int4)
+    np.testing.assert_array_equal(got.astype("int32"), want.astype("int32"))

@@ -42,7 +42,8 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.functor import collect
 from ..stmt import PrimFunc
-from ..transform.lower import lower_primfunc_for_gpu
+from ..transform.lower import lower_primfunc, lower_primfunc_for_gpu
+from ..transform.lower_narrow_dtypes import mentions_narrow as _mentions_narrow
 from ..transform.lower_thread_binding import is_thread_loop
 from .codegen import PythonGenerator
 from .runtime import HELPERS, InterpreterError, bf16_round, storage_dtype
@@ -168,7 +169,15 @@ def compile_func(func: PrimFunc) -> CompiledFunc:
         return hit
     # GPU-scheduled functions run as the GPU runs them: lowered to kernels in launch form,
     # with the barriers ThreadSync places (what the CUDA code generator translates).
-    compiled = CompiledFunc(lower_primfunc_for_gpu(func) if _has_thread_loops(func) else func)
+    # Narrow dtypes (float8, int4, ...) run as compiled code runs them: lowered, so loads
+    # decode bytes and stores round (LowerNarrowDTypes).
+    if _has_thread_loops(func):
+        body = lower_primfunc_for_gpu(func)
+    elif _mentions_narrow(func):
+        body = lower_primfunc(func)
+    else:
+        body = func
+    compiled = CompiledFunc(body)
     compiled.key = func
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))

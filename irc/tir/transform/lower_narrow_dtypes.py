@@ -242,9 +242,13 @@ def _int_value(value: E.PrimExpr) -> E.PrimExpr:
     if dt.is_float(value.dtype):
         x = value if dt.element_of(value.dtype) in ("float32", "float64") else \
             _cast("float32", value)
-        fits = _cmp(E.LT, _call("fabs", x.dtype, x), _like(2.0 ** 31, x, dt.element_of(
-            x.dtype)))
-        return _select(fits, _cast("int32", x), _like(0, x, "int32"))
+
+        def trunc(x: E.PrimExpr) -> E.PrimExpr:
+            fits = _cmp(E.LT, _call("fabs", x.dtype, x),
+                        _like(2.0 ** 31, x, dt.element_of(x.dtype)))
+            return _select(fits, _cast("int32", x), _like(0, x, "int32"))
+
+        return _bind("nx", x, trunc)
     if dt.element_of(value.dtype) == "int32":
         return value
     return _cast("int32", value)
@@ -390,7 +394,7 @@ class LowerNarrowDTypes(PrimFuncPass):
     """Compute on narrow storage dtypes in float32 / int32; keep their bytes in memory."""
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
-        if not _mentions_narrow(func):
+        if not mentions_narrow(func):
             return func
         low = _Lower()
         body = low.stmt(func.body)
@@ -401,7 +405,7 @@ class LowerNarrowDTypes(PrimFuncPass):
         return func.with_body(body)
 
 
-def _mentions_narrow(func: PrimFunc) -> bool:
+def mentions_narrow(func: PrimFunc) -> bool:
     """Whether any buffer, allocation or expression of ``func`` has a narrow dtype (a
     walk that stops at the first; most functions have none and are returned as is)."""
     if any(dt.is_narrow(b.dtype) for b in func.buffer_map.values()):
