@@ -305,3 +305,53 @@ def test_stft_with_a_window_matches_the_reference(run_time_step):
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     args = [x, window] + ([np.array(5, "int64")] if run_time_step else [])
     np.testing.assert_allclose(_irc(from_onnx(model), *args)[0], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("parts, onesided", [(1, 1), (2, 0)])
+def test_stft_with_a_run_time_frame_length_matches_the_reference(parts, onesided):
+    """The frame count, the frequencies and the transform's size are bound when the model
+    runs; a frame length past the signal is a run-time error naming the check."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.random.default_rng(1).standard_normal((2, 40, parts)).astype("float32")
+    node = helper.make_node("STFT", ["x", "step", "", "length"], ["y"], name="stft",
+                            onesided=onesided)
+    model = _model([node], [_vi("x", [2, 40, parts]), _vi("step", [], TensorProto.INT64),
+                            _vi("length", [], TensorProto.INT64)], [_vi("y", None)],
+                   opset=17)
+    mod = from_onnx(model)
+    for step, length in ((3, 10), (7, 16)):
+        feeds = {"x": x, "step": np.array(step, "int64"), "length": np.array(length, "int64")}
+        want = ReferenceEvaluator(model).run(None, feeds)[0]
+        got = _irc(mod, *feeds.values())[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(IRCError, match="stft_frame_length_out_of_range"):
+        _irc(mod, x, np.array(3, "int64"), np.array(41, "int64"))
+
+
+def test_broadcast_of_two_symbolic_dimensions_is_resolved_at_run_time():
+    """``(n, 4) + (m, 4)``: either may be 1 when the model runs; the shapes are compared
+    and broadcast then, and shapes that do not broadcast are a run-time error."""
+    node = helper.make_node("Add", ["a", "b"], ["y"], name="add")
+    model = _model([node], [_vi("a", ["n", 4]), _vi("b", ["m", 4])], [_vi("y", None)])
+    mod = from_onnx(model)
+    rng = np.random.default_rng(0)
+    for n, m in ((1, 3), (3, 1), (3, 3), (0, 1)):
+        a = rng.standard_normal((n, 4)).astype("float32")
+        b = rng.standard_normal((m, 4)).astype("float32")
+        np.testing.assert_array_equal(_irc(mod, a, b)[0], a + b)
+    with pytest.raises(IRCError, match="add_shapes_do_not_broadcast"):
+        _irc(mod, np.zeros((2, 4), "float32"), np.zeros((3, 4), "float32"))
+
+
+def test_reshape_of_a_symbolic_input_to_a_run_time_shape():
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
+    model = _model([node], [_vi("x", ["n", 6]), _vi("s", [3], TensorProto.INT64)],
+                   [_vi("y", None)])
+    mod = from_onnx(model)
+    x = np.arange(24, dtype="float32").reshape(4, 6)
+    for s in ([0, 3, -1], [2, -1, 3]):
+        s = np.array(s, "int64")
+        np.testing.assert_array_equal(_irc(mod, x, s)[0], _ort(model, {"x": x, "s": s})[0])
+    with pytest.raises(IRCError, match="rs_element_count"):
+        _irc(mod, x, np.array([5, 5, 1], "int64"))

@@ -11,8 +11,11 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...ir import ops
-from ...ir.expr import Constant, Expr, const
+from ...ir.expr import Constant, Expr, ShapeExpr, const
 from ...ir.ops import integer
+from ...ir.struct_info import TensorStructInfo
+from ...tir import expr as E
+from ...tir.arith.polynomial import prove_equal
 from .importer import Node, SymShape, onnx_dtype
 from .registry import converter
 
@@ -22,6 +25,49 @@ def scalar(value: float, dtype: str) -> Constant:
     if dtype == "bfloat16":  # rounded from the value, not its integer part
         return const(np.asarray(value, dtype="float32"), dtype)
     return const(np.asarray(value, dtype=dt.to_numpy(dtype)), dtype)
+
+
+def _same_dim(a: Any, b: Any) -> bool:
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        return a.value == b.value
+    return a is b or prove_equal(a, b)
+
+
+def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
+    """``xs`` unchanged when their broadcast shape is known at import time; otherwise (two
+    different symbolic dimensions meet, either of which may be 1 when the model runs)
+    each broadcast to the shape computed at run time, whose dimensions are bound as shape
+    variables, with a run-time check that the shapes broadcast."""
+    sinfos = [node.graph.bb.normalize(x).struct_info for x in xs]
+    if any(not isinstance(si, TensorStructInfo) or si.shape is None for si in sinfos):
+        return xs
+    n = max(len(si.shape) for si in sinfos)
+    one = E.const(1, "int64")
+    padded = [[one] * (n - len(si.shape)) + list(si.shape) for si in sinfos]
+    unknown = False
+    for k in range(n):
+        non_one = [p[k] for p in padded if not (isinstance(p[k], E.IntImm) and
+                                                 p[k].value == 1)]
+        if any(isinstance(d, E.IntImm) for d in non_one):
+            continue  # a constant decides (or the operator reports the clash)
+        if any(not _same_dim(non_one[0], d) for d in non_one[1:]):
+            unknown = True
+    if not unknown:
+        return xs
+    shapes = [node.graph.shape_tensor(SymShape(p), f"{node.name}_shape{i}")
+              for i, p in enumerate(padded)]
+    hi, lo = shapes[0], shapes[0]
+    for sh in shapes[1:]:
+        hi, lo = ops.maximum(hi, sh), ops.minimum(lo, sh)
+    out = node.emit(ops.multiply(hi, ops.astype(ops.not_equal(lo, scalar(0, "int64")),
+                                                "int64")), "broadcast_shape")
+    bad = None
+    for sh in shapes:
+        b = ops.logical_and(ops.not_equal(sh, scalar(1, "int64")), ops.not_equal(sh, out))
+        bad = b if bad is None else ops.logical_or(bad, b)
+    node.runtime_check(ops.sum(ops.astype(bad, "int64")), "shapes_do_not_broadcast")
+    dims = node.runtime_dims(out, "bcast")
+    return [ops.broadcast_to(x, ShapeExpr(values=tuple(dims))) for x in xs]
 
 
 def _sym_binary(node: Node, fn: Callable[[Any, Any], Any]) -> SymShape | None:
@@ -52,7 +98,7 @@ def _binary(node: Node) -> Expr | SymShape:
         s = _sym_binary(node, sym_fn)
         if s is not None:
             return s
-    a, b = node.input(0), node.input(1)
+    a, b = broadcast_together(node, [node.input(0), node.input(1)])
     if node.op_type == "Pow" and node.dtype(1) != node.dtype(0):
         if dt.is_integer(node.dtype(0)) and dt.is_float(node.dtype(1)):
             # An integer to a real power: in float64, truncated back (as numpy's astype).
@@ -74,13 +120,13 @@ _COMPARE = {"Equal": ops.equal, "Less": ops.less, "LessOrEqual": ops.less_equal,
 
 @converter(*_COMPARE, since=7)
 def _compare(node: Node) -> Expr:
-    return _COMPARE[node.op_type](node.input(0), node.input(1))
+    return _COMPARE[node.op_type](*broadcast_together(node, [node.input(0), node.input(1)]))
 
 
 @converter("And", "Or", since=7)
 def _logical(node: Node) -> Expr:
     fn = ops.logical_and if node.op_type == "And" else ops.logical_or
-    return fn(node.input(0), node.input(1))
+    return fn(*broadcast_together(node, [node.input(0), node.input(1)]))
 
 
 @converter("Xor", since=7)
@@ -311,7 +357,8 @@ def cast_to(node: Node, x: Expr, src: str, to: str) -> Expr:
 
 @converter("Where", since=9)
 def _where(node: Node) -> Expr:
-    return ops.where(node.input(0), node.input(1), node.input(2))
+    return ops.where(*broadcast_together(node, [node.input(0), node.input(1),
+                                                 node.input(2)]))
 
 
 _VARIADIC = {"Sum": ops.add, "Max": ops.maximum, "Min": ops.minimum, "Mean": ops.add}
@@ -322,6 +369,7 @@ def _variadic(node: Node) -> Expr:
     items = [node.input(i) for i in range(node.num_inputs) if node.has_input(i)]
     if not items:
         raise node.error("needs at least one input")
+    items = broadcast_together(node, items)
     out = items[0]
     for e in items[1:]:
         out = _VARIADIC[node.op_type](out, e)

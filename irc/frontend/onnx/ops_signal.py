@@ -16,6 +16,7 @@ from ...core import dtype as dt
 from ...core.diagnostics import IRCError
 from ...ir import ops
 from ...ir.expr import Constant, Expr, If, SeqExpr, Tuple
+from ...ir.ops import integer
 from ...ir.struct_info import TensorStructInfo
 from .importer import Node, valid_name
 from .registry import converter
@@ -181,6 +182,8 @@ def _stft(node: Node) -> Expr:
     if not dt.is_float(d) or d == "bfloat16":
         raise node.error(f"needs a float16, float32 or float64 signal, got {d}")
     runtime_step = node.has_input(1) and node.const(1) is None
+    if node.has_input(3) and node.const(3) is None:
+        return _stft_runtime_length(node, shape, d)
     step = 1 if runtime_step else _scalar_input(node, 1, "frame_step")
     frame_length = _scalar_input(node, 3, "frame_length")
     window = node.input(2) if node.has_input(2) else None
@@ -223,6 +226,63 @@ def _stft(node: Node) -> Expr:
     x = node.emit(x, "frames")
     return _transform(node, x, [shape[0], frames, size, shape[2]], 2, frame_length, False,
                       bool(node.attr("onesided", 1)))
+
+
+def _runtime_scalar(node: Node, i: int, what: str) -> Expr:
+    """Input ``i`` (an integer scalar known at run time) as a 1-element int64 tensor."""
+    v = node.input(i)
+    sinfo = node.sinfo(i)
+    if sinfo.ndim > 1 or not dt.is_integer(str(sinfo.dtype)):
+        raise node.error(f"{what} (input {i}) must be an integer scalar, got "
+                         f"{sinfo.dtype} of rank {sinfo.ndim}")
+    return node.emit(ops.astype(ops.reshape(v, [1]), "int64"), what)
+
+
+def _stft_runtime_length(node: Node, shape: list[int], d: str) -> Expr:
+    """STFT whose frame length is known only at run time (no window: a window's length
+    would fix it): the frame count, the number of frequencies and the matrices of cosines
+    and sines are computed when the model runs, their sizes bound as shape variables."""
+    if node.has_input(2):
+        raise node.error("a window together with a run-time frame_length is not supported; "
+                         "give frame_length as a constant")
+    batch, length, parts = shape
+    fl = _runtime_scalar(node, 3, "frame_length")
+    node.runtime_check(ops.reshape(ops.logical_or(ops.less(fl, _i64(1)),
+                                                  ops.greater(fl, _i64(length))), []),
+                       "frame_length_out_of_range")
+    if node.has_input(1) and node.const(1) is None:
+        st = _runtime_scalar(node, 1, "frame_step")
+    else:
+        st = _i64(np.asarray([_scalar_input(node, 1, "frame_step") or 1]))
+    node.runtime_check(ops.reshape(ops.less(st, _i64(1)), []), "frame_step_below_1")
+    onesided = bool(node.attr("onesided", 1))
+    count = ops.add(ops.floor_divide(ops.subtract(_i64(length), fl), st), _i64(1))
+    bins = ops.add(ops.floor_divide(fl, _i64(2)), _i64(1)) if onesided else fl
+    (n,) = node.runtime_dims(fl, "frame_length")
+    (frames,) = node.runtime_dims(count, "frames")
+    (k,) = node.runtime_dims(node.emit(bins, "bins"), "bins")
+    starts = ops.multiply(ops.arange(0, frames, 1, "int64"), st)
+    index = ops.add(ops.reshape(starts, [frames, 1]),
+                    ops.reshape(ops.arange(0, n, 1, "int64"), [1, n]))
+    x = ops.take(node.input(0), ops.reshape(index, [frames * n]), axis=1)
+    x = node.emit(ops.reshape(x, [batch, frames, n, parts]), "frames")
+    # theta[t, f] = 2 pi ((t f) mod n) / n, the product reduced first so it stays exact
+    tf = ops.multiply(ops.reshape(ops.arange(0, n, 1, "int64"), [n, 1]),
+                      ops.reshape(ops.arange(0, k, 1, "int64"), [1, k]))
+    theta = ops.divide(ops.multiply(ops.astype(integer.floor_mod(tf, fl), "float64"),
+                                    Constant.from_numpy(np.asarray(2 * np.pi))),
+                       ops.astype(fl, "float64"))
+    theta = node.emit(theta, "theta")
+    c = node.emit(ops.astype(ops.cos(theta), d), "cos")
+    s = node.emit(ops.astype(ops.sin(theta), d), "sin")
+    re = ops.reshape(ops.take(x, _i64(np.asarray([0])), axis=3), [batch, frames, n])
+    real = ops.matmul(re, c)
+    imag = ops.negative(ops.matmul(re, s))
+    if parts == 2:
+        im = ops.reshape(ops.take(x, _i64(np.asarray([1])), axis=3), [batch, frames, n])
+        real = ops.add(real, ops.matmul(im, s))
+        imag = ops.add(imag, ops.matmul(im, c))
+    return ops.concat(Tuple(fields=(ops.expand_dims(real, 3), ops.expand_dims(imag, 3))), 3)
 
 
 def _i64(v: int) -> Constant:

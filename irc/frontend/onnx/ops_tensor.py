@@ -452,18 +452,29 @@ def _any(cond: Expr) -> Expr:
 
 
 def _reshape_runtime(node: Node, allow_zero: bool) -> Expr:
-    in_shape = _static_input_shape(node, "a target shape known only at run time")
     s = _int_vector(node, 1, "the target shape")
     k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
-    total = int(np.prod(in_shape, dtype="int64"))
+    in_shape = node.static_shape(0)
+    if in_shape is not None:
+        total: Expr = _i64(int(np.prod(in_shape, dtype="int64")))
+        copy: Expr = _i64([in_shape[j] if j < len(in_shape) else 0 for j in range(k)])
+    else:  # the input's dimensions are read when the model runs too
+        dims = list(node.shape(0))
+        in_t = node.graph.shape_tensor(SymShape(dims), f"{node.name}_input_shape")
+        total = ops.prod(in_t) if dims else _i64(1)
+        r = len(dims)
+        if r >= k:
+            copy = ops.take(in_t, _i64(np.arange(k)), 0) if k else _i64([])
+        else:
+            copy = ops.concat(Tuple(fields=(in_t, _i64([0] * (k - r)))), 0) if r else \
+                _i64([0] * k)
     if not allow_zero:
-        copy = [in_shape[j] if j < len(in_shape) else 0 for j in range(k)]
-        s = ops.where(ops.equal(s, _i64(0)), _i64(copy), s)
+        s = ops.where(ops.equal(s, _i64(0)), copy, s)
     minus = ops.equal(s, _i64(-1))
     known = ops.prod(ops.where(minus, _i64(1), s))
-    s = node.emit(ops.where(minus, ops.floor_divide(_i64(total), ops.maximum(known, _i64(1))),
+    s = node.emit(ops.where(minus, ops.floor_divide(total, ops.maximum(known, _i64(1))),
                             s), "target_shape")
-    node.runtime_check(ops.not_equal(ops.prod(s), _i64(total)), "element_count")
+    node.runtime_check(ops.not_equal(ops.prod(s), total), "element_count")
     return ops.reshape(node.input(0), _shape_expr(node.runtime_dims(s, "dim")))
 
 

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
+from ..arith.polynomial import prove_equal
 from ..expr import IntImm, PrimExpr, as_int, const, convert, select
 from ..te.tensor import Tensor
 
@@ -110,6 +111,10 @@ def broadcast_shape(a: Sequence[PrimExpr], b: Sequence[PrimExpr], what: str = "b
     return tuple(s if s.dtype == dtype else as_index(s, dtype) for s in out)
 
 
+def _same_dim(a: PrimExpr, b: PrimExpr) -> bool:
+    return a is b or prove_equal(a, b)
+
+
 def broadcast_indices(shape: Sequence[PrimExpr], out_shape: Sequence[PrimExpr],
                       idx: Sequence[PrimExpr]) -> list[PrimExpr]:
     """Indices into a tensor of ``shape`` for output position ``idx`` of a broadcast to
@@ -121,8 +126,9 @@ def broadcast_indices(shape: Sequence[PrimExpr], out_shape: Sequence[PrimExpr],
         s, o = shape[d], out_shape[od]
         if _is_one(s) and not _is_one(o):
             out.append(const(0, s.dtype))
-        elif const_int(s) is None and const_int(o) is not None and not _is_one(o):
-            # a symbolic dimension broadcast to a constant one: 1 at run time, or equal
+        elif const_int(s) is None and not _is_one(o) and not _same_dim(s, o):
+            # a symbolic dimension broadcast to another dimension (a constant, or another
+            # symbolic one): 1 at run time, or equal to it
             i = idx[od]
             i = i if i.dtype == s.dtype else as_index(i, s.dtype)
             out.append(select(s == const(1, s.dtype), const(0, s.dtype), i))
