@@ -269,11 +269,11 @@ class _Lower(IRRewriter):
 
     # buffers: a uint8 view of the same memory
     def rewrite_buffer(self, b: Buffer) -> Buffer:
-        b = super().rewrite_buffer(b)
-        if not dt.is_narrow(b.dtype):
-            return b
-        twin = b.replace(dtype="uint8")
-        self.twins[id(b)] = twin
+        r = super().rewrite_buffer(b)
+        if not dt.is_narrow(r.dtype):
+            return r
+        twin = r.replace(dtype="uint8")
+        self.twins[id(b)] = twin  # keyed by the original: buffer_map holds it
         return twin
 
     def _imm(self, e):
