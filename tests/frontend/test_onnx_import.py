@@ -307,7 +307,8 @@ def test_stft_with_a_window_matches_the_reference(run_time_step):
     np.testing.assert_allclose(_irc(from_onnx(model), *args)[0], want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("parts, onesided", [(1, 1), (2, 0)])
+@pytest.mark.parametrize("parts, onesided", [
+    (1, 1), pytest.param(2, 0, marks=pytest.mark.slow)])
 def test_stft_with_a_run_time_frame_length_matches_the_reference(parts, onesided):
     """The frame count, the frequencies and the transform's size are bound when the model
     runs; a frame length past the signal is a run-time error naming the check."""
