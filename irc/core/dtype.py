@@ -48,15 +48,15 @@ class FloatFormat(NamedTuple):
     @property
     def max_value(self) -> float:
         """The largest finite value."""
-        top = (1 << self.exp_bits) - 1
+        top = (1 << self.exp_bits) - 1  # the largest exponent field
+        man = (1 << self.man_bits) - 1  # and mantissa field
         if self.nan == "ieee" or self.has_inf:
-            top -= 1
-        if self.man_bits == 0:
-            return 2.0 ** (top - self.bias) if self.nan != "fn" else 2.0 ** (top - 1 -
-                                                                             self.bias)
-        man = (1 << self.man_bits) - 1
-        if self.nan == "fn":
-            man -= 1
+            top -= 1  # the all-ones exponent is inf / NaN
+        elif self.nan == "fn":  # the all-ones pattern is NaN
+            if self.man_bits:
+                man -= 1
+            else:
+                top -= 1
         return (1 + man / (1 << self.man_bits)) * 2.0 ** (top - self.bias)
 
 
@@ -104,7 +104,9 @@ def parse(dtype: str) -> DType:
         return DType("bool", 1, lanes)
     m = _DTYPE_RE.match(dtype)
     if not m:
-        name, _, lanes_s = dtype.rpartition("x") if "x" in dtype[12:] else (dtype, "", "")
+        name, sep, lanes_s = dtype.rpartition("x")  # the float formats' names have no x
+        if not sep:
+            name, lanes_s = dtype, ""
         if name in FLOAT_FORMATS and (not lanes_s or lanes_s.isdigit()):
             lanes = int(lanes_s) if lanes_s else 1
             if lanes < 1:
@@ -239,9 +241,7 @@ def from_numpy(np_dtype) -> str:
     except (KeyError, TypeError):
         pass
     name = np.dtype(np_dtype).name
-    if name == "float8_e8m0fnu" or name in FLOAT_FORMATS or name in NARROW_INTS:
-        pass
-    elif name != "bool":
+    if name != "bool":
         check(name)
     try:
         _FROM_NUMPY[np_dtype] = name

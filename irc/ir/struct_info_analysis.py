@@ -155,6 +155,37 @@ def format_sinfo(s: StructInfo | None) -> str:
 # ---------------------------------------------------------------------------------
 
 
+def broadcast_dims(shapes: Sequence[Sequence[PrimExpr]]) -> tuple[PrimExpr | None, ...] | None:
+    """Numpy broadcasting of several shapes, right-aligned; None when two dimensions are
+    provably different and neither is 1.
+
+    Per output dimension: provably equal dimensions give that dimension; a constant 1
+    gives the other; a symbolic dimension against a constant ``c != 1`` gives ``c`` (the
+    only outcomes that pass the run-time check are ``1`` and ``c``, both giving ``c``).
+    Two different symbolic dimensions give ``None`` (unknown: either may be 1 at run
+    time).
+    """
+    ndim = max(len(s) for s in shapes)
+    out: list[PrimExpr | None] = []
+    for k in range(ndim):
+        dims = [s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0]
+        non_one = [d for d in dims if const_value(d) != 1]
+        constants = {const_value(d) for d in non_one} - {None}
+        if len(constants) > 1 or (len(constants) == 1 and any(
+                prove_not_equal(d, next(iter(constants))) and prove_not_equal(d, 1)
+                for d in non_one)):
+            return None
+        if constants:
+            out.append(E.const(constants.pop(), "int64"))
+        elif not non_one:
+            out.append(E.const(1, "int64"))
+        elif all(prove_equal(non_one[0], d) for d in non_one[1:]):
+            out.append(non_one[0])
+        else:
+            out.append(None)
+    return tuple(out)
+
+
 def _dims_equal(a: Sequence[PrimExpr] | None, b: Sequence[PrimExpr] | None) -> bool:
     if a is None or b is None:
         return a is b

@@ -14,8 +14,8 @@ from ...ir import ops
 from ...ir.expr import Constant, Expr, ShapeExpr, const
 from ...ir.ops import integer
 from ...ir.struct_info import TensorStructInfo
+from ...ir.struct_info_analysis import broadcast_dims
 from ...tir import expr as E
-from ...tir.arith.polynomial import prove_equal
 from .importer import Node, SymShape, onnx_dtype
 from .registry import converter
 
@@ -27,12 +27,6 @@ def scalar(value: float, dtype: str) -> Constant:
     return const(np.asarray(value, dtype=dt.to_numpy(dtype)), dtype)
 
 
-def _same_dim(a: Any, b: Any) -> bool:
-    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
-        return a.value == b.value
-    return a is b or prove_equal(a, b)
-
-
 def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
     """``xs`` unchanged when their broadcast shape is known at import time; otherwise (two
     different symbolic dimensions meet, either of which may be 1 when the model runs)
@@ -41,19 +35,12 @@ def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
     sinfos = [node.graph.bb.normalize(x).struct_info for x in xs]
     if any(not isinstance(si, TensorStructInfo) or si.shape is None for si in sinfos):
         return xs
-    n = max(len(si.shape) for si in sinfos)
+    dims = broadcast_dims([si.shape for si in sinfos])
+    if dims is None or all(d is not None for d in dims):
+        return xs  # known (or a clash the operator reports)
+    n = len(dims)
     one = E.const(1, "int64")
     padded = [[one] * (n - len(si.shape)) + list(si.shape) for si in sinfos]
-    unknown = False
-    for k in range(n):
-        non_one = [p[k] for p in padded if not (isinstance(p[k], E.IntImm) and
-                                                 p[k].value == 1)]
-        if any(isinstance(d, E.IntImm) for d in non_one):
-            continue  # a constant decides (or the operator reports the clash)
-        if any(not _same_dim(non_one[0], d) for d in non_one[1:]):
-            unknown = True
-    if not unknown:
-        return xs
     shapes = [node.graph.shape_tensor(SymShape(p), f"{node.name}_shape{i}")
               for i, p in enumerate(padded)]
     hi, lo = shapes[0], shapes[0]
@@ -66,8 +53,8 @@ def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
         b = ops.logical_and(ops.not_equal(sh, scalar(1, "int64")), ops.not_equal(sh, out))
         bad = b if bad is None else ops.logical_or(bad, b)
     node.runtime_check(ops.sum(ops.astype(bad, "int64")), "shapes_do_not_broadcast")
-    dims = node.runtime_dims(out, "bcast")
-    return [ops.broadcast_to(x, ShapeExpr(values=tuple(dims))) for x in xs]
+    bound = node.runtime_dims(out, "bcast")
+    return [ops.broadcast_to(x, ShapeExpr(values=tuple(bound))) for x in xs]
 
 
 def _sym_binary(node: Node, fn: Callable[[Any, Any], Any]) -> SymShape | None:
@@ -347,7 +334,6 @@ def cast_to(node: Node, x: Expr, src: str, to: str) -> Expr:
         x = ops.where(ops.greater(x, hi), hi, ops.where(ops.less(x, lo), lo, x))
     elif to == "float8_e8m0fnu":
         mode = node.attr("round_mode", "up")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode != "up" or not node.attr("saturate", 1):
             raise node.error(f"irc converts to float8e8m0 rounding up with saturation "
                              f"only, not round_mode={mode!r} saturate="

@@ -10,6 +10,8 @@ inverse, ``numpy.fft.irfft``) are folded into the matrices.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...core import dtype as dt
@@ -208,24 +210,38 @@ def _stft(node: Node) -> Expr:
         x = ops.concat(Tuple(fields=(x, pad)), 1)
     if runtime_step:
         # The number of frames depends on the step: a shape variable bound at run time.
-        st = node.emit(ops.astype(ops.reshape(node.input(1), [1]), "int64"), "frame_step")
-        node.runtime_check(ops.reshape(ops.less(st, _i64(1)), []), "frame_step_below_1")
+        st = _runtime_step(node)
         count = ops.add(ops.floor_divide(_i64(shape[1] - frame_length), st), _i64(1))
         (frames,) = node.runtime_dims(count, "frames")
-        starts = ops.multiply(ops.arange(0, frames, 1, "int64"), st)
-        index = ops.add(ops.reshape(starts, [frames, 1]),
-                        Constant.from_numpy(np.arange(size, dtype="int64").reshape(1, -1)))
-        flat = ops.reshape(index, [frames * size])
+        x = _framed(x, shape, st, frames, size, Constant.from_numpy(np.arange(size,
+                                                                              dtype="int64")))
     else:
         frames = 1 + (shape[1] - frame_length) // step
         flat = Constant.from_numpy((np.arange(frames).reshape(-1, 1) * step + np.arange(
             size).reshape(1, -1)).reshape(-1).astype("int64"))
-    x = ops.reshape(ops.take(x, flat, axis=1), [shape[0], frames, size, shape[2]])
+        x = ops.reshape(ops.take(x, flat, axis=1), [shape[0], frames, size, shape[2]])
     if window is not None:
         x = ops.multiply(x, ops.reshape(window, [1, 1, size, 1]))
     x = node.emit(x, "frames")
     return _transform(node, x, [shape[0], frames, size, shape[2]], 2, frame_length, False,
                       bool(node.attr("onesided", 1)))
+
+
+def _framed(x: Expr, shape: list[int], st: Expr, frames: Any, width: Any,
+            offsets: Expr) -> Expr:
+    """``x`` ([batch, length, parts]) cut into ``frames`` frames of ``width`` points
+    starting ``st`` apart (``offsets``: ``arange(width)``): [batch, frames, width, parts]."""
+    starts = ops.multiply(ops.arange(0, frames, 1, "int64"), st)
+    index = ops.add(ops.reshape(starts, [frames, 1]), ops.reshape(offsets, [1, width]))
+    return ops.reshape(ops.take(x, ops.reshape(index, [frames * width]), axis=1),
+                       [shape[0], frames, width, shape[2]])
+
+
+def _runtime_step(node: Node) -> Expr:
+    """``frame_step`` (input 1) known only at run time, checked to be at least 1."""
+    st = _runtime_scalar(node, 1, "frame_step")
+    node.runtime_check(ops.reshape(ops.less(st, _i64(1)), []), "frame_step_below_1")
+    return st
 
 
 def _runtime_scalar(node: Node, i: int, what: str) -> Expr:
@@ -251,21 +267,20 @@ def _stft_runtime_length(node: Node, shape: list[int], d: str) -> Expr:
                                                   ops.greater(fl, _i64(length))), []),
                        "frame_length_out_of_range")
     if node.has_input(1) and node.const(1) is None:
-        st = _runtime_scalar(node, 1, "frame_step")
+        st = _runtime_step(node)
     else:
-        st = _i64(np.asarray([_scalar_input(node, 1, "frame_step") or 1]))
-    node.runtime_check(ops.reshape(ops.less(st, _i64(1)), []), "frame_step_below_1")
+        step = _scalar_input(node, 1, "frame_step") or 1
+        if step < 1:
+            raise node.error(f"frame_step {step} is below 1")
+        st = _i64(np.asarray([step]))
     onesided = bool(node.attr("onesided", 1))
     count = ops.add(ops.floor_divide(ops.subtract(_i64(length), fl), st), _i64(1))
     bins = ops.add(ops.floor_divide(fl, _i64(2)), _i64(1)) if onesided else fl
     (n,) = node.runtime_dims(fl, "frame_length")
     (frames,) = node.runtime_dims(count, "frames")
     (k,) = node.runtime_dims(node.emit(bins, "bins"), "bins")
-    starts = ops.multiply(ops.arange(0, frames, 1, "int64"), st)
-    index = ops.add(ops.reshape(starts, [frames, 1]),
-                    ops.reshape(ops.arange(0, n, 1, "int64"), [1, n]))
-    x = ops.take(node.input(0), ops.reshape(index, [frames * n]), axis=1)
-    x = node.emit(ops.reshape(x, [batch, frames, n, parts]), "frames")
+    x = node.emit(_framed(node.input(0), shape, st, frames, n,
+                          ops.arange(0, n, 1, "int64")), "frames")
     # theta[t, f] = 2 pi ((t f) mod n) / n, the product reduced first so it stays exact
     tf = ops.multiply(ops.reshape(ops.arange(0, n, 1, "int64"), [n, 1]),
                       ops.reshape(ops.arange(0, k, 1, "int64"), [1, k]))

@@ -22,11 +22,9 @@ from ..struct_info import (
     shape_of,
 )
 from ..struct_info_analysis import (
-    const_value,
+    broadcast_dims,
     format_shape,
     format_sinfo,
-    prove_equal,
-    prove_not_equal,
     simplify,
 )
 
@@ -126,34 +124,13 @@ def normalize_axes(call: Call, axes: Sequence[int], ndim: int, attr: str = "axis
 
 def broadcast_shapes(call: Call, shapes: Sequence[Shape], what: str = "shapes") -> \
         tuple[PrimExpr | None, ...]:
-    """Numpy broadcasting of several shapes, right-aligned.
-
-    Per output dimension: provably equal dimensions give that dimension; a constant 1
-    gives the other; a symbolic dimension against a constant ``c != 1`` gives ``c`` (the
-    only outcomes that pass the run-time check are ``1`` and ``c``, both giving ``c``).
-    Two different symbolic dimensions give ``None`` (unknown: the result keeps its rank
-    but not its shape). Provably different dimensions, neither 1, raise.
-    """
-    ndim = max(len(s) for s in shapes)
-    out: list[PrimExpr | None] = []
-    for k in range(ndim):
-        dims = [s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0]
-        non_one = [d for d in dims if const_value(d) != 1]
-        constants = {const_value(d) for d in non_one} - {None}
-        if len(constants) > 1 or (len(constants) == 1 and any(
-                prove_not_equal(d, next(iter(constants))) and prove_not_equal(d, 1)
-                for d in non_one)):
-            shown = " and ".join(format_shape(s) for s in shapes)
-            raise fail(call, f"{what} {shown} do not broadcast")
-        if constants:
-            out.append(E.const(constants.pop(), "int64"))
-        elif not non_one:
-            out.append(E.const(1, "int64"))
-        elif all(prove_equal(non_one[0], d) for d in non_one[1:]):
-            out.append(non_one[0])
-        else:
-            out.append(None)
-    return tuple(out)
+    """Numpy broadcasting of several shapes (:func:`broadcast_dims`); provably different
+    dimensions, neither 1, raise naming ``call``."""
+    dims = broadcast_dims(shapes)
+    if dims is None:
+        shown = " and ".join(format_shape(s) for s in shapes)
+        raise fail(call, f"{what} {shown} do not broadcast")
+    return dims
 
 
 def broadcast_sinfo(call: Call, sinfos: Sequence[TensorStructInfo], dtype: str) -> \

@@ -111,10 +111,6 @@ def broadcast_shape(a: Sequence[PrimExpr], b: Sequence[PrimExpr], what: str = "b
     return tuple(s if s.dtype == dtype else as_index(s, dtype) for s in out)
 
 
-def _same_dim(a: PrimExpr, b: PrimExpr) -> bool:
-    return a is b or prove_equal(a, b)
-
-
 def broadcast_indices(shape: Sequence[PrimExpr], out_shape: Sequence[PrimExpr],
                       idx: Sequence[PrimExpr]) -> list[PrimExpr]:
     """Indices into a tensor of ``shape`` for output position ``idx`` of a broadcast to
@@ -126,7 +122,7 @@ def broadcast_indices(shape: Sequence[PrimExpr], out_shape: Sequence[PrimExpr],
         s, o = shape[d], out_shape[od]
         if _is_one(s) and not _is_one(o):
             out.append(const(0, s.dtype))
-        elif const_int(s) is None and not _is_one(o) and not _same_dim(s, o):
+        elif const_int(s) is None and not _is_one(o) and not prove_equal(s, o):
             # a symbolic dimension broadcast to another dimension (a constant, or another
             # symbolic one): 1 at run time, or equal to it
             i = idx[od]

@@ -293,35 +293,28 @@ class _Lower(IRRewriter):
         return v
 
     def _load(self, e):
-        idx = tuple(self.expr(i) for i in e.indices)
-        buf = self.buffer(e.buffer)
         if not dt.is_narrow(e.dtype):
-            return self.load(e, buf, idx)
-        raw = E.BufferLoad(dtype=dt.with_lanes("uint8", dt.lanes(e.dtype)), buffer=buf,
-                           indices=idx)
-        return decode(e.dtype, raw)
+            return super()._load(e)
+        return decode(e.dtype, self._bytes(e))
 
-    def _raw_copy(self, value: E.PrimExpr, dtype: str):
-        """The byte of ``value`` when it is a plain load of ``dtype`` (a copy)."""
-        if type(value) is E.BufferLoad and value.dtype == dtype:
-            idx = tuple(self.expr(i) for i in value.indices)
-            return E.BufferLoad(dtype=dt.with_lanes("uint8", dt.lanes(dtype)),
-                                buffer=self.buffer(value.buffer), indices=idx)
-        return None
+    def _bytes(self, load: E.BufferLoad) -> E.PrimExpr:
+        """The storage bytes a load of a narrow buffer reads (through its uint8 view)."""
+        return E.BufferLoad(dtype=dt.with_lanes("uint8", dt.lanes(load.dtype)),
+                            buffer=self.buffer(load.buffer),
+                            indices=tuple(self.expr(i) for i in load.indices))
 
     def _store(self, s):
         if not dt.is_narrow(s.buffer.dtype):
             return super()._store(s)
-        idx = tuple(self.expr(i) for i in s.indices)
-        buf = self.buffer(s.buffer)
-        raw = self._raw_copy(s.value, s.value.dtype) if s.value.dtype == s.buffer.dtype \
-            else None
-        if raw is None:
-            value = s.value
+        value = s.value
+        if type(value) is E.BufferLoad and value.dtype == s.buffer.dtype:
+            raw = self._bytes(value)  # a copy: the byte as it is
+        else:
             if type(value) is E.Cast and dt.is_narrow(value.dtype):
                 value = value.value  # the encode rounds: no decode/encode round trip
             raw = encode(s.buffer.dtype, self.expr(value))
-        return BufferStore(buffer=buf, value=raw, indices=idx)
+        return BufferStore(buffer=self.buffer(s.buffer), value=raw,
+                           indices=tuple(self.expr(i) for i in s.indices))
 
     def stmt_Allocate(self, a: Allocate) -> Stmt:
         a2 = super().stmt_Allocate(a)
@@ -371,8 +364,8 @@ class _Lower(IRRewriter):
             (arg,) = e.args
             if dt.is_narrow(e.dtype):  # bits -> narrow value
                 return decode(e.dtype, _cast("uint8", self.expr(arg)))
-            raw = self._raw_copy(arg, arg.dtype)
-            byte = raw if raw is not None else encode(arg.dtype, self.expr(arg))
+            byte = self._bytes(arg) if type(arg) is E.BufferLoad else \
+                encode(arg.dtype, self.expr(arg))
             return _cast(e.dtype, byte)  # to int8/uint8: the same byte
         args = tuple(self.expr(a) for a in e.args)
         if not dt.is_narrow(e.dtype):  # isnan(x), ... on a narrow value
