@@ -147,9 +147,9 @@ def main() -> int:
             try:
                 model = onnx_zoo.build(name, full=True)
             except irc.IRCError as err:  # PyTorch missing
-                print(f"{name + ' (224)':22s} skipped: {err}")
+                print(f"{name + ' (full)':22s} skipped: {err}")
                 continue
-            print(bench(f"{name} (224)", model, onnx_zoo.random_inputs(name, full=True),
+            print(bench(f"{name} (full)", model, onnx_zoo.random_inputs(name, full=True),
                         args.repeat, args.warmup, exact_reference=False, target=args.target),
                   flush=True)
     return 0

@@ -109,13 +109,21 @@ def vector_math(cg, base: str, args: list[Value]) -> Value | None:
             chunk = [b.shuffle(a, None, list(range(k, k + width))) for a in args]
             parts.append(b.call(wty, name, chunk))
         while len(parts) > 1:
-            merged = []
-            for p, q in zip(parts[::2], parts[1::2]):
-                m = lanes_of(p.ty)
-                merged.append(b.shuffle(p, q, list(range(2 * m))))
+            merged = [_concat(b, p, q) for p, q in zip(parts[::2], parts[1::2])]
+            if len(parts) % 2:  # an odd count (12 lanes in calls of 4): the last waits
+                merged.append(parts[-1])
             parts = merged
         return parts[0]
     return None
+
+
+def _concat(b, p: Value, q: Value) -> Value:
+    """The lanes of ``p`` followed by those of ``q`` (``q`` may be the shorter: it is
+    padded first, since a shuffle takes two operands of one type)."""
+    m, k = lanes_of(p.ty), lanes_of(q.ty)
+    if k < m:
+        q = b.shuffle(q, None, list(range(k)) + [-1] * (m - k))
+    return b.shuffle(p, q, list(range(m)) + list(range(m, m + k)))
 
 
 def unary_intrinsic(cg, op: str, v: Value, dtype: str) -> Value:

@@ -11,6 +11,11 @@ function and the error (a broken rule would otherwise show only as a slowdown).
 The first schedule produced replaces the function, marked ``tir.is_scheduled: True``.
 Functions no rule accepts stay as they are (they still compile, unscheduled).
 
+Weights: a parameter every graph-level call passes a constant may be repacked by the
+rule (the CPU ``Matmul`` rule packs a convolution's or matmul's weight into its
+micro-kernel's panels); the constants at the call sites are then packed once, here
+(:mod:`irc.dlight.weights`).
+
 Preconditions: loop functions in block form (the output of legalization and fusion).
 Postconditions: scheduled functions carry ``tir.is_scheduled``; graph functions are
 untouched.
@@ -26,11 +31,12 @@ from ..core.diagnostics import IRCError
 from ..core.module import IRModule
 from ..core.target import Target
 from ..core.transform import Pass, PassContext
-from ..tir.schedule import Schedule
+from ..tir.schedule import Schedule, layout_rewrites
 from ..tir.stmt import PrimFunc
 from .base import ScheduleRule, is_scheduled
 from .cpu import default_rules
 from .gpu import default_rules as gpu_default_rules
+from .weights import layout_free_params, mark_packable, pack_call_sites, without_pack_attrs
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +72,21 @@ class ApplyDefaultSchedule(Pass):
             raise IRCError("ApplyDefaultSchedule needs a target: run it under "
                            "'with irc.target.Target(\"llvm\"):' (or \"cuda\")")
         rules = [r for r in self.rules if r.is_target_available(target)]
+        packable = layout_free_params(mod)
         updates = {}
+        rewritten = {}
         for gv, func in mod.functions.items():
             if not isinstance(func, PrimFunc) or is_scheduled(func):
                 continue
-            new = schedule_func(func, target, rules, name=gv.name_hint)
-            if new is not None:
-                updates[gv] = new
-        return mod.with_functions(updates) if updates else mod
+            marked = mark_packable(func, packable.get(gv.name_hint, []))
+            new = schedule_func(marked, target, rules, name=gv.name_hint)
+            if new is None:
+                continue
+            if marked is not func and layout_rewrites(new):
+                rewritten[gv.name_hint] = new
+            updates[gv] = without_pack_attrs(new, func) if marked is not func else new
+        mod = mod.with_functions(updates) if updates else mod
+        return pack_call_sites(mod, rewritten)
 
     def __repr__(self) -> str:
         return f"ApplyDefaultSchedule({', '.join(map(repr, self.rules))})"

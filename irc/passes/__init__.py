@@ -26,7 +26,7 @@ from ..tir.transform import PrimFuncPass, prim_func_pass
 from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .bind_params import BindParams
 from .canonicalize_bindings import CanonicalizeBindings
-from .convert_layout import ConvertLayout
+from .convert_layout import ConvertLayout, ConvertLayoutForTarget
 from .dead_code_elimination import DeadCodeElimination
 from .decompose_ops import DecomposeOpsForInference
 from .fold_batch_norm import FoldBatchNormToConv2D

@@ -32,6 +32,7 @@ from typing import Any
 from ..core.diagnostics import IRCError
 from ..core.functor import Visitor
 from ..core.module import IRModule
+from ..core.target import Target
 from ..core.transform import Pass, PassContext
 from ..ir.expr import (
     Binding,
@@ -337,4 +338,22 @@ class ConvertLayout(Pass):
                                  where=lambda f: not f.attrs.get("Primitive"))
 
 
-__all__ = ["ConvertLayout"]
+@dataclass(frozen=True)
+class ConvertLayoutForTarget(Pass):
+    """The default pipeline's layout choice: under an llvm target (the current one when
+    the pass runs), convolutions run in NHWC with HWIO kernels (``ConvertLayout``'s
+    default), converting only at the ends of convolution chains. The CPU rules
+    vectorize an NHWC convolution along its output channels, which stay contiguous in
+    every layer and divide by the vector width in nearly every network; in NCHW the
+    vector runs along an output row, which is short and odd-sized in the deep layers
+    (7 wide in ResNet's last stage). Under other targets (or none) the module is left as
+    it is."""
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        target = Target.current()
+        if target is None or target.kind.name != "llvm":
+            return mod
+        return ConvertLayout().transform_module(mod, ctx)
+
+
+__all__ = ["ConvertLayout", "ConvertLayoutForTarget"]

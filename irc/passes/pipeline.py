@@ -4,15 +4,19 @@
   functions (seed 003 runs it before default schedule rules or tuning).
 - ``default``: what ``irc.compile`` uses: fold batch norms into the constant-weight
   convolutions before them, decompose the remaining batch norms for inference, normalize,
-  canonicalize bindings, legalize, normalize and canonicalize again (legalization may
+  canonicalize bindings, remove dead code (a decomposed batch norm leaves an unused
+  tuple that would keep its output in the old layout), on CPU (llvm) targets convert
+  convolutions to NHWC (``ConvertLayoutForTarget``: permutations only at the ends of
+  convolution chains),
+  legalize, normalize and canonicalize again (legalization may
   nest calls in tuples: batch norm and dropout return tuples), annotate loop functions
   with their fusion patterns, fold constants (weights are constants once bound, so
   weight transposes and batch-norm factors vanish), remove dead code, fuse operators into
   groups and each group into one loop function, and remove what fusion left unused.
-  Layout conversion is not in it (it changes kernels' layouts, which pays with tuning;
-  put ``ConvertLayout`` in front when wanted). Last, when the current target is llvm
-  (``irc.compile`` runs the pipeline under ``with target:``), the default CPU schedule
-  rules (``irc.dlight.cpu``) schedule every loop function not yet scheduled.
+  Last, the default schedule rules of the current target (``irc.compile`` runs the
+  pipeline under ``with target:``; ``irc.dlight.cpu`` for llvm, ``irc.dlight.gpu`` for
+  cuda) schedule every loop function not yet scheduled, packing constant weights into
+  the layouts the CPU micro-kernels read (``irc.dlight.weights``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..core.transform import Pass, Sequential
 from ..dlight.apply import DefaultScheduleForTarget
 from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .canonicalize_bindings import CanonicalizeBindings
+from .convert_layout import ConvertLayoutForTarget
 from .dead_code_elimination import DeadCodeElimination
 from .decompose_ops import DecomposeOpsForInference
 from .fold_batch_norm import FoldBatchNormToConv2D
@@ -42,6 +47,8 @@ def _default() -> Pass:
         DecomposeOpsForInference(),
         Normalize(),
         CanonicalizeBindings(),
+        DeadCodeElimination(),
+        ConvertLayoutForTarget(),
         LegalizeOps(),
         Normalize(),
         CanonicalizeBindings(),

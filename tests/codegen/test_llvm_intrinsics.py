@@ -71,6 +71,23 @@ def test_unary_math_vector_lanes(name):
     np.testing.assert_allclose(y, ref(x.astype(np.float64)), rtol=2e-6, atol=2e-6)
 
 
+@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid"])
+@pytest.mark.parametrize("lanes", [12, 20, 24])
+def test_unary_math_vector_lanes_an_odd_number_of_calls_wide(name, lanes):
+    """Regression: a vector of 12 lanes goes to libmvec as three 4-lane calls; joining
+    the three results built an 8-lane vector (invalid IR). 20 lanes: five calls; 24:
+    three 8-lane calls."""
+    ref, (lo, hi) = UNARY[name]
+    n = 2 * lanes
+    a, b = buf("a", (n,)), buf("b", (n,))
+    i = tir.var("i")
+    v = intrin.call_intrin(name, a[ramp(i * lanes, lanes)])
+    f = func([a, b], loop(i, 2, store(b, ramp(i * lanes, lanes), v)))
+    x, y = _data(n, lo, hi, "float32"), np.zeros(n, "float32")
+    run(f, x, y)
+    np.testing.assert_allclose(y, ref(x.astype(np.float64)), rtol=2e-6, atol=2e-6)
+
+
 @pytest.mark.parametrize("name", ["exp", "sqrt", "tanh", "sigmoid", "floor"])
 def test_unary_math_float16(name):
     ref, (lo, hi) = UNARY[name]

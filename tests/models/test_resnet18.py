@@ -60,11 +60,14 @@ def test_resnet18_kernel_count(resnet18, compiled):
     convs = [c for c in calls if is_convolution(opt[c.kernel])]
     assert len(convs) == NUM_CONVS
     data = activation_kernels(calls, func.attrs["num_input"], func.params)
-    assert len(data) == NUM_DATA_KERNELS, [c.kernel for c in data]
+    # On the CPU the convolutions run in NHWC: the NCHW image is transposed once, first;
+    # the chain stays NHWC to the global pooling (no other conversion).
+    assert len(data) == NUM_DATA_KERNELS + 1, [c.kernel for c in data]
     patterns = kernel_patterns(opt)
-    # Every data-path kernel but the flattening reshape does real work (no copies).
+    # Every data-path kernel but that transpose and the flattening reshape does real work.
     assert [c.kernel for c in data if patterns[c.kernel] <= INJECTIVE and
-            not is_convolution(opt[c.kernel])] == [data[-2].kernel]
+            not is_convolution(opt[c.kernel])] == [data[0].kernel, data[-2].kernel]
+    assert data[0].kernel.startswith("transpose")
     # Batch norm, ReLU and (in the second convolution of each block) the residual add
     # are inside the convolution kernels; with constant weights batch norm was folded
     # into them (scaled weights and a bias: no multiply left).
@@ -73,7 +76,7 @@ def test_resnet18_kernel_count(resnet18, compiled):
     assert sum("relu" in n for n in fused_names) == NUM_CONVS - 3  # not the shortcuts
     if bound:
         # Folded: no weight preprocessing is left, the kernels read constants.
-        assert len(calls) == NUM_DATA_KERNELS
+        assert len(calls) == NUM_DATA_KERNELS + 1
         assert len(func.params) == 1 and constant_args(calls) > 0
     else:
         # The rest is weight-side preprocessing (batch-norm scale and shift, the dense

@@ -38,6 +38,7 @@ from ...tir.schedule.state import var_ids
 from ...tir.stmt import PrimFunc
 from ..analysis import try_compute_inline
 from ..base import ScheduleRule
+from ..weights import packable_params
 from .tiling import MAX_GATHER_STRIDE, apply_output_tile, plan_output_tile
 from .utils import schedule_injective_block
 
@@ -208,7 +209,35 @@ def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
     apply_output_tile(sch, anchor, plan, epilogue, target)
     for b in infos[:pos]:
         schedule_injective_block(sch, b, target)
+    repack_weights(sch, anchor.name)
     return sch
+
+
+def repack_weights(sch: Schedule, anchor_name: str) -> None:
+    """Rewrite the layout of each weight the anchor reads that may be repacked (a
+    constant at every call site, :mod:`irc.dlight.weights`) into the order the tiled
+    loops walk it: the micro-kernel then streams it sequentially instead of jumping a
+    row of the original layout per reduction step."""
+    free = packable_params(sch.func)
+    if not free:
+        return
+    index = 0
+    while True:
+        func = sch.func
+        params = {id(func.buffer_map[p]): k for k, p in enumerate(func.params)
+                  if p in func.buffer_map}
+        block = sch.get_block(anchor_name)
+        reads = sch.get(block).reads
+        if index >= len(reads):
+            return
+        k = params.get(id(reads[index].buffer))
+        if k in free:
+            try:
+                sch.layout_rewrite(block, index)
+            except ScheduleError as err:
+                logger.debug("cpu.Matmul: weight %s of block %s keeps its layout: %s",
+                             reads[index].buffer.name, anchor_name, err.message)
+        index += 1
 
 
 class Matmul(ScheduleRule):

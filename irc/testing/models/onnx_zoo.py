@@ -74,6 +74,8 @@ class ZooEntry:
     make: Callable[[Any, bool], tuple[Any, tuple[InputSpec, ...], bool]]
     dims: dict[str, int] = field(default_factory=dict)
     full_size: bool = False  # build(name, full=True) gives the published widths
+    # The inputs of the full-size model (default: a 224x224 image).
+    full_inputs: tuple[InputSpec, ...] | None = None
 
 
 def _image(size: int) -> tuple[InputSpec, ...]:
@@ -106,7 +108,15 @@ _LSTM_INPUTS = (InputSpec("x", "float32", (6, 1, 16)),)
 _LOOP_INPUTS = (InputSpec("x", "float32", ("seq", 1, 8)),)
 
 
+# BERT-base: 12 layers of width 768, 12 heads, FFN 3072, WordPiece's 30,522 tokens;
+# sequence 128.
+_BERT_BASE_INPUTS = (InputSpec("input_ids", "int64", (1, 128), "ids", 30522),
+                     InputSpec("attention_mask", "int64", (1, 128), "mask"))
+
+
 def _bert(nets: Any, full: bool) -> tuple[Any, tuple[InputSpec, ...], bool]:
+    if full:
+        return nets.BertEncoder(30522, 768, 12, 12, 3072, 512), _BERT_BASE_INPUTS, False
     return nets.BertEncoder(_VOCAB, 32, 2, 4, 64, 32), _BERT_INPUTS, False
 
 
@@ -134,7 +144,8 @@ ZOO: dict[str, ZooEntry] = {e.name: e for e in (
     ZooEntry("resnet18", _image(64), ("logits",), _resnet18, full_size=True),
     ZooEntry("resnet50", _image(64), ("logits",), _resnet50, full_size=True),
     ZooEntry("mobilenet_v2", _image(64), ("logits",), _mobilenet_v2, full_size=True),
-    ZooEntry("bert", _BERT_INPUTS, ("last_hidden_state", "pooled"), _bert),
+    ZooEntry("bert", _BERT_INPUTS, ("last_hidden_state", "pooled"), _bert, full_size=True,
+             full_inputs=_BERT_BASE_INPUTS),
     ZooEntry("gpt_decoder", _GPT_INPUTS, ("logits",), _gpt, dims={"seq": 8}),
     ZooEntry("lstm", _LSTM_INPUTS, ("y",), _lstm),
     ZooEntry("if_branch", (InputSpec("x", "float32", (2, 8)),), ("y",), _if),
@@ -174,7 +185,7 @@ def _full_inputs(entry: ZooEntry) -> tuple[InputSpec, ...]:
     if not entry.full_size:
         raise IRCError(f"zoo model {entry.name!r} has no full-size version (those with one: "
                        f"{', '.join(n for n, e in ZOO.items() if e.full_size)})")
-    return _image(224)
+    return entry.full_inputs or _image(224)
 
 
 def _entry(name: str) -> ZooEntry:
@@ -215,7 +226,8 @@ def _randomize(torch: Any, module: Any, seed: int) -> None:
 
 def build(name: str, full: bool = False, seed: int = 0) -> Any:
     """Zoo model ``name`` as an ``onnx.ModelProto`` (needs PyTorch; ``qdq_cnn`` also
-    onnxruntime). ``full``: the published widths and 224x224 inputs (CNNs only)."""
+    onnxruntime). ``full``: the published widths, with 224x224 images for the CNNs and
+    BERT-base at sequence 128."""
     onnx = onnx_module()
     entry = _entry(name)
     nets = _torch_nets()

@@ -1,0 +1,181 @@
+"""irc's default CPU build against ONNX Runtime on real models (issue 13).
+
+For each model, in one run on one machine:
+
+- irc's latency: ``from_onnx`` then ``irc.compile(mod, "llvm")`` — the default pipeline,
+  no tuning, no records, no library dispatch — and the VM's ``main``, median of
+  ``--repeat`` calls after ``--warmup``;
+- ONNX Runtime's latency on the same model file and inputs (CPU provider, 2 intra-op
+  threads, one inter-op thread, default graph optimizations), median the same way;
+- the ratio irc / ORT (below 1 means irc is faster), irc's import + compile time;
+- irc's GFLOPS (the model's floating-point operations, counted on its loop functions
+  before scheduling, over the latency) and their fraction of the machine's measured
+  peak: a register-only FMA loop on as many threads as irc's kernels use
+  (:mod:`irc.testing.cpu_peak`);
+- irc's error against ONNX Runtime (``max |irc - ort| / max |ort|``).
+
+Models: ResNet-18, ResNet-50 and MobileNet-V2 at 224x224, BERT-base (12 layers, width
+768) at sequence 128 — PyTorch's modules with seeded weights, exported once to ONNX
+(``irc.testing.models.onnx_zoo``, cached in ``--cache``) — and seed 000's layer
+(conv2d 3x3, 512 to 512 channels on 7x7, bias, ReLU, NCHW), written with
+``onnx.helper``, also timed in PyTorch (oneDNN, 2 threads).
+
+``--profile`` prints irc's per-kernel profile of each model (``vm.profile``).
+
+Run on a quiet machine: ``python benchmarks/cpu_models.py [--models resnet18,conv]
+[--repeat 50] [--profile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnx_models import median_seconds  # the same timing as the ONNX zoo benchmark
+
+import irc
+from irc.core.target import Target, host_cpu_model
+from irc.frontend.onnx import from_onnx
+from irc.testing.cpu_peak import fma_peak_gflops
+from irc.testing.models import onnx_zoo
+from irc.tune.graph import graph_tasks, prepare_graph
+
+MODELS = ("resnet18", "resnet50", "mobilenet_v2", "bert", "conv")
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "irc", "cpu_models")
+THREADS = 2
+
+
+def seed000_conv(seed: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
+    """Seed 000's layer as ONNX: relu(conv2d(x, w, stride 1, pad 1) + b), NCHW,
+    x (1, 512, 7, 7), w (512, 512, 3, 3); and its seeded input."""
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((512, 512, 3, 3)) / np.sqrt(512 * 9)).astype("float32")
+    b = rng.standard_normal(512).astype("float32") * 0.1
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1],
+                          strides=[1, 1], kernel_shape=[3, 3]),
+         helper.make_node("Relu", ["c"], ["y"])],
+        "seed000_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 7, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512, 7, 7])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return model, {"x": rng.standard_normal((1, 512, 7, 7)).astype("float32")}
+
+
+def load_model(name: str, cache: str) -> tuple[Any, dict[str, np.ndarray]]:
+    """The model and its inputs: seed 000's conv, or a full-size zoo model (exported
+    with PyTorch the first time, then read from ``cache``)."""
+    if name == "conv":
+        return seed000_conv()
+    path = os.path.join(cache, f"{name}_full.onnx")
+    if not os.path.exists(path):
+        os.makedirs(cache, exist_ok=True)
+        onnx.save(onnx_zoo.build(name, full=True), path)
+    return onnx.load(path), onnx_zoo.random_inputs(name, full=True)
+
+
+def model_flops(mod: Any) -> float:
+    """Floating-point operations of one run: every loop function's count times its
+    call sites, before scheduling (so a Winograd layer counts as the direct conv)."""
+    return sum(t.weight * max(t.flop_count, 0.0)
+               for t in graph_tasks(prepare_graph(mod), include_simple=True))
+
+
+def torch_conv_seconds(model: Any, feeds: dict[str, np.ndarray], repeat: int,
+                       warmup: int) -> tuple[float, str] | None:
+    """PyTorch's time for seed 000's layer (oneDNN, ``THREADS`` threads), or None
+    without PyTorch."""
+    try:
+        import torch  # optional: the peer of the conv row only
+    except ImportError:
+        return None
+    torch.set_num_threads(THREADS)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    x = torch.from_numpy(feeds["x"])
+    w = torch.from_numpy(np.array(inits["w"]))
+    b = torch.from_numpy(np.array(inits["b"]))
+
+    def run() -> Any:
+        with torch.no_grad():
+            return torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1))
+    return median_seconds(run, repeat, warmup), torch.__version__
+
+
+def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
+    model, feeds = load_model(name, args.cache)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = THREADS
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    t_ort = median_seconds(lambda: sess.run(None, feeds), args.repeat, args.warmup)
+    want = sess.run(None, feeds)
+    t0 = time.perf_counter()
+    mod = from_onnx(model)
+    ex = irc.compile(mod, "llvm")
+    compile_s = time.perf_counter() - t0
+    vm = irc.vm.VirtualMachine(ex, irc.cpu())
+    inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
+    out = vm["main"](*inputs)
+    got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
+    err = max(float(np.abs(g.astype("float64") - w).max() / max(np.abs(w).max(), 1e-30))
+              for g, w in zip(got, want))
+    t_irc = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
+    gflops = model_flops(mod) / t_irc / 1e9
+    lines = [f"{name:13s} {t_irc * 1e3:9.3f} {t_ort * 1e3:9.3f} {t_irc / t_ort:6.2f}x "
+             f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e}"]
+    if name == "conv":
+        tt = torch_conv_seconds(model, feeds, args.repeat, args.warmup)
+        if tt is None:
+            lines.append(f"{'':13s} PyTorch not installed: no oneDNN figure")
+        else:
+            lines.append(f"{'':13s} PyTorch {tt[1]} (oneDNN, {THREADS} threads) "
+                         f"{tt[0] * 1e3:.3f} ms: irc / PyTorch {t_irc / tt[0]:.2f}x")
+    if args.profile:
+        report = vm.profile("main", *inputs, repeat=args.repeat, warmup=1)
+        lines.append(report.table(top=12))
+    return lines
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS),
+                   help=f"comma-separated, of {', '.join(MODELS)} (default: all)")
+    p.add_argument("--repeat", type=int, default=50, help="timed calls per model")
+    p.add_argument("--warmup", type=int, default=5, help="untimed calls first")
+    p.add_argument("--cache", default=CACHE, help="where the exported ONNX models are kept")
+    p.add_argument("--profile", action="store_true", help="print irc's per-kernel profiles")
+    args = p.parse_args()
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    t = Target.canon("llvm")
+    peak1 = fma_peak_gflops(1, t)
+    peak = fma_peak_gflops(THREADS, t)
+    print(f"{host_cpu_model()} ({t.mcpu}, {t.vector_width_bits()}-bit vectors), "
+          f"{os.cpu_count()} CPUs; irc {irc.__version__}, ONNX Runtime {ort.__version__}; "
+          f"{THREADS} threads; median of {args.repeat} calls after {args.warmup}")
+    print(f"measured FMA peak: {peak1:.0f} GFLOPS on 1 thread, {peak:.0f} GFLOPS on "
+          f"{THREADS}")
+    print(f"{'model':13s} {'irc ms':>9s} {'ORT ms':>9s} {'irc/ORT':>7s} {'compile':>8s} "
+          f"{'GFLOPS':>8s} {'peak':>6s} {'err':>9s}")
+    for name in names:
+        try:
+            lines = bench(name, args, peak)
+        except irc.IRCError as err:
+            lines = [f"{name:13s} irc error: {str(err).splitlines()[0]}"]
+        print("\n".join(lines), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
