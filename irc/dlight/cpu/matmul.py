@@ -18,9 +18,12 @@ Applies to a function whose root blocks are: injective producers, then one reduc
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ...core.diagnostics import ScheduleError
+from ...core.functor import post_order_visit
 from ...core.target import Target
+from ...tir.expr import Call
 from ...tir.schedule import Schedule
 from ...tir.schedule.block_info import (
     BlockInfo,
@@ -103,7 +106,6 @@ def inline_producers(sch: Schedule, anchor_name: str, varying_guard: bool) -> Sc
         infos = get_block_infos(sch)
         pos = next(k for k, b in enumerate(infos) if b.name == anchor_name)
         anchor = infos[pos]
-        v = innermost_spatial_var(anchor.block)
         progressed = False
         for b in infos[:pos]:
             if is_output(sch, b.name):
@@ -114,18 +116,38 @@ def inline_producers(sch: Schedule, anchor_name: str, varying_guard: bool) -> Sc
                 continue
             store = store_of(b.block)
             guarded = store is None or has_if_then_else(store.value)
-            if guarded and not varying_guard and any(a.stride(v) != 0 for a in reads_it):
-                continue
             trial = sch.copy()
             if not try_compute_inline(trial, trial.get_block(b.name)):
                 continue
             if not _vector_friendly(trial, anchor_name):
+                continue
+            if guarded and not varying_guard and _guard_varies(trial, anchor_name):
                 continue
             sch = trial
             progressed = True
             break
         if not progressed:
             return sch
+
+
+def _guard_varies(sch: Schedule, anchor_name: str) -> bool:
+    """True when a guard (``if_then_else`` condition) in the anchor's update depends on
+    the vector loop's variable — an NCHW padding guard along the output row — or the
+    update has no plain store. An NHWC guard depends on rows and columns only, so it is
+    evaluated once per vector (a depthwise convolution reads its padded input along the
+    channels, which is the vector loop)."""
+    info = next(b for b in get_block_infos(sch) if b.name == anchor_name)
+    v = innermost_spatial_var(info.block)
+    store = store_of(info.block)
+    if v is None or store is None:
+        return True
+    found = [False]
+
+    def visit(x: Any) -> None:
+        if type(x) is Call and x.op == "if_then_else" and _uses_var(x.args[0], v):
+            found[0] = True
+    post_order_visit(store.value, visit)
+    return found[0]
 
 
 def pack_strided_weights(sch: Schedule, anchor_name: str) -> Schedule:
