@@ -143,4 +143,9 @@ def test_zoo_requests_it_cannot_serve_are_irc_errors():
     with pytest.raises(irc.IRCError, match="no zoo model 'vgg'"):
         onnx_zoo.random_inputs("vgg")
     with pytest.raises(irc.IRCError, match="no full-size version"):
-        onnx_zoo.random_inputs("bert", full=True)
+        onnx_zoo.random_inputs("gpt_decoder", full=True)
+    # BERT's full size is BERT-base at sequence 128 (benchmarks/cpu_models.py).
+    feeds = onnx_zoo.random_inputs("bert", full=True)
+    assert {k: v.shape for k, v in feeds.items()} == {"input_ids": (1, 128),
+                                                      "attention_mask": (1, 128)}
+    assert feeds["input_ids"].max() < 30522
