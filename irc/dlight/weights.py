@@ -50,8 +50,10 @@ def call_inputs(call: Call) -> list[Any]:
 
 def layout_free_params(mod: IRModule) -> dict[str, list[int]]:
     """For each loop function called from the module's graph functions: the positions
-    of the parameters that every call site passes a constant (by function name)."""
+    of the parameters that every call site passes a constant (by function name). A
+    function referred to other than as the callee of a ``call_tir`` gets none."""
     sites: dict[str, list[list[bool]]] = {}
+    refs: dict[str, int] = {}
 
     class _Find(Visitor):
         def visit_Call(self, c: Call) -> None:
@@ -60,11 +62,16 @@ def layout_free_params(mod: IRModule) -> dict[str, list[int]]:
                     [isinstance(a, Constant) for a in call_inputs(c)])
             self.generic_visit(c)
 
+        def visit_GlobalVar(self, gv: GlobalVar) -> None:
+            refs[gv.name_hint] = refs.get(gv.name_hint, 0) + 1
+
     for f in mod.functions.values():
         if isinstance(f, Function):
             _Find().visit(f)
     out = {}
     for name, calls in sites.items():
+        if refs.get(name, 0) != len(calls):
+            continue
         n = min(len(c) for c in calls)
         free = [k for k in range(n) if all(c[k] for c in calls)]
         if free:
