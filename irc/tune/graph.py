@@ -28,6 +28,7 @@ from ..core.module import IRModule, unique_name
 from ..core.target import Target
 from ..core.transform import Sequential
 from ..dlight.apply import DefaultScheduleForTarget
+from ..dlight.weights import call_inputs
 from ..ir.block_builder import normalize
 from ..ir.expr import (
     Call,
@@ -134,11 +135,6 @@ def _call_tir_sites(mod: IRModule) -> list[tuple[Call, PrimFunc]]:
     return found
 
 
-def _call_inputs(call: Call) -> list[Any]:
-    args = call.args[1] if len(call.args) > 1 else Tuple(fields=())
-    return list(args.fields) if isinstance(args, Tuple) else [args]
-
-
 def site_function(call: Call, callee: PrimFunc) -> PrimFunc:
     """The callee as tuned for this call site: parameters bound to constants are marked
     layout-free (unless the function already says which are)."""
@@ -146,7 +142,7 @@ def site_function(call: Call, callee: PrimFunc) -> PrimFunc:
         return callee
     if "layout_free_buffers" in callee.attrs:
         return callee
-    free = [k for k, a in enumerate(_call_inputs(call)) if isinstance(a, Constant)]
+    free = [k for k, a in enumerate(call_inputs(call)) if isinstance(a, Constant)]
     return callee.with_attr("layout_free_buffers", free) if free else callee
 
 
@@ -286,7 +282,7 @@ class _Applier:
         if found is None:
             return None
         gv, new = found
-        inputs = _call_inputs(call)
+        inputs = call_inputs(call)
         pre_bindings = []
         for rw in layout_rewrites(new):
             arg = inputs[rw.param]

@@ -13,6 +13,7 @@ from irc.core.module import IRModule
 from irc.ir import BlockBuilder, Var, ops, tensor_sinfo
 from irc.ir.expr import Constant
 from irc.target import Target
+from irc.testing import ref
 from irc.tir.stmt import PrimFunc
 
 onnx = pytest.importorskip("onnx")
@@ -205,7 +206,6 @@ class Module:
     x = rng.standard_normal((1, 8, 10, 10)).astype("float32")
     w = rng.standard_normal((16, 8, 3, 3)).astype("float32")
     got = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))["main"](x, w).numpy()
-    from irc.testing import ref
     np.testing.assert_allclose(got, np.maximum(ref.conv2d_nchw(x, w, padding=1), 0),
                                rtol=1e-4, atol=1e-4)
 
