@@ -22,14 +22,22 @@ Models: ResNet-18, ResNet-50 and MobileNet-V2 at 224x224, BERT-base (12 layers, 
 
 ``--profile`` prints irc's per-kernel profile of each model (``vm.profile``).
 
+``--tune SECONDS`` also tunes each model with ``irc.tune.ms.tune_relax`` for at most that
+long (the task scheduler measures every task's default schedule first, so a tuned
+kernel never replaces a faster default one), builds it with the records
+(``compile_relax``) and prints the tuned latency against ONNX Runtime's, the tuning
+time and the trials measured.
+
 Run on a quiet machine: ``python benchmarks/cpu_models.py [--models resnet18,conv]
-[--repeat 50] [--profile]``.
+[--repeat 50] [--profile] [--tune 600]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import tempfile
 import time
 from typing import Any
 
@@ -41,9 +49,11 @@ from onnx_models import median_seconds  # the same timing as the ONNX zoo benchm
 
 import irc
 from irc.core.target import Target, host_cpu_model
+from irc.core.transform import PassContext
 from irc.frontend.onnx import from_onnx
 from irc.testing.cpu_peak import fma_peak_gflops
 from irc.testing.models import onnx_zoo
+from irc.tune import ms
 from irc.tune.graph import graph_tasks, prepare_graph
 
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "bert", "conv")
@@ -84,9 +94,12 @@ def load_model(name: str, cache: str) -> tuple[Any, dict[str, np.ndarray]]:
 
 def model_flops(mod: Any) -> float:
     """Floating-point operations of one run: every loop function's count times its
-    call sites, before scheduling (so a Winograd layer counts as the direct conv)."""
+    call sites, before scheduling, with every convolution direct (a Winograd layer
+    counts as the direct convolution it replaces: GFLOPS are effective)."""
+    with PassContext(disabled_pass=["WinogradConv2D"]):
+        prepared = prepare_graph(mod)
     return sum(t.weight * max(t.flop_count, 0.0)
-               for t in graph_tasks(prepare_graph(mod), include_simple=True))
+               for t in graph_tasks(prepared, include_simple=True))
 
 
 def torch_conv_seconds(model: Any, feeds: dict[str, np.ndarray], repeat: int,
@@ -142,7 +155,30 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     if args.profile:
         report = vm.profile("main", *inputs, repeat=args.repeat, warmup=1)
         lines.append(report.table(top=12))
+    if args.tune:
+        lines.append(tuned_line(mod, inputs, want, t_ort, args))
     return lines
+
+
+def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray], t_ort: float,
+               args: argparse.Namespace) -> str:
+    """Tune ``mod`` for at most ``args.tune`` seconds, build it with the records and
+    time it: one line of the table."""
+    with tempfile.TemporaryDirectory() as work:
+        t0 = time.perf_counter()
+        db = ms.tune_relax(mod, None, "llvm", work, max_trials_global=100000,
+                           time_budget=args.tune, verbose=0, out=io.StringIO())
+        tune_s = time.perf_counter() - t0
+        trials = len(db)
+        ex = ms.compile_relax(db, mod, "llvm")
+    vm = irc.vm.VirtualMachine(ex, irc.cpu())
+    out = vm["main"](*inputs)
+    got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
+    err = max(float(np.abs(g.astype("float64") - w).max() / max(np.abs(w).max(), 1e-30))
+              for g, w in zip(got, want))
+    t = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
+    return (f"{'  tuned':13s} {t * 1e3:9.3f} {t_ort * 1e3:9.3f} {t / t_ort:6.2f}x "
+            f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}")
 
 
 def main() -> int:
@@ -153,6 +189,8 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=5, help="untimed calls first")
     p.add_argument("--cache", default=CACHE, help="where the exported ONNX models are kept")
     p.add_argument("--profile", action="store_true", help="print irc's per-kernel profiles")
+    p.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
+                   help="also tune each model with ms.tune_relax for at most this long")
     args = p.parse_args()
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]

@@ -38,6 +38,7 @@ from .legalize import LegalizeOps
 from .normalize import Normalize
 from .pipeline import get_pipeline
 from .run_codegen import RunCodegen
+from .winograd import WinogradConv2D
 
 _LATE: dict[str, Callable[[], Any]] = {}
 

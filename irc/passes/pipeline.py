@@ -7,7 +7,8 @@
   canonicalize bindings, remove dead code (a decomposed batch norm leaves an unused
   tuple that would keep its output in the old layout), on CPU (llvm) targets convert
   convolutions to NHWC (``ConvertLayoutForTarget``: permutations only at the ends of
-  convolution chains),
+  convolution chains) and run the stride-1 3 x 3 ones with constant kernels as Winograd
+  convolutions where that pays (``WinogradConv2D``, tile size chosen per layer),
   legalize, normalize and canonicalize again (legalization may
   nest calls in tuples: batch norm and dropout return tuples), annotate loop functions
   with their fusion patterns, fold constants (weights are constants once bound, so
@@ -35,6 +36,7 @@ from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
 from .legalize import LegalizeOps
 from .normalize import Normalize
+from .winograd import WinogradConv2D
 
 
 def _zero() -> Pass:
@@ -49,6 +51,7 @@ def _default() -> Pass:
         CanonicalizeBindings(),
         DeadCodeElimination(),
         ConvertLayoutForTarget(),
+        WinogradConv2D(),
         LegalizeOps(),
         Normalize(),
         CanonicalizeBindings(),

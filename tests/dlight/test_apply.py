@@ -145,4 +145,4 @@ def test_dlight_is_importable_as_in_the_design():
     assert [r.name for r in dl.gpu.default_rules()] == [
         "Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback"]
     assert [r.name for r in dl.cpu.default_rules()] == [
-        "Matmul", "Reduction", "Elementwise", "Fallback"]
+        "WinogradTransform", "Matmul", "Reduction", "Elementwise", "Fallback"]

@@ -18,18 +18,10 @@ from irc.tir.stmt import PrimFunc
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 from irc.frontend.onnx import from_onnx  # noqa: E402
-
-
-def _model(nodes, inputs, output, inits):
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+from irc.testing.onnx_graphs import float_model  # noqa: E402
 
 
 def _check_against_ort(model, feeds):
@@ -70,7 +62,7 @@ def test_conv_bias_relu_matches_onnxruntime(case):
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((co, ci // g, k, k)).astype("float32")
     bias = rng.standard_normal(co).astype("float32")
-    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
+    model = float_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
                                      strides=[s, s], pads=[p] * 4, dilations=[d, d], group=g),
                     helper.make_node("Relu", ["c"], ["y"])],
                    [("x", [1, ci, h, w])], "y", {"w": weight, "b": bias})
@@ -88,7 +80,7 @@ def test_residual_block_packs_its_weights_and_matches_onnxruntime():
              helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1] * 4),
              helper.make_node("Add", ["c2", "x"], ["s"]),
              helper.make_node("Relu", ["s"], ["y"])]
-    model = _model(nodes, [("x", [1, c, 14, 14])], "y", inits)
+    model = float_model(nodes, [("x", [1, c, 14, 14])], "y", inits)
     ex = _check_against_ort(model, {"x": rng.standard_normal((1, c, 14, 14)).astype(
         "float32")})
     # Both convolutions' weights are packed (into panels of the output-channel tile).
@@ -100,7 +92,7 @@ def test_gemm_with_constant_weight_matches_onnxruntime(trans_b):
     rng = np.random.default_rng(2)
     w = rng.standard_normal((23, 37) if trans_b else (37, 23)).astype("float32")
     b = rng.standard_normal(23).astype("float32")
-    model = _model([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=trans_b)],
+    model = float_model([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=trans_b)],
                    [("x", [5, 37])], "y", {"w": w, "b": b})
     _check_against_ort(model, {"x": rng.standard_normal((5, 37)).astype("float32")})
 
@@ -108,7 +100,7 @@ def test_gemm_with_constant_weight_matches_onnxruntime(trans_b):
 def test_batched_matmul_by_a_constant_matches_onnxruntime():
     rng = np.random.default_rng(3)
     w = rng.standard_normal((20, 19)).astype("float32")
-    model = _model([helper.make_node("MatMul", ["x", "w"], ["y"])],
+    model = float_model([helper.make_node("MatMul", ["x", "w"], ["y"])],
                    [("x", [3, 6, 20])], "y", {"w": w})
     _check_against_ort(model, {"x": rng.standard_normal((3, 6, 20)).astype("float32")})
 
@@ -215,7 +207,7 @@ def test_depthwise_nhwc_padding_is_read_through_a_guard_not_copied():
     before the convolution (its read moves with the channel vector, which was taken for
     a guard varying along it); the guard depends on rows and columns only."""
     rng = np.random.default_rng(7)
-    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3],
+    model = float_model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3],
                                      strides=[2, 2], pads=[1] * 4, group=32)],
                    [("x", [1, 32, 16, 16])], "y",
                    {"w": rng.standard_normal((32, 1, 3, 3)).astype("float32")})

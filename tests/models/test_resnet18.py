@@ -16,6 +16,7 @@ from zoo_helpers import (
     is_convolution,
     kernel_calls,
     kernel_patterns,
+    winograd_convolutions,
 )
 
 from irc import passes
@@ -60,9 +61,15 @@ def test_resnet18_kernel_count(resnet18, compiled):
     convs = [c for c in calls if is_convolution(opt[c.kernel])]
     assert len(convs) == NUM_CONVS
     data = activation_kernels(calls, func.attrs["num_input"], func.params)
+    # With constant weights, the stride-1 3 x 3 layers with enough output tiles run as
+    # Winograd convolutions: each adds an input transform and a batched product before
+    # the kernel that writes its output (layer 1, 16 x 16, and layer 2, 8 x 8, at this
+    # image size: 4 + 3 convolutions).
+    winograd = winograd_convolutions(opt)
+    assert winograd == (7 if bound else 0)
     # On the CPU the convolutions run in NHWC: the NCHW image is transposed once, first;
     # the chain stays NHWC to the global pooling (no other conversion).
-    assert len(data) == NUM_DATA_KERNELS + 1, [c.kernel for c in data]
+    assert len(data) == NUM_DATA_KERNELS + 1 + 2 * winograd, [c.kernel for c in data]
     patterns = kernel_patterns(opt)
     # Every data-path kernel but that transpose and the flattening reshape does real work.
     assert [c.kernel for c in data if patterns[c.kernel] <= INJECTIVE and
@@ -70,13 +77,16 @@ def test_resnet18_kernel_count(resnet18, compiled):
     assert data[0].kernel.startswith("transpose")
     # Batch norm, ReLU and (in the second convolution of each block) the residual add
     # are inside the convolution kernels; with constant weights batch norm was folded
-    # into them (scaled weights and a bias: no multiply left).
+    # into them (scaled weights and a bias: no multiply left). In a downsampling block
+    # the second convolution's bias may instead join the shortcut convolution's
+    # epilogue, which adds the two (a Winograd output transform then stands alone).
     fused_names = [c.kernel for c in convs]
-    assert all("add" in n and ("multiply" in n) != bound for n in fused_names)
+    assert [n for n in fused_names if not ("add" in n and ("multiply" in n) != bound)
+            and not n.startswith("winograd_output_transform")] == []
     assert sum("relu" in n for n in fused_names) == NUM_CONVS - 3  # not the shortcuts
     if bound:
         # Folded: no weight preprocessing is left, the kernels read constants.
-        assert len(calls) == NUM_DATA_KERNELS + 1
+        assert len(calls) == NUM_DATA_KERNELS + 1 + 2 * winograd
         assert len(func.params) == 1 and constant_args(calls) > 0
     else:
         # The rest is weight-side preprocessing (batch-norm scale and shift, the dense

@@ -111,10 +111,11 @@ class _Blocks(Visitor):
 def is_convolution(func: PrimFunc) -> bool:
     """Whether a kernel contains a convolution: a block reducing over two or more axes
     (the kernel window, and the input channels unless depthwise) whose update is a
-    multiply-accumulate. Pooling (no product) and matmul (one axis) are not."""
-    finder = _Blocks()
-    finder.visit(func.body)
-    for b in finder.blocks:
+    multiply-accumulate, or the output transform of a Winograd convolution (the kernel
+    that writes its output). Pooling (no product) and matmul (one axis) are not."""
+    for b in _blocks_of(func):
+        if b.annotations.get("winograd_transform") == "output":
+            return True
         reduce_axes = [iv for iv in b.iter_vars if iv.iter_type == "reduce"]
         body = b.body
         if len(reduce_axes) >= 2 and isinstance(body, BufferStore) and \
@@ -158,6 +159,19 @@ def elementwise_after_conv(mod: IRModule, func_name: str = "forward") -> list[st
         if reads_conv and not is_convolution(mod[c.kernel]) and patterns[c.kernel] <= INJECTIVE:
             bad.append(c.kernel)
     return bad
+
+
+def winograd_convolutions(mod: IRModule, func_name: str = "forward") -> int:
+    """How many convolutions run as Winograd convolutions (their output transforms)."""
+    return sum(1 for c in kernel_calls(mod, func_name)
+               if any(b.annotations.get("winograd_transform") == "output"
+                      for b in _blocks_of(mod[c.kernel])))
+
+
+def _blocks_of(func: PrimFunc) -> list:
+    finder = _Blocks()
+    finder.visit(func.body)
+    return finder.blocks
 
 
 def constant_args(calls: list[KernelCall]) -> int:

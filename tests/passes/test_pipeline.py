@@ -153,6 +153,7 @@ def test_default_pipeline_order():
     names = [p.info.name for p in passes.get_pipeline("default").passes]
     assert names == ["FoldBatchNormToConv2D", "DecomposeOpsForInference", "Normalize",
                      "CanonicalizeBindings", "DeadCodeElimination", "ConvertLayoutForTarget",
+                     "WinogradConv2D",
                      "LegalizeOps", "Normalize", "CanonicalizeBindings",
                      "AnnotateTIROpPattern", "FoldConstant",
                      "DeadCodeElimination", "FuseOps", "FuseTIR", "DeadCodeElimination",

@@ -203,3 +203,19 @@ def test_verify_lowered():
     verify_lowered(parse(LOWERED_OK))
     with pytest.raises(LoweringError, match="2 dimensions"):
         verify_lowered(parse(LOWERED_BAD))
+
+
+def test_union_of_thousands_of_accesses_folds_without_deep_nesting():
+    """A block that reads one buffer at thousands of offsets (a Winograd transform
+    inlined into its consumer reads its input that way) gets one simplified interval;
+    the union used to nest one ``min`` per access and overflow Python's stack."""
+    from irc.tir.arith.analyzer import Analyzer
+    from irc.tir.arith.int_set import IntervalSet, union_intervals
+
+    i = var("i", "int64")
+    an = Analyzer()
+    sets = [IntervalSet(i + const(k % 4000, "int64"), i + const(k % 4000, "int64"))
+            for k in range(6000)]
+    got = union_intervals(an, sets)
+    assert_structural_equal((got.min_value, got.max_value),
+                            (an.simplify(i), an.simplify(i + const(3999, "int64"))))

@@ -16,7 +16,7 @@ from ...tir.schedule.block_info import get_block_infos, is_normalized
 from ...tir.stmt import PrimFunc
 from ..analysis import inline_injective_producers
 from ..base import ScheduleRule
-from .utils import schedule_injective_block
+from .utils import injective_function, schedule_injective_block
 
 
 class Elementwise(ScheduleRule):
@@ -26,12 +26,10 @@ class Elementwise(ScheduleRule):
 
     def apply(self, func: PrimFunc, target: Target, tunable: bool = False
               ) -> Schedule | None:
-        sch = Schedule(func)
-        infos = get_block_infos(sch)
-        if not infos or not is_normalized(infos):
+        found = injective_function(func)
+        if found is None:
             return None
-        if not all(b.is_injective() and b.has_trivial_predicate() for b in infos):
-            return None
+        sch, infos = found
         inline_injective_producers(sch)
         infos = get_block_infos(sch)
         if infos is None or not is_normalized(infos):

@@ -11,7 +11,14 @@ from ...core.diagnostics import ScheduleError
 from ...core.target import Target
 from ...tir.expr import IntImm
 from ...tir.schedule import LoopRV, Schedule
-from ...tir.schedule.block_info import BlockInfo, block_accesses, store_of
+from ...tir.schedule.block_info import (
+    BlockInfo,
+    block_accesses,
+    get_block_infos,
+    is_normalized,
+    store_of,
+)
+from ...tir.stmt import PrimFunc
 
 # Below this many iterations (multiply-adds, elements) a kernel runs on one core: it takes
 # tens of microseconds at most, while a parallel region costs microseconds to start and,
@@ -57,6 +64,18 @@ def vector_split(extent: int, lanes: int) -> int:
         return lanes
     w = largest_divisor(extent, lanes)
     return w if w >= 4 else 0
+
+
+def injective_function(func: PrimFunc) -> tuple[Schedule, list[BlockInfo]] | None:
+    """A schedule of ``func`` and its root blocks when every block is injective and runs
+    on its whole domain (normalized block form); None otherwise."""
+    sch = Schedule(func)
+    infos = get_block_infos(sch)
+    if not infos or not is_normalized(infos):
+        return None
+    if not all(b.is_injective() and b.has_trivial_predicate() for b in infos):
+        return None
+    return sch, infos
 
 
 def try_parallel(sch: Schedule, loop: LoopRV) -> bool:

@@ -322,13 +322,30 @@ def expr_children(e: PrimExpr):
 
 
 def union_intervals(an: Analyzer, sets) -> IntervalSet:
-    """The smallest interval containing all ``sets`` (endpoints simplified)."""
+    """The smallest interval containing all ``sets`` (endpoints simplified).
+
+    Endpoints are combined pairwise in a balanced tree, simplifying each level, so a
+    union of thousands of accesses (an expression that reads one buffer at many
+    offsets) folds as it goes instead of nesting one ``min`` per access."""
     sets = list(sets)
     if not sets:
         raise ValueError("union of no intervals")
-    lo, hi = sets[0].min_value, sets[0].max_value
-    for s in sets[1:]:
-        lo = _bin(Min, lo, s.min_value)
-        hi = _bin(Max, hi, s.max_value)
-    return IntervalSet(None if lo is None else an.simplify(lo),
-                       None if hi is None else an.simplify(hi))
+    return IntervalSet(_balanced(an, Min, [s.min_value for s in sets]),
+                       _balanced(an, Max, [s.max_value for s in sets]))
+
+
+def _balanced(an: Analyzer, cls, ends: list) -> PrimExpr | None:
+    if any(e is None for e in ends):
+        return None
+    seen: set[int] = set()
+    level = [e for e in ends if not (id(e) in seen or seen.add(id(e)))]
+    if len(level) == 1:
+        return an.simplify(level[0])
+    while len(level) > 1:
+        nxt = [an.simplify(cls(dtype=level[k].dtype, a=level[k], b=level[k + 1]))
+               for k in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        seen = set()
+        level = [e for e in nxt if not (id(e) in seen or seen.add(id(e)))]
+    return level[0]

@@ -1,5 +1,5 @@
-"""Neural-network compute definitions: convolution, matrix products, pooling, softmax,
-normalization, activations and padding."""
+"""Neural-network compute definitions: convolution (direct and Winograd), matrix
+products, pooling, softmax, normalization, activations and padding."""
 
 from ...te.tensor import Tensor
 from ..elemwise import gelu, leaky_relu, relu, sigmoid, silu
@@ -19,6 +19,12 @@ from .norm import batch_norm, group_norm, layer_norm
 from .pad import get_pad_tuple, pad
 from .pooling import adaptive_pool, avg_pool2d, global_pool, max_pool2d, pool2d
 from .softmax import log_softmax, softmax
+from .winograd import (
+    winograd_input_transform_nhwc,
+    winograd_matrices,
+    winograd_output_transform_nhwc,
+    winograd_weight_transform,
+)
 
 
 def flatten(data: Tensor) -> Tensor:
@@ -32,5 +38,6 @@ __all__ = [
     "depthwise_conv2d_nhwc", "flatten", "gelu", "get_pad_tuple", "global_pool",
     "group_conv2d_nchw", "group_conv2d_nhwc", "group_norm", "layer_norm", "leaky_relu",
     "log_softmax", "matmul", "max_pool2d", "pad", "pool2d", "relu", "sigmoid", "silu",
-    "softmax",
+    "softmax", "winograd_input_transform_nhwc", "winograd_matrices",
+    "winograd_output_transform_nhwc", "winograd_weight_transform",
 ]
