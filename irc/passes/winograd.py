@@ -20,13 +20,14 @@ target): Winograd replaces 9 m^2 multiply-adds per output tile and channel pair 
 but its kernel has a^2 / 9 times the direct one's size and its transforms read and
 write ``[a, a, P, C]`` tensors. A layer is converted when both channel counts are at
 least ``MIN_CHANNELS``: with m = 4 when the output has at least ``MIN_TILES`` tiles of
-4 x 4 (the batched product then has enough rows for the micro-kernel's register tile),
-else with m = 2 when it has that many tiles of 2 x 2, else not at all; and only while
-the transformed kernel stays within ``MAX_WEIGHT_BYTES`` (it is read from memory once
-per call). Measured on ResNet-18's layers (AMD Zen 5, 2 threads, against the direct
-default build): 56 x 56 x 64 and 28 x 28 x 128 gain most with m = 4; 14 x 14 x 256 is
-the same with m = 4 or 2; 7 x 7 x 512 gains with m = 2 (0.40 ms against 0.52) and
-loses with m = 4 (4 tiles of 16 outputs for 49).
+4 x 4 (the batched product then has enough rows for the micro-kernel's register tile)
+and the transformed kernel is within ``MAX_F4_WEIGHT_BYTES``, else with m = 2 when the
+output has that many tiles of 2 x 2 and the kernel is within ``MAX_WEIGHT_BYTES``, else
+not at all (at batch 1 a kernel is read from memory once per call, so its size sets a
+floor on the layer's time). Measured on ResNet's layers (AMD Zen 5, 2 threads, against
+the direct default build): 56 x 56 x 64 and 28 x 28 x 128 gain most with m = 4;
+14 x 14 x 256 gains more with m = 2 (in ResNet-18 and ResNet-50); 7 x 7 x 512 gains
+with m = 2 (0.40 ms against 0.52) and loses with m = 4 (4 tiles of 16 outputs for 49).
 
 ``tile=2`` or ``tile=4`` (or, for the default pipeline, ``PassContext(config=
 {"winograd.tile": 2})``) forces that tile size on every eligible convolution, whatever
@@ -78,6 +79,10 @@ MIN_TILES = 16
 # The largest transformed kernel (bytes) converted by "auto": a kernel is read from
 # memory once per call, and beyond this its reading outweighs the saved arithmetic.
 MAX_WEIGHT_BYTES = 32 << 20
+# The same for F(4, 3), whose kernel is 4 times the direct one (F(2, 3)'s: 1.8 times):
+# past a few MB, reading it takes longer than the multiplications it saves over F(2, 3)
+# (ResNet's 256-channel stage at 14 x 14: 9.4 MB, slower than F(2, 3)'s 4.2 MB).
+MAX_F4_WEIGHT_BYTES = 6 << 20
 
 
 def _static_shape(e: Expr) -> tuple[int, ...] | None:
@@ -105,7 +110,8 @@ def choose_tile(out_shape: tuple[int, int, int], in_channels: int, out_channels:
         th, tw = winograd_tiles(h, w, m)
         if n * th * tw < MIN_TILES:
             continue
-        if a * a * in_channels * out_channels * itemsize > MAX_WEIGHT_BYTES:
+        limit = MAX_WEIGHT_BYTES if m == 2 else MAX_F4_WEIGHT_BYTES
+        if a * a * in_channels * out_channels * itemsize > limit:
             continue
         return m
     return None
