@@ -166,8 +166,11 @@ def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray], t_ort
     time it: one line of the table."""
     with tempfile.TemporaryDirectory() as work:
         t0 = time.perf_counter()
+        # Rounds of 16 trials: within minutes the scheduler can come back to the tasks
+        # with the most to gain instead of giving every task 64 first.
         db = ms.tune_relax(mod, None, "llvm", work, max_trials_global=100000,
-                           time_budget=args.tune, verbose=0, out=io.StringIO())
+                           time_budget=args.tune, num_trials_per_iter=16, verbose=0,
+                           out=io.StringIO())
         tune_s = time.perf_counter() - t0
         trials = len(db)
         ex = ms.compile_relax(db, mod, "llvm")

@@ -127,16 +127,28 @@ class EvaluatorPool:
 
     def __init__(self, n_workers: int, log_dir: str | None = None):
         self.workers = [WorkerProcess(f"search-{i}", log_dir) for i in range(max(0, n_workers))]
-        self._sent: dict[int, tuple[int, set[str]]] = {}
+        # Per worker: its process generation and the workload keys it holds, in the
+        # order of its own cache (least recently used first), so a space the worker
+        # evicted is sent again.
+        self._sent: dict[int, tuple[int, OrderedDict[str, None]]] = {}
         self.failures = 0
 
     def _needs_setup(self, k: int, key: str) -> bool:
         w = self.workers[k]
-        gen, keys = self._sent.get(k, (-1, set()))
+        gen, keys = self._sent.get(k, (-1, OrderedDict()))
         if gen != w.generation:
-            keys = set()
+            keys = OrderedDict()
             self._sent[k] = (w.generation, keys)
         return key not in keys
+
+    def _mark_sent(self, k: int, key: str) -> None:
+        """Record that worker ``k`` now holds ``key`` as its most recent space, evicting
+        like the worker's cache does."""
+        keys = self._sent[k][1]
+        keys[key] = None
+        keys.move_to_end(key)
+        while len(keys) > _CACHE_SIZE:
+            keys.popitem(last=False)
 
     def _failed(self, w: WorkerProcess, key: str, n_jobs: int, why: str) -> None:
         self.failures += 1
@@ -162,7 +174,7 @@ class EvaluatorPool:
                     blob = blob if blob is not None else setup()
                     payload = blob
                 w.send_call(__name__, "evaluate_jobs", (key, payload, chunks[k]))
-                self._sent[k][1].add(key)
+                self._mark_sent(k, key)
                 started.append(k)
             except WorkerDied as err:
                 self._failed(w, key, len(chunks[k]), err.message)

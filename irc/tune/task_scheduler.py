@@ -4,9 +4,14 @@ Tuning a model means tuning many tasks under one trial budget. The objective is 
 estimated end-to-end latency ``sum(weight[t] * best_latency[t])`` (or a user function of
 the best latencies). Strategies:
 
-- ``"gradient"`` (Ansor's): after a warm-up round for every task, the next round goes to
-  the task whose gradient of the objective with respect to its trials is the most
-  negative. For task ``i`` with best latency ``g``, ``r`` rounds so far and FLOP count
+- ``"gradient"`` (Ansor's, with a roofline-ordered start): every task's default
+  schedule is measured first (one trial each: the estimated total latency is known from
+  the start, and tuning begins from what an untuned build runs); then every task gets a
+  warm-up round of search, the task with the largest estimated gain first:
+  ``weight * (latency - flops / roof)``, ``roof`` being the highest speed any task has
+  reached (the fastest kernel measured shows what the machine delivers, an estimate of
+  its compute roofline); then the next round goes to the task whose gradient of the
+  objective with respect to its trials is the most negative. For task ``i`` with best latency ``g``, ``r`` rounds so far and FLOP count
   ``C``::
 
       backward = (g_now - g_{window rounds ago}) / window        # recent progress
@@ -19,9 +24,9 @@ the best latencies). Strategies:
 - ``"round-robin"``: tasks take turns.
 
 The scheduler does not search by itself: it drives a :class:`TaskTuner`, which measures
-the unscheduled function of a task (its default schedule) and then rounds of searched
-candidates. The default's time counts like any candidate, so a tuned kernel slower than
-the default never becomes the task's best. With a zero budget nothing is measured and
+a task's default schedule and then rounds of searched candidates. The default's time
+counts like any candidate (and as one trial), so a tuned kernel slower than the default
+never becomes the task's best. With a zero budget nothing is measured and
 every task keeps its default schedule. After each round the scheduler prints the table
 of seed 004 (ID, task name, latency, speed, trials; estimated total latency, trials,
 elapsed time, next task).
@@ -186,6 +191,7 @@ class TaskScheduler:
         self.dead = np.zeros(n, dtype=bool)
         self.abandoned: list[int] = []  # tasks given up after MAX_FAILED_ROUNDS
         self.default_measured = np.zeros(n, dtype=bool)
+        self.default_trials = np.zeros(n, dtype=np.int64)  # of task_cts: the defaults
         self.flops = np.array([max(t.flop_count, 0.0) for t in self.tasks])
         keys = [similarity_key(t.name) for t in self.tasks]
         self.similar = [[j for j in range(n) if j != i and keys[j] == keys[i]]
@@ -256,9 +262,12 @@ class TaskScheduler:
         alive = self._alive()
         if not alive:
             return None
-        for i in alive:  # warm-up: every task gets a first round
-            if self.task_rounds[i] == 0 and self.task_cts[i] == 0:
-                return i
+        # Warm-up: every task gets a first round, the largest estimated gain first.
+        fresh = [i for i in alive
+                 if self.task_rounds[i] == 0 and self.task_cts[i] == self.default_trials[i]]
+        if fresh:
+            gains = self.roofline_gains()
+            return max(fresh, key=lambda i: (gains[i], -i))
         if self.strategy == "round-robin":
             later = [i for i in alive if i > self._last]
             return later[0] if later else alive[0]
@@ -266,6 +275,25 @@ class TaskScheduler:
             return int(self._rng.choice(alive))
         grads = [self.gradient(i) for i in alive]
         return alive[int(np.argmin(grads))]
+
+    def roofline_gains(self) -> list[float]:
+        """Per task, the estimated latency tuning could still remove from the objective:
+        ``d objective / d latency * (latency - flops / roof)``, with ``roof`` the highest
+        speed measured on any task (``inf`` for a task without a valid measurement;
+        ``weight * latency`` while no task has a FLOP count)."""
+        speeds = [self.flops[j] / self.best_costs[j] for j in range(len(self.tasks))
+                  if self.flops[j] > 0 and math.isfinite(self.best_costs[j])
+                  and self.best_costs[j] > 0]
+        roof = max(speeds, default=0.0)
+        gains = []
+        for i in range(len(self.tasks)):
+            g = float(self.best_costs[i])
+            if not math.isfinite(g):
+                gains.append(math.inf)
+                continue
+            floor = self.flops[i] / roof if roof > 0 and self.flops[i] > 0 else 0.0
+            gains.append(self._chain_grad(i) * max(g - floor, 0.0))
+        return gains
 
     # -- the loop -----------------------------------------------------------------------
     def tune(self, tuner: TaskTuner, max_trials: int, time_budget: float | None = None,
@@ -278,8 +306,10 @@ class TaskScheduler:
         used = 0
         rounds = 0
         stopped_by = "trials"
-        self.next_task = self.pick_next() if max_trials > 0 else None
-        while True:
+        if self.measure_default and max_trials > 0:
+            used, stopped_by = self._measure_defaults(tuner, max_trials, time_budget)
+        self.next_task = self.pick_next() if used < max_trials else None
+        while stopped_by != "time":
             if used >= max_trials:
                 stopped_by = "trials"
                 break
@@ -304,6 +334,31 @@ class TaskScheduler:
                            total_latency=self.objective(), total_trials=used,
                            rounds=rounds, elapsed=time.monotonic() - self._start,
                            stopped_by=stopped_by)
+
+    def _measure_defaults(self, tuner: TaskTuner, max_trials: int,
+                          time_budget: float | None) -> tuple[int, str]:
+        """Measure the default schedule of every task not measured yet (one trial each);
+        returns the trials used and "time" if the time budget ran out, else "trials"."""
+        used = 0
+        for i in self._alive():
+            if used >= max_trials:
+                break
+            if time_budget is not None and time.monotonic() - self._start >= time_budget:
+                return used, "time"
+            if self.default_measured[i]:
+                continue
+            self.default_measured[i] = True
+            cost = tuner.measure_default(i)
+            if cost is None:
+                continue
+            used += 1
+            self.task_cts[i] += 1
+            self.default_trials[i] += 1
+            if math.isfinite(cost) and cost > 0:
+                self.best_costs[i] = min(self.best_costs[i], float(cost))
+        if used and self.verbose:
+            self._print(self.table())
+        return used, "trials"
 
     def _round(self, tuner: TaskTuner, i: int, budget: int) -> int:
         costs: list[float] = []

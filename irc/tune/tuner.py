@@ -36,6 +36,7 @@ from ..codegen.nvrtc import nvrtc_version
 from ..core.diagnostics import IRCError, TuningError
 from ..core.target import Target, host_num_cores
 from ..dlight import apply_rules, default_rules_for
+from ..dlight.weights import mark_packable
 from ..runtime.device import cuda as cuda_device
 from .builder import LocalBuilder
 from .cost_model import CostModel, create_cost_model
@@ -337,7 +338,14 @@ class TuningEngine(TaskTuner):
         task = self.tasks[task_id]
         rules = default_rules_for(task.target)
         if rules:
-            outcome = apply_rules(task.func, task.target, rules, name=task.name)
+            # The default build repacks constant weights into its micro-kernels' order
+            # (irc.dlight.weights); the weights a task may lay out freely are those, so
+            # its default is measured (and, as a record, built) packed too.
+            func = task.func
+            free = list(func.attrs.get("layout_free_buffers", ()) or ())
+            if free:
+                func = mark_packable(func, free)
+            outcome = apply_rules(func, task.target, rules, name=task.name)
             self.rule_failures += len(outcome.failures)
             if outcome.schedule is not None:
                 trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()

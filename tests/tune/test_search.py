@@ -86,3 +86,36 @@ def test_pool_and_local_evaluation_agree():
         np.testing.assert_array_equal(a.features, b.features)
     child = run_job(func, space, sketches, Job(JobKind.MUTATE, 0, 7, local[0].trace_json))
     assert child is None or child.trace_json != local[0].trace_json
+
+
+def test_pool_resends_a_space_its_workers_evicted():
+    """A worker keeps the spaces of its 16 most recent workloads; after more workloads
+    than that (ResNet-50 has 30 tasks), the pool sends the first one's space again
+    instead of the worker failing with "no search space" and its jobs running in the
+    tuning process."""
+    from irc.tune.search_pool import _CACHE_SIZE
+
+    func = matmul(16)
+    space = SpaceGenerator("llvm")
+    sketches = space.generate(func)
+    jobs = [Job(JobKind.SAMPLE, k % len(sketches), 100 + k) for k in range(4)]
+    setups = []
+
+    def setup():
+        setups.append(1)
+        return space_setup(func, space, sketches)
+
+    def local(js):
+        raise AssertionError("a job ran in the tuning process")
+
+    pool = EvaluatorPool(2)
+    try:
+        keys = [f"w{k}" for k in range(_CACHE_SIZE + 2)] + ["w0", "w17", "w1"]
+        for key in keys:
+            out = pool.run(key, setup, jobs, local)
+            assert len(out) == len(jobs)
+        assert pool.failures == 0
+        # A blob per new workload, and again for w0 and w1 (evicted); w17 is recent.
+        assert len(setups) == _CACHE_SIZE + 2 + 2
+    finally:
+        pool.close()

@@ -99,8 +99,36 @@ def test_default_counts_as_a_trial_and_a_slower_tuned_kernel_never_wins():
     summary = sched.tune(tuner, max_trials=10)
     assert summary.best_costs[0] == 1e-3
     assert summary.best_costs[1] < 1e-3
-    assert tuner.calls[0] == (0, 3)  # the default took one of the round's four trials
-    assert summary.total_trials == 10
+    # Both defaults were measured first (one trial each), then rounds of four.
+    assert tuner.calls[:2] == [(0, 4), (1, 4)]
+    assert summary.total_trials == 10 and summary.trials == [5, 5]
+
+
+def test_defaults_first_then_warm_up_by_distance_to_the_roofline():
+    """Every default is measured before any search, so the first table already has an
+    estimated total; the warm-up rounds go first to the task furthest from the speed
+    the fastest kernel reached (weighted), not in task order."""
+    tasks = make_tasks(3)  # matmuls of 8, 16, 32: 1 KFLOP, 8 KFLOP, 64 KFLOP
+    out = io.StringIO()
+    sched = TaskScheduler(tasks, task_weights=[1, 1, 1], num_measures_per_round=2,
+                          eps_random=0.0, out=out)
+    # Task 1 runs at 8 GFLOPS (the roof), task 0 at 0.1 and task 2 at 0.5 GFLOPS:
+    # task 2 has 128 us to gain, task 0 10 us, task 1 none.
+    defaults = [1024 / 0.1e9, 8192 / 8e9, 65536 / 0.5e9]
+    tuner = FakeTuner(start=[1e-3] * 3, floor=[0.5] * 3, defaults=defaults)
+    gains = None
+
+    def first_round(sched_, i):
+        nonlocal gains
+        if gains is None:
+            gains = sched_.roofline_gains()
+
+    summary = sched.tune(tuner, max_trials=9, callbacks=[first_round])
+    assert [c[0] for c in tuner.calls] == [2, 0, 1]
+    assert summary.trials == [3, 3, 3]
+    first_table = out.getvalue().split("Estimated total latency:")[1].split()[0]
+    assert float(first_table) == pytest.approx(sum(defaults) * 1e3, rel=1e-2)  # 3 decimals
+    assert gains is not None and gains[1] == 0.0
 
 
 def test_exhausted_and_failing_tasks_are_dropped():
