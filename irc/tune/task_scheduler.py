@@ -11,8 +11,8 @@ the best latencies). Strategies:
   ``weight * (latency - flops / roof)``, ``roof`` being the highest speed any task has
   reached (the fastest kernel measured shows what the machine delivers, an estimate of
   its compute roofline); then the next round goes to the task whose gradient of the
-  objective with respect to its trials is the most negative. For task ``i`` with best latency ``g``, ``r`` rounds so far and FLOP count
-  ``C``::
+  objective with respect to its trials is the most negative. For task ``i`` with best
+  latency ``g``, ``r`` rounds so far and FLOP count ``C``::
 
       backward = (g_now - g_{window rounds ago}) / window        # recent progress
       forward  = min(-g / r,                                    # optimistic: 1/r better
