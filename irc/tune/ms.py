@@ -30,6 +30,7 @@ from ..core.transform import Pass, PassContext
 from ..tir.stmt import PrimFunc
 from .database import Database, JSONDatabase, open_database
 from .graph import apply_database, compile_tuned, graph_tasks, prepare_graph, prim_func_tasks
+from .runner import LocalRunner
 from .task import TuneTask
 from .tuner import options_from_keywords, tune_tasks
 
@@ -83,14 +84,30 @@ def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_glo
     """Tune a graph module: weights ``params`` bound, the default pipeline applied, one
     task per distinct fused loop function (weighted by its calls), trials given by the
     gradient task scheduler within ``max_trials_global`` (and ``time_budget`` seconds);
-    returns the database."""
+    returns the database. Without a ``runner``, CPU candidates are timed with cold
+    caches (``LocalRunner(number=1, repeat=3, enable_cpu_cache_flush=True)``), as the
+    kernels of a network run."""
     t = Target.canon(target)
     prepared = prepare_graph(mod, params, t)
     tasks = graph_tasks(prepared, t)
-    return _run(tasks, work_dir, t, max_trials_global, database,
-                num_trials_per_iter=num_trials_per_iter, time_budget=time_budget,
-                builder=builder, runner=runner, cost_model=cost_model, strategy=strategy,
-                seed=seed, verbose=verbose, out=out)
+    own_runner = None
+    if runner is None and t.kind.name == "llvm":
+        # In a network each kernel runs after others that evicted its weights from the
+        # caches: candidates are timed after a cache flush, one run per repeat, or a
+        # candidate that relies on warm weights wins in isolation and loses in the model
+        # (TVM gives network tuning the same advice).
+        own_runner = runner = LocalRunner(number=1, repeat=3, min_repeat_ms=0.0,
+                                          enable_cpu_cache_flush=True,
+                                          log_dir=os.path.join(os.fspath(work_dir), "logs")
+                                          if work_dir else None)
+    try:
+        return _run(tasks, work_dir, t, max_trials_global, database,
+                    num_trials_per_iter=num_trials_per_iter, time_budget=time_budget,
+                    builder=builder, runner=runner, cost_model=cost_model,
+                    strategy=strategy, seed=seed, verbose=verbose, out=out)
+    finally:
+        if own_runner is not None:
+            own_runner.close()
 
 
 def compile_relax(database: Any, mod: Any, target: Any, params: Any = None) -> Any:
