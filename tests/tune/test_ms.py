@@ -195,3 +195,26 @@ def test_tune_tir_rejects_other_objects(tmp_path):
     with pytest.raises(TuningError, match="PrimFunc or an IRModule"):
         ms.tune_tir("main", "llvm", str(tmp_path), 4)
 
+
+
+def test_tune_relax_times_cpu_candidates_with_cold_caches(monkeypatch, tmp_path):
+    """Without a runner, network tuning on the CPU flushes the caches before each timed
+    run (one run per repeat), as the kernels of a network find them; a given runner is
+    used as it is."""
+    seen = []
+
+    def fake_run(tasks, work_dir, target, max_trials, database, **options):
+        seen.append(options["runner"])
+        return None
+
+    monkeypatch.setattr(ms, "_run", fake_run)
+    mod, w = mlp()
+    ms.tune_relax(mod, w, "llvm", str(tmp_path), max_trials_global=1)
+    runner = seen[-1]
+    assert runner.enable_cpu_cache_flush and runner.number == 1 and runner.repeat == 3
+    mine = irc.tune.LocalRunner()
+    try:
+        ms.tune_relax(mod, w, "llvm", str(tmp_path), max_trials_global=1, runner=mine)
+        assert seen[-1] is mine and not mine.enable_cpu_cache_flush
+    finally:
+        mine.close()

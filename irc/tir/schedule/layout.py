@@ -302,10 +302,12 @@ def pack_weight(func: PrimFunc, param: int, array: np.ndarray) -> np.ndarray:
                                     f"{list(rw.original_shape)}, got an array of shape "
                                     f"{list(array.shape)}")
             imap = IndexMap.parse(rw.index_map)
-            grids = np.indices(rw.original_shape, dtype=np.int64)
+            # Sparse grids: each new index is computed on the dimensions it uses and
+            # broadcast by the indexing itself (full grids would take ndim int64 copies
+            # of the weight's size).
+            grids = np.indices(rw.original_shape, dtype=np.int64, sparse=True)
             env = {id(p): g for p, g in zip(imap.params, grids)}
-            new_idx = [np.broadcast_to(_np_eval(o, env), rw.original_shape)
-                       for o in imap.outputs]
+            new_idx = [_np_eval(o, env) for o in imap.outputs]
             new_shape = [int(s.value) for s in func.buffer_map[func.params[param]].shape]
             out = np.empty(new_shape, dtype=array.dtype)
             out[tuple(new_idx)] = array

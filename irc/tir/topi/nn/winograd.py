@@ -103,8 +103,9 @@ def winograd_weight_transform(kernel: np.ndarray, m: int) -> np.ndarray:
                           f"{kernel.shape}")
     _, _, g = winograd_matrices(m)
     gm = np.array([[float(x) for x in row] for row in g])
-    u = np.einsum("xa,abio,yb->xyio", gm, kernel.astype(np.float64), gm, optimize=True)
-    return np.ascontiguousarray(u.astype(kernel.dtype))
+    rows = np.tensordot(gm, kernel.astype(np.float64), axes=(1, 0))   # [x, b, i, o]
+    u = np.tensordot(gm, rows, axes=(1, 1))                            # [y, x, i, o]
+    return np.ascontiguousarray(u.transpose(1, 0, 2, 3).astype(kernel.dtype))
 
 
 def _combine(coefs: Sequence[Fraction], values: Sequence[PrimExpr], dtype: str) -> PrimExpr:
