@@ -125,6 +125,14 @@ def torch_conv_seconds(model: Any, feeds: dict[str, np.ndarray], repeat: int,
     return median_seconds(run, repeat, warmup), torch.__version__
 
 
+def relative_error(vm: Any, inputs: list[np.ndarray], want: list[np.ndarray]) -> float:
+    """``max |irc - ort| / max |ort|`` over the outputs of the VM's ``main``."""
+    out = vm["main"](*inputs)
+    got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
+    return max(float(np.abs(g.astype("float64") - w).max() / max(np.abs(w).max(), 1e-30))
+               for g, w in zip(got, want))
+
+
 def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     model, feeds = load_model(name, args.cache)
     opts = ort.SessionOptions()
@@ -140,10 +148,7 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     compile_s = time.perf_counter() - t0
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
-    out = vm["main"](*inputs)
-    got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
-    err = max(float(np.abs(g.astype("float64") - w).max() / max(np.abs(w).max(), 1e-30))
-              for g, w in zip(got, want))
+    err = relative_error(vm, inputs, want)
     t_irc = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
     # ONNX Runtime again after irc: the faster of its two medians counts (a burst of
     # load from another tenant during one of them must not flatter irc).
@@ -182,10 +187,7 @@ def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray], t_ort
         trials = len(db)
         ex = ms.compile_relax(db, mod, "llvm")
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
-    out = vm["main"](*inputs)
-    got = [o.numpy() for o in out] if isinstance(out, (list, tuple)) else [out.numpy()]
-    err = max(float(np.abs(g.astype("float64") - w).max() / max(np.abs(w).max(), 1e-30))
-              for g, w in zip(got, want))
+    err = relative_error(vm, inputs, want)
     t = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
     return (f"{'  tuned':13s} {t * 1e3:9.3f} {t_ort * 1e3:9.3f} {t / t_ort:6.2f}x "
             f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}")

@@ -56,7 +56,7 @@ from ..ir.block_builder import normalize
 from ..ir.expr import Call, Constant, Expr, Function, Op, Var
 from ..ir.op import OPAQUE, make_call
 from ..ir.ops import call_tir
-from ..ir.struct_info import TensorStructInfo
+from ..ir.struct_info_analysis import static_shape
 from ..tir.topi.nn.pad import get_pad_tuple, pair
 from ..tir.topi.nn.winograd import (
     TILE_SIZES,
@@ -83,19 +83,6 @@ MAX_WEIGHT_BYTES = 32 << 20
 # past a few MB, reading it takes longer than the multiplications it saves over F(2, 3)
 # (ResNet's 256-channel stage at 14 x 14: 9.4 MB, slower than F(2, 3)'s 4.2 MB).
 MAX_F4_WEIGHT_BYTES = 6 << 20
-
-
-def _static_shape(e: Expr) -> tuple[int, ...] | None:
-    s = e.struct_info
-    if not isinstance(s, TensorStructInfo) or s.shape is None:
-        return None
-    out = []
-    for d in s.shape:
-        v = getattr(d, "value", None)
-        if not isinstance(v, int):
-            return None
-        out.append(v)
-    return tuple(out)
 
 
 def choose_tile(out_shape: tuple[int, int, int], in_channels: int, out_channels: int,
@@ -164,7 +151,7 @@ class _Rewriter(Mutator):
                 pair(a["dilation"], "dilation") != (1, 1):
             return None
         x, w = call.args
-        xs, ys = _static_shape(x), _static_shape(call)
+        xs, ys = static_shape(x.struct_info), static_shape(call.struct_info)
         if xs is None or ys is None or len(xs) != 4:
             return None
         dtypes = {str(x.struct_info.dtype), str(w.struct_info.dtype),

@@ -361,15 +361,10 @@ class TaskScheduler:
         return used, "trials"
 
     def _round(self, tuner: TaskTuner, i: int, budget: int) -> int:
+        # Defaults were measured before the first round (_measure_defaults).
         costs: list[float] = []
         spent = 0
-        if self.measure_default and not self.default_measured[i]:
-            self.default_measured[i] = True
-            cost = tuner.measure_default(i)
-            if cost is not None:
-                costs.append(float(cost))
-                spent += 1
-        n = min(self.num_measures_per_round, budget) - spent
+        n = min(self.num_measures_per_round, budget)
         found = list(tuner.tune_round(i, n)) if n > 0 else []
         if n > 0 and not found:
             self.dead[i] = True
