@@ -13,9 +13,13 @@ new layout then propagates through the operators that can follow it:
   permuted too (a lower-rank operand is first reshaped to full rank, a scalar or all-ones
   operand is left alone) — so a bias ``(1, C, 1, 1)`` becomes ``(1, 1, 1, C)``;
 - ``max_pool2d``/``avg_pool2d``/``adaptive_avg_pool2d`` switch their ``layout``;
+- reductions (``mean``, ``sum``, ``max``, ...) reduce the same dimensions in the new
+  layout: with ``keepdims`` the result keeps it; without, when the dimensions left are
+  in the same order in both layouts, the result is the original value;
   ``batch_norm`` its ``axis`` (its projection 0 keeps the layout).
 
-A value in the new layout is converted back (``permute_dims``) only where an operator that
+A value in the new layout is converted back (``permute_dims``, or ``reshape`` when only
+dimensions of size 1 move, as for a pooled ``(1, 1, 1, C)``) only where an operator that
 cannot follow it uses it, or where it leaves the dataflow block; so a chain of
 convolution blocks has permutations at its two ends only.
 
@@ -62,6 +66,7 @@ UNARY = frozenset({
 BINARY = frozenset({"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
                     "floor_divide"})
 POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d"})
+REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "variance"})
 _DEFAULT_KERNEL = {"NHWC": "HWIO", "NCHW": "OIHW"}
 
 
@@ -87,6 +92,9 @@ class _Converted:
         self.dst = dst
         self.field0 = field0
         self.restored = False  # the original variable is bound too (block outputs)
+        # Set when the permutation back only moves dimensions of size 1: the original
+        # shape, restored by a reshape (a copy in order, no transpose).
+        self.back_shape: list | None = None
 
 
 class _Uses(Visitor):
@@ -125,6 +133,8 @@ class _BlockConverter:
         self.out.append(VarBinding(var=v, value=self.back(c)))
 
     def back(self, c: _Converted) -> Expr:
+        if c.back_shape is not None:
+            return make_call("reshape", c.var, c.back_shape)
         perm = _perm(c.dst, c.src)
         if c.field0:
             fields = [make_call("permute_dims", TupleGetItem(tuple_value=c.var, index=0),
@@ -139,6 +149,8 @@ class _BlockConverter:
         tv = self.new_var(b.var)
         self.out.append(VarBinding(var=tv, value=value))
         c = _Converted(tv, src, dst, field0)
+        if not field0:
+            c.back_shape = _unit_moves_only(b.var, src, dst)
         self.conv[id(b.var)] = c
         if not isinstance(b.var, DataflowVar):
             # Block outputs are used after the block: restore them right away.
@@ -236,6 +248,8 @@ class _BlockConverter:
             attrs = {**value.attrs, "layout": c.dst, "out_layout": c.dst}
             self.emit_converted(b, make_call(name, x, **attrs), c.src, c.dst)
             return True
+        if name in REDUCTIONS and first is not None:
+            return self.reduction(b, value, c)
         if name == "nn.batch_norm" and first is not None:
             axis = value.attrs["axis"] % 4
             x = self.to_layout(value.args[0], c.src, c.dst)
@@ -244,6 +258,28 @@ class _BlockConverter:
             self.emit_converted(b, new, c.src, c.dst, field0=True)
             return True
         return False
+
+    def reduction(self, b: VarBinding, call: Call, c: _Converted) -> bool:
+        """A reduction of a converted tensor, done in the new layout: with ``keepdims``
+        the result keeps that layout; without, it is bound as is when the dimensions left
+        come in the same order in both layouts (the mean over H and W of a global
+        average pool gives ``(N, C)`` from NCHW and NHWC alike), else not converted."""
+        axis = call.attrs.get("axis")
+        axes = range(4) if axis is None else axis
+        src_axes = sorted({int(a) % 4 for a in axes})
+        dst_axes = sorted(c.dst.index(c.src[a]) for a in src_axes)
+        keepdims = bool(call.attrs.get("keepdims"))
+        if not keepdims:
+            kept_src = [d for k, d in enumerate(c.src) if k not in src_axes]
+            kept_dst = [d for k, d in enumerate(c.dst) if k not in dst_axes]
+            if kept_src != kept_dst:
+                return False
+        new = make_call(call.op.name, c.var, axis=dst_axes, keepdims=keepdims)
+        if keepdims:
+            self.emit_converted(b, new, c.src, c.dst)
+        else:
+            self.out.append(b.replace(value=new))
+        return True
 
     def conv2d(self, b: VarBinding, call: Call) -> bool:
         a = call.attrs
@@ -273,6 +309,20 @@ def converted_arg(call: Call, conv: dict[int, _Converted]) -> Expr | None:
     if isinstance(a, Var) and id(a) in conv and not conv[id(a)].field0:
         return a
     return None
+
+
+def _unit_moves_only(v: Var, src: str, dst: str) -> list | None:
+    """``v``'s shape (layout ``src``) when converting it to ``dst`` only moves dimensions
+    of size 1 (then a reshape converts it back); None otherwise."""
+    s = v.struct_info
+    if not isinstance(s, TensorStructInfo) or s.shape is None or s.ndim != 4:
+        return None
+    dims = [const_value(d) for d in s.shape]
+    if any(d is None for d in dims):
+        return None
+    order = [dst.index(src[k]) for k in range(4)]  # where each source dimension goes
+    moved = [order[k] for k in range(4) if dims[k] != 1]
+    return list(s.shape) if moved == sorted(moved) else None
 
 
 def _same_rank4(v: Var) -> bool:

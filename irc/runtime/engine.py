@@ -168,6 +168,28 @@ def _host_machine():
     return target.create_target_machine(reloc="pic", codemodel="default")
 
 
+def jit_ir(llvm_ir: str, symbols: tuple[str, ...]) -> LoadedObject:
+    """Compile LLVM IR text for the host (quickly: the code is glue, not kernels) and link
+    it into the process."""
+    llvm = llvm_binding()
+    ensure_llvm()
+    with llvm_lock:
+        try:
+            module = llvm.parse_assembly(llvm_ir)
+            module.verify()
+            machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+                opt=1, reloc="pic", codemodel="default")
+            engine = llvm.create_mcjit_compiler(module, machine)
+            engine.finalize_object()
+        except RuntimeError as err:
+            raise BuildError(f"cannot compile generated glue code: {err}") from None
+    obj = LoadedObject(engine, symbols)
+    for name in symbols:
+        if not obj.address(name):
+            raise BuildError(f"generated code does not define function {name!r}")
+    return obj
+
+
 def load_object(data: bytes, symbols: tuple[str, ...] = ()) -> LoadedObject:
     """Link the object file ``data`` into the process."""
     llvm = llvm_binding()

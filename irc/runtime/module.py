@@ -90,6 +90,7 @@ class Function:
                     + [ctypes.c_int64] * len(signature.shape_vars)
                     + [_CTYPES[s.dtype] for s in signature.scalars])
         self.c_function = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+        self.address = address
         self._plans = [_BufferPlan(b) for b in signature.buffers]
         self._shape_var_names = [n for n, _ in signature.shape_vars]
         self._order = signature.order

@@ -48,6 +48,37 @@ def test_extract_tasks_after_fusion():
     assert "relu" in tasks[0].name
 
 
+CONV_BN = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 6, 6), "float32"), w: R.Tensor((4, 4, 3, 3), "float32"),
+             g: R.Tensor((4,), "float32"), b: R.Tensor((4,), "float32"),
+             m: R.Tensor((4,), "float32"), v: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            bn = R.nn.batch_norm(c, g, b, m, v, axis=1)
+            y = bn[0]
+            a = R.add(y, x)
+            r = R.nn.relu(a)
+            R.output(r)
+        return r
+'''
+
+
+def test_extract_tasks_of_a_network_with_batch_norm():
+    """batch_norm legalizes to a tuple holding a call; fusion after legalization used to
+    fail on it ("a Call expression is not a buffer value")."""
+    tasks = extract_tasks(irc.parse(CONV_BN), "llvm")
+    assert [t.name for t in tasks] == ["fused_conv2d_batch_norm", "fused_add_relu"]
+    legal = irc.passes.LegalizeOps()(irc.parse(CONV_BN))
+    irc.ir.well_formed(legal)
+    tuples = [b for b in legal["main"].body.blocks[0].bindings
+              if isinstance(b.value, irc.ir.Tuple)]
+    assert tuples and all(isinstance(f, (irc.ir.Var, irc.ir.Constant))
+                          for f in tuples[0].value.fields)
+
+
 def test_extract_tasks_binds_params_and_accepts_a_function():
     mod = irc.parse(MLP)
     rng = np.random.default_rng(0)

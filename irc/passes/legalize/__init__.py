@@ -6,10 +6,11 @@ a block-form PrimFunc to the module (structurally equal PrimFuncs are shared) an
 the ``call_tir``. Arguments are legalized before the call that uses them.
 
 Preconditions: the module is normalized (every expression has struct info).
-Postconditions: graph functions call only ``call_tir``/``call_dps_packed``/
-``call_pure_packed``/``shape_of`` and other functions; variables keep their names and
-struct info. An operator without a rule raises ``LegalizeError`` naming the operator, the
-function and the binding that uses it.
+Postconditions: the module is normalized (a rule's result that nests calls, such as
+batch_norm's tuple, is bound to fresh variables); graph functions call only
+``call_tir``/``call_dps_packed``/``call_pure_packed``/``shape_of`` and other functions;
+variables keep their names and struct info. An operator without a rule raises
+``LegalizeError`` naming the operator, the function and the binding that uses it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from ...core.diagnostics import IRCError, LegalizeError
 from ...core.functor import Mutator
 from ...core.module import IRModule
 from ...core.transform import Pass, PassContext
-from ...ir.expr import Call, Expr, Function, Op, VarBinding
+from ...ir.expr import Call, Expr, Function, Op, Tuple, VarBinding
 from ...ir.op import get_op_def
 from ...ir.ops.call import VM_NATIVE
+from ..normalize import normalize_function
 from . import rules_image, rules_index, rules_nd, rules_quant  # they register rules
 from .context import LegalizeContext
 from .rules import RULES, register_all
@@ -37,6 +39,8 @@ class _Legalizer(Mutator):
         self.func_name = func_name
         self.custom = custom
         self.binding = ""
+        # Set when a rule's result nests calls: the function is normalized afterwards.
+        self.nested = False
 
     def visit_VarBinding(self, b: VarBinding) -> VarBinding:
         self.binding = b.var.name_hint
@@ -59,12 +63,31 @@ class _Legalizer(Mutator):
                                 hint="dispatch it to a library first, or add a rule with "
                                      "LegalizeOps(customize_legalize_map={...})")
         try:
-            return rule(self.ctx, call)
+            out = rule(self.ctx, call)
         except LegalizeError:
             raise
         except IRCError as err:
             raise LegalizeError(f"cannot legalize R.{name} ({where}): {err.message}",
                                 span=call.span or err.span, node=call) from err
+        if not self.nested and _nests_calls(out):
+            self.nested = True
+        return out
+
+
+def _nests_calls(e: Expr) -> bool:
+    """True when ``e`` (a rule's result) is not one call of leaf arguments: a tuple of
+    calls (batch_norm's result and statistics), or a call with a call among its
+    arguments. Such a result is bound to fresh variables afterwards (A-normal form)."""
+    if not isinstance(e, Call):
+        return True
+    stack = list(e.args)
+    while stack:
+        a = stack.pop()
+        if isinstance(a, Call):
+            return True
+        if isinstance(a, Tuple):
+            stack.extend(a.fields)
+    return False
 
 
 @dataclass(frozen=True)
@@ -100,12 +123,22 @@ class LegalizeOps(Pass):
         register_all()
         lctx = LegalizeContext(mod)
         funcs: dict[Any, Any] = {}
+        nested = []
         for gv, f in mod.functions.items():
             if isinstance(f, Function):
-                funcs[gv] = _Legalizer(lctx, gv.name_hint, self.custom).visit(f)
+                legalizer = _Legalizer(lctx, gv.name_hint, self.custom)
+                funcs[gv] = legalizer.visit(f)
+                if legalizer.nested:
+                    nested.append(gv)
             else:
                 funcs[gv] = f
-        return lctx.result_module(funcs)
+        out = lctx.result_module(funcs)
+        if not nested:
+            return out
+        # Keep the module in A-normal form (what the passes after this one expect).
+        redo = {id(out[gv]) for gv in nested}
+        return out.map_functions(lambda f: normalize_function(f, out), Function,
+                                 where=lambda f: id(f) in redo)
 
 
 __all__ = ["LegalizeContext", "LegalizeOps", "RULES", "VM_NATIVE"]
