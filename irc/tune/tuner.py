@@ -290,7 +290,7 @@ class TuningEngine(TaskTuner):
         if self._default_runner is None:
             r = self.runner
             if isinstance(r, LocalRunner):
-                # One run per repeat: an unscheduled kernel can take seconds.
+                # One run: an unscheduled kernel can take seconds.
                 self._default_runner = LocalRunner(timeout=r.timeout, number=1, repeat=1,
                                                    min_repeat_ms=r.min_repeat_ms,
                                                    log_dir=self.log_dir,
@@ -368,8 +368,14 @@ class TuningEngine(TaskTuner):
             return None
         if self.database.get_workload(task.workload.key) is None:
             self.database.commit_workload(task.workload)
+        # A default schedule is measured exactly as the candidates are (the same runner,
+        # the same repeats): from one sample, a run that caught a descheduled thread
+        # (milliseconds on a shared machine) made the default look 10-40x slower than it
+        # is, and a slower tuned kernel replaced it. Only an unscheduled function (no
+        # rule applies), which can take seconds, is run once.
+        runner = self._default_runner_for() if trace is None else self.runner
         res = self.measure(task, [MeasureInput(task.workload, trace, task.target)],
-                           self._default_runner_for())[0]
+                           runner)[0]
         st = self.states[task_id]
         if st is not None:
             st.best = min(st.best, res.mean_cost)
