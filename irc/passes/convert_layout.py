@@ -13,10 +13,10 @@ new layout then propagates through the operators that can follow it:
   permuted too (a lower-rank operand is first reshaped to full rank, a scalar or all-ones
   operand is left alone) — so a bias ``(1, C, 1, 1)`` becomes ``(1, 1, 1, C)``;
 - ``max_pool2d``/``avg_pool2d``/``adaptive_avg_pool2d`` switch their ``layout``;
+  ``batch_norm`` its ``axis`` (its projection 0 keeps the layout);
 - reductions (``mean``, ``sum``, ``max``, ...) reduce the same dimensions in the new
   layout: with ``keepdims`` the result keeps it; without, when the dimensions left are
-  in the same order in both layouts, the result is the original value;
-  ``batch_norm`` its ``axis`` (its projection 0 keeps the layout).
+  in the same order in both layouts, the result is the original value.
 
 A value in the new layout is converted back (``permute_dims``, or ``reshape`` when only
 dimensions of size 1 move, as for a pooled ``(1, 1, 1, C)``) only where an operator that

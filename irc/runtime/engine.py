@@ -162,10 +162,10 @@ def has_symbol(name: str) -> bool:
     return bool(llvm.address_of_symbol(name))
 
 
-def _host_machine():
+def _host_machine(opt: int = 2):
     llvm = llvm_binding()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(reloc="pic", codemodel="default")
+    return target.create_target_machine(opt=opt, reloc="pic", codemodel="default")
 
 
 def jit_ir(llvm_ir: str, symbols: tuple[str, ...]) -> LoadedObject:
@@ -177,9 +177,7 @@ def jit_ir(llvm_ir: str, symbols: tuple[str, ...]) -> LoadedObject:
         try:
             module = llvm.parse_assembly(llvm_ir)
             module.verify()
-            machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
-                opt=1, reloc="pic", codemodel="default")
-            engine = llvm.create_mcjit_compiler(module, machine)
+            engine = llvm.create_mcjit_compiler(module, _host_machine(opt=1))
             engine.finalize_object()
         except RuntimeError as err:
             raise BuildError(f"cannot compile generated glue code: {err}") from None
