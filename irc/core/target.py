@@ -43,14 +43,15 @@ class TargetKind:
 
 _KINDS = {
     "llvm": TargetKind("llvm", "cpu", ("cpu",),
-                       ("mcpu", "mattr", "mtriple", "num-cores", "opt-level", "vector-width")),
+                       ("mcpu", "mattr", "mtriple", "num-cores", "opt-level", "vector-width",
+                        "vector-registers")),
     "cuda": TargetKind("cuda", "cuda", ("cuda", "gpu"),
                        ("arch", "max-num-threads", "thread-warp-size",
                         "max-shared-memory-per-block", "registers-per-block")),
 }
 _ALIASES = {"cpu": "llvm", "c": "llvm", "nvidia": "cuda", "gpu": "cuda"}
-_INT_OPTIONS = {"num-cores", "opt-level", "vector-width", "max-num-threads", "thread-warp-size",
-                "max-shared-memory-per-block", "registers-per-block"}
+_INT_OPTIONS = {"num-cores", "opt-level", "vector-width", "vector-registers", "max-num-threads",
+                "thread-warp-size", "max-shared-memory-per-block", "registers-per-block"}
 
 
 def llvm_binding() -> Any:
@@ -336,6 +337,19 @@ class Target:
         if "+avx" in feats:
             return 256
         return 128
+
+    def vector_registers(self) -> int:
+        """SIMD registers the code generator can allocate (``-vector-registers``, else from
+        the CPU features): 32 with AVX-512 (zmm0-31) or on AArch64 (v0-31), 16 on other
+        x86 CPUs (ymm/xmm0-15). Register-blocked micro-kernels size their accumulator
+        tiles by it: a tile that needs more registers than there are spills every step."""
+        if "vector-registers" in self.attrs:
+            return int(self.attrs["vector-registers"])
+        feats = self.llvm_features()
+        if "+avx512f" in feats or "+neon" in feats or "aarch64" in str(
+                self.attrs.get("mtriple", "")):
+            return 32
+        return 16
 
     def fingerprint(self) -> str:
         """A string naming the hardware this target runs on, for tuning records:

@@ -252,3 +252,23 @@ def test_compute_at_keeps_the_predicate_of_a_partial_split():
     np.testing.assert_allclose(compiled_output(sch.mod["main"], args),
                                args[0] / args[0].sum(axis=1, keepdims=True), rtol=1e-4,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("registers", [16, 32])
+def test_micro_kernel_tile_fits_the_targets_vector_registers(registers):
+    # The accumulators, the tile's vector operands and a broadcast must fit the target's
+    # registers: a 4 x 4 tile on a 16-register CPU (AVX2) spilled in every step.
+    from irc.dlight.cpu.tiling import plan_output_tile
+    from irc.tir.schedule.block_info import get_block_infos
+
+    ks = kernels(graph({"x": (64, 256), "w": (256, 256)}, """
+        gv = R.matmul(x, w, out_dtype="void")
+    """, (64, 256)))
+    target = Target(f"llvm -num-cores 2 -vector-width 256 -vector-registers {registers}")
+    sch = Schedule(next(iter(ks.values())))
+    info = next(b for b in get_block_infos(sch) if b.block.init is not None)
+    plan = plan_output_tile(info, target)
+    acc = plan.mr * plan.nvec
+    assert acc + plan.nvec + 1 <= registers
+    assert acc == (12 if registers == 16 else 16)  # the register file is used, not wasted
+    assert target.vector_registers() == registers

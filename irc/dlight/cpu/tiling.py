@@ -38,8 +38,9 @@ from .utils import (
     work_of,
 )
 
-# Accumulator registers of a micro-kernel (of 32 vector registers, the rest hold the
-# vector operands and the broadcast).
+# Accumulator registers of a micro-kernel: at most 16, and at most what the target's
+# vector registers hold beside the tile's vector operands and one broadcast (see
+# `max_accumulators`): 16 of AVX-512's 32 registers, 12 of AVX2's 16.
 MAX_ACCUMULATORS = 16
 MAX_ROWS = 8
 MACRO_ROWS = 64
@@ -109,12 +110,13 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
     lanes = vector_lanes(target, store.buffer.dtype)
     width = vector_split(ev, lanes) or largest_divisor(ev, lanes)
     er = info.iters[reg].const_extent if reg is not None else 1
+    regs = target.vector_registers()
     best = None
     for nvec in (4, 3, 2, 1):
         if (ev // width) % nvec:
             continue
         for mr in range(1, MAX_ROWS + 1):
-            if er % mr or mr * nvec > MAX_ACCUMULATORS:
+            if er % mr or not fits_registers(mr, nvec, regs):
                 continue
             key = (mr * nvec, -(mr + nvec))
             if best is None or key > best[0]:
@@ -153,6 +155,15 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
             reg_macro = largest_divisor(er // mr, reg_macro - 1) or 1
     return TilePlan(vec=vec, width=width, nvec=nvec, reg=reg, mr=mr, vec_macro=vec_macro,
                     reg_macro=reg_macro, gather_ok=gather_ok)
+
+
+def fits_registers(mr: int, nvec: int, registers: int) -> bool:
+    """Whether an ``mr x nvec`` accumulator tile, its ``nvec`` vector operands and one
+    broadcast fit in ``registers`` vector registers with room to spare (at most
+    ``MAX_ACCUMULATORS`` accumulators, and no more than ``registers - 4``: on a
+    16-register CPU a 4 x 4 tile spills an accumulator in every step)."""
+    acc = mr * nvec
+    return acc <= min(MAX_ACCUMULATORS, registers - 4) and acc + nvec + 1 <= registers
 
 
 def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
