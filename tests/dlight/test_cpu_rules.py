@@ -175,14 +175,23 @@ def test_nchw_padding_stays_a_stage_and_nhwc_padding_is_inlined():
     nchw = kernels(graph({"x": (1, 8, 14, 14), "w": (16, 8, 3, 3)}, """
         gv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
     """, (1, 16, 14, 14)))
-    nhwc = kernels(graph({"x": (1, 10, 10, 8), "w": (3, 3, 8, 32)}, """
+    nhwc = kernels(graph({"x": (1, 10, 10, 16), "w": (3, 3, 16, 32)}, """
+        gv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout="NHWC", kernel_layout="HWIO")
+    """, (1, 10, 10, 32)))
+    rgb = kernels(graph({"x": (1, 10, 10, 3), "w": (3, 3, 3, 32)}, """
         gv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout="NHWC", kernel_layout="HWIO")
     """, (1, 10, 10, 32)))
     a = schedule(next(iter(nchw.values())), dl.cpu.Matmul(), "llvm")
     b = schedule(next(iter(nhwc.values())), dl.cpu.Matmul(), "llvm")
+    c = schedule(next(iter(rgb.values())), dl.cpu.Matmul(), "llvm")
     # The NCHW guard varies along the vectorized output row: padding stays a stage.
     assert 'T.block("pad_temp")' in a.script()
     assert 'T.block("pad_temp")' not in b.script()
+    # Three input channels do not amortize the guard: a padded copy is cheaper.
+    assert 'T.block("pad_temp")' in c.script()
+    args = random_args(next(iter(rgb.values())))
+    want = ref.conv2d_nhwc(args[0], args[1], padding=1)
+    np.testing.assert_allclose(compiled_output(c, args), want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("rule", [dl.cpu.Matmul(), dl.cpu.Reduction()])
@@ -261,9 +270,9 @@ def test_micro_kernel_tile_fits_the_targets_vector_registers(registers):
     from irc.dlight.cpu.tiling import plan_output_tile
     from irc.tir.schedule.block_info import get_block_infos
 
-    ks = kernels(graph({"x": (64, 256), "w": (256, 256)}, """
+    ks = kernels(graph({"x": (96, 256), "w": (256, 384)}, """
         gv = R.matmul(x, w, out_dtype="void")
-    """, (64, 256)))
+    """, (96, 384)))
     target = Target(f"llvm -num-cores 2 -vector-width 256 -vector-registers {registers}")
     sch = Schedule(next(iter(ks.values())))
     info = next(b for b in get_block_infos(sch) if b.block.init is not None)
@@ -272,3 +281,37 @@ def test_micro_kernel_tile_fits_the_targets_vector_registers(registers):
     assert acc + plan.nvec + 1 <= registers
     assert acc == (12 if registers == 16 else 16)  # the register file is used, not wasted
     assert target.vector_registers() == registers
+
+
+def test_micro_tile_choice_takes_a_partial_row_tile_only_where_it_pays():
+    from irc.dlight.cpu.tiling import choose_micro_tile
+
+    # AVX2 (16 registers), 8 vectors of output channels.
+    assert choose_micro_tile(7, 8, 16, allow_row_tail=True) == (4, 2, True)
+    assert choose_micro_tile(49, 8, 16, allow_row_tail=True) == (5, 2, True)
+    mr, nvec, tail = choose_micro_tile(56, 8, 16, allow_row_tail=True)
+    assert not tail and 56 % mr == 0 and mr * nvec == 8
+    assert choose_micro_tile(7, 8, 16, allow_row_tail=False)[2] is False
+    # AVX-512 (32 registers): 7 rows of two vectors fit exactly.
+    assert choose_micro_tile(7, 4, 32, allow_row_tail=True) == (7, 2, False)
+
+
+@pytest.mark.parametrize("hw,cin,cout,k,stride", [(7, 64, 64, 1, 1), (13, 24, 48, 3, 1),
+                                                  (14, 32, 32, 3, 2)])
+def test_partial_row_tiles_compute_the_right_convolution(hw, cin, cout, k, stride):
+    # A 16-register target takes 4 + 3 rows for 7 output columns (and so on): the
+    # partial tile is cut off at lowering (LoopPartition) and must not write past the row.
+    pad = k // 2
+    out = (hw + 2 * pad - k) // stride + 1
+    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
+             'data_layout="NHWC", kernel_layout="HWIO"')
+    ks = kernels(graph({"x": (1, hw, hw, cin), "w": (k, k, cin, cout)},
+                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, cout)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    after = schedule(func, dl.cpu.Matmul(), target)
+    assert after is not None and "T.where" in after.script()
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)

@@ -8,6 +8,7 @@ from .base import PrimFuncPass, prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .loop_partition import LoopPartition, loop_partition
 from .lower import (
     GPU_LOWERING_PASSES,
     LOWER_TIR,
@@ -36,6 +37,7 @@ __all__ = [
     "CompactBufferAllocation",
     "ConvertBlocksToOpaque",
     "FlattenBuffer",
+    "LoopPartition",
     "GPU_LOWERING_PASSES",
     "LOWER_TIR_GPU",
     "LowerThreadBinding",
@@ -61,6 +63,7 @@ __all__ = [
     "lower_match_buffer",
     "lower_module",
     "lower_opaque_block",
+    "loop_partition",
     "lower_primfunc",
     "map_stmt_children",
     "plan_and_update_buffer_allocation_location",

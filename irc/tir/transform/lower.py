@@ -10,14 +10,15 @@ The passes run in this order (each is documented in its own module):
 5. LowerMatchBuffer — match_buffer views become source accesses
 6. Simplify
 7. LowerOpaqueBlock — blocks disappear; Allocate/DeclBuffer, predicates become ifs
-8. FlattenBuffer — every access is 1-D
-9. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
-   as bytes
-10. Simplify
-11. VectorizeLoop — vectorized loops become vector expressions
-12. UnrollLoop — unrolled loops and auto-unroll pragmas expand
-13. Simplify
-14. RemoveNoOp
+8. LoopPartition — loops are cut where a predicate changes (partial tiles)
+9. FlattenBuffer — every access is 1-D
+10. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
+    as bytes
+11. Simplify
+12. VectorizeLoop — vectorized loops become vector expressions
+13. UnrollLoop — unrolled loops and auto-unroll pragmas expand
+14. Simplify
+15. RemoveNoOp
 
 The passes form one ``Sequential`` named ``LowerTIR`` (:data:`LOWER_TIR`), so the
 instruments of the current ``PassContext`` (timing, printing, round-trip and
@@ -38,6 +39,7 @@ from ..te import create_prim_func
 from .compact_buffer_allocation import CompactBufferAllocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque
 from .flatten_buffer import FlattenBuffer
+from .loop_partition import LoopPartition
 from .lower_init_block import LowerInitBlock
 from .lower_match_buffer import LowerMatchBuffer
 from .lower_narrow_dtypes import LowerNarrowDTypes
@@ -58,6 +60,7 @@ LOWERING_PASSES = (
     LowerMatchBuffer(),
     Simplify(),
     LowerOpaqueBlock(),
+    LoopPartition(),
     FlattenBuffer(),
     LowerNarrowDTypes(),
     Simplify(),

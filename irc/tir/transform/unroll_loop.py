@@ -128,6 +128,18 @@ def _copies(s: For) -> list[Stmt]:
     return out
 
 
+def fresh_copy(body: Stmt, replace: dict[Var, PrimExpr]) -> Stmt:
+    """A copy of ``body`` with the variables of ``replace`` replaced by their values and
+    fresh variables for everything ``body`` defines (loops, lets, allocations), so the
+    copy can sit beside the original."""
+    defined = _defined_vars(body)
+    targets = {id(v) for v in replace} | {id(v) for v in defined}
+    vmap: dict[int, object] = {id(v): e for v, e in replace.items()}
+    for v in defined:
+        vmap[id(v)] = Var(name=v.name, dtype=v.dtype)
+    return _Copier(vmap, _dirty_exprs(body, targets))(body)
+
+
 def _steps(s: Stmt) -> int:
     """Statements the body expands to (a loop counts as its body)."""
     t = type(s)
