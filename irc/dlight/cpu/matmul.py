@@ -11,7 +11,7 @@ Applies to a function whose root blocks are: injective producers, then one reduc
    vectorizable (a padding guard that does not vary along the vector loop, a cast);
    otherwise it stays a stage of its own (e.g. NCHW padding, whose guard varies along
    the output row, or the padding of a convolution where a padded copy costs less than
-   the guards: few input channels, or many multiply-adds per input element), scheduled
+   the guards: many multiply-adds per input element), scheduled
    like an elementwise block;
 3. the reduction gets the register-blocked output tile of :mod:`.tiling`, with the
    epilogue computed per tile from the accumulator.
@@ -49,12 +49,9 @@ from .utils import schedule_injective_block
 
 logger = logging.getLogger(__name__)
 
-# A padding guard is inlined into a multiply-accumulate only when the innermost reduction
-# loop, which the guard does not depend on, has at least this many iterations, and the
-# multiply-adds per padded input element stay under PADDED_COPY_WORK (see
-# `_padded_copy_pays`).
-MIN_GUARDED_REDUCTION = 16
-PADDED_COPY_WORK = 1024
+# A padding guard is inlined into a multiply-accumulate only when the reduction does
+# fewer multiply-adds than this per padded input element (see `_padded_copy_pays`).
+PADDED_COPY_WORK = 512
 
 
 def anchor_reduction(sch: Schedule) -> tuple[list[BlockInfo], int] | None:
@@ -143,27 +140,21 @@ def inline_producers(sch: Schedule, anchor_name: str, varying_guard: bool) -> Sc
 
 def _padded_copy_pays(info: BlockInfo, producer: BlockInfo, padded_reads: list) -> bool:
     """Whether a padded copy of the input (the producer kept as a stage) beats reading
-    the input through the padding guard inside the anchor. Only for an anchor that
-    broadcasts the input (its reads do not move with the vector loop: a dense
-    convolution; a depthwise one reads along the vector, and its copy would cost as much
-    as the convolution). An inlined NHWC guard depends on the output position and the
-    kernel window, so LLVM hoists it out of the channel loop and tests it once per
-    broadcast; a copy costs a read and a write per padded element. The copy pays
-
-    - when the innermost reduction loop is short (under ``MIN_GUARDED_REDUCTION``): with
-      three input channels (an image's first convolution) the guard is tested every third
-      multiply-add (ResNet's 7 x 7 stem: 1.8 ms copied against 4.9 guarded on a Zen 3);
-    - when there are at least ``PADDED_COPY_WORK`` multiply-adds per padded element:
-      the guards outnumber the copy's accesses (ResNet-50's 3 x 3 stride-2 convolution
-      from 14 x 14 x 512 to 7 x 7: 1760 per element, 2.1 ms copied against 3.7 guarded;
-      from 56 x 56 x 128 to 28 x 28: 540, the same either way)."""
+    the input through the padding guard inside the anchor: when the anchor broadcasts
+    the input (its reads do not move with the vector loop: a dense convolution; a
+    depthwise one reads along the vector, and its copy would cost as much as the
+    convolution) and does at least ``PADDED_COPY_WORK`` multiply-adds per padded input
+    element. An inlined NHWC guard depends on the output position and the kernel window,
+    so LLVM hoists it out of the channel loop and tests it once per broadcast (per
+    kernel tap and output row); a copy costs a read and a write per padded element, and
+    the more work there is per element the more the guards outnumber them. Measured on a
+    Zen 3: ResNet's 7 x 7 stem (743 per element) 1.8 ms copied against 3.0 guarded, the
+    3 x 3 stride-2 convolution from 14 x 14 x 512 to 7 x 7 (882) 2.2 against 3.5; from
+    56 x 56 x 128 to 28 x 28 (268) the same either way, from 56 x 56 x 64 (268) 14%
+    faster guarded, and MobileNet's 3 x 3 stem (71) 23% faster guarded."""
     v = innermost_spatial_var(info.block)
     if v is None or any(a.stride(v) != 0 for a in padded_reads):
         return False
-    reds = [it for it in info.iters if it.kind == "R"]
-    e = reds[-1].const_extent if reds else None
-    if e is not None and e < MIN_GUARDED_REDUCTION:
-        return True
     work = elements = 1
     for it in info.iters:
         work *= it.const_extent or 0

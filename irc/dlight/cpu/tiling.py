@@ -53,6 +53,9 @@ MAX_GATHER_STRIDE = 4
 # and the macro tile's rows of the broadcast operand must fit ``L1_BYTES`` together.
 PANEL_BYTES = 16 * 1024
 L1_BYTES = 32 * 1024
+# The reduction is blocked only for macro tiles of at least this many row tiles, which
+# share each panel (7 output rows as two tiles ran 4-25% slower blocked on a Zen 3).
+MIN_BLOCKED_ROW_TILES = 4
 # Reduction blocks shorter than this are not worth the accumulators' reloads and the
 # micro-kernel's start per block (BERT's 128-row products ran 5-10% slower at 64-128).
 MIN_KC = 96
@@ -172,7 +175,8 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
         else:
             reg_macro = largest_divisor(er // mr, reg_macro - 1) or 1
     kc = None
-    if reg is not None and outer_count() >= 2 * cores:
+    if (reg is not None and reg_macro >= MIN_BLOCKED_ROW_TILES
+            and outer_count() >= 2 * cores):
         kc = reduction_block(info, nr, mr * reg_macro, max(1, dt.bits(store.buffer.dtype) // 8))
     return TilePlan(vec=vec, width=width, nvec=nvec, reg=reg, mr=mr, vec_macro=vec_macro,
                     reg_macro=reg_macro, gather_ok=gather_ok, kc=kc, row_tail=row_tail)
