@@ -28,8 +28,9 @@ Models: ResNet-18, ResNet-50 and MobileNet-V2 at 224x224, BERT-base (12 layers, 
 ``--tune SECONDS`` also tunes each model with ``irc.tune.ms.tune_relax`` for at most that
 long (the task scheduler measures every task's default schedule first, so a tuned
 kernel never replaces a faster default one), builds it with the records
-(``compile_relax``) and prints the tuned latency against ONNX Runtime's, the tuning
-time and the trials measured.
+(``compile_relax``, which also keeps the default schedule of every kernel that its
+tuned version does not beat inside the network) and prints the tuned latency against
+ONNX Runtime's, the tuning time and the trials measured.
 
 Run on a quiet machine: ``python benchmarks/cpu_models.py [--models resnet18,conv]
 [--repeat 50] [--profile] [--tune 600]``.

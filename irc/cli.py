@@ -40,38 +40,6 @@ def _parse_shape_bindings(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _make_inputs(check_params: list, num_input: int | None, seed: int,
-                 shapes: dict[str, int]) -> list[np.ndarray]:
-    """Random inputs for a VM function: data in [0, 1), weights scaled by fan-in."""
-    rng = np.random.default_rng(seed)
-    n_in = len(check_params) if num_input is None else num_input
-    arrays = []
-    for i, (name, chk, slot_names) in enumerate(check_params):
-        if chk.kind != "tensor" or chk.dims is None or not chk.dtype:
-            raise irc.IRCError(f"cannot make a random value for parameter {name}: it is not a "
-                               "tensor of known rank and dtype")
-        shape = []
-        for d in chk.dims:
-            if isinstance(d, int):
-                shape.append(d)
-            elif d[0] == "bind" and slot_names[d[1]] in shapes:
-                shape.append(shapes[slot_names[d[1]]])
-            else:
-                raise irc.IRCError(f"parameter {name} has a symbolic dimension; give its value "
-                                   "with --shape NAME=INT")
-        np_dtype = irc.ir.dtype.to_numpy(chk.dtype)
-        if np.issubdtype(np_dtype, np.floating):
-            if i < n_in:
-                arr = rng.random(shape)
-            else:
-                fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0], 1)
-                arr = rng.uniform(-1, 1, shape) / np.sqrt(max(fan_in, 1))
-        else:
-            arr = rng.integers(0, 8, shape)
-        arrays.append(np.asarray(arr, dtype=np_dtype))
-    return arrays
-
-
 def _executable(path: str, target: str, pipeline: str):
     if path.endswith(".ircx"):
         return irc.vm.Executable.load(path), 0.0
@@ -99,8 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if fn is None:
         raise irc.IRCError(f"{args.file} has no function {args.function!r}; it has "
                            f"{', '.join(ex.functions)}")
-    params = [(name, chk, fn.slot_names) for name, chk in zip(fn.params, fn.param_checks)]
-    inputs = _make_inputs(params, fn.num_input, args.seed, _parse_shape_bindings(args.shape))
+    inputs = ex.random_inputs(args.function, args.seed, _parse_shape_bindings(args.shape))
     f = vm[args.function]
     out = f(*inputs)
     timer = irc.runtime.time_evaluator(f, irc.cpu(), number=1, repeat=args.repeat)

@@ -50,6 +50,7 @@ from ..tir.stmt import PrimFunc
 from ..vm import link
 from .apply import LayoutRewriteOption, schedule_from_record
 from .database import Database, open_database
+from .network_check import RecordsWithout, slower_in_network, tuned_callees
 from .record import workload_key
 from .task import TuneTask, flop_count
 
@@ -346,7 +347,8 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
     module docstring). For a module of loop functions only (no graph function), each
     PrimFunc is replaced directly (layout rewrites then use ``option``, by default
     ``INSERT_TRANSFORM_STAGE`` so callers keep their layouts)."""
-    db = database if isinstance(database, Database) else open_database(database, target)
+    db = database if isinstance(database, (Database, RecordsWithout)) \
+        else open_database(database, target)
     try:
         if any(isinstance(f, Function) for f in mod.functions.values()):
             opt = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED if option is None \
@@ -375,12 +377,39 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
             db.close()
 
 
-def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = None) -> Any:
+def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = None,
+                  check_in_network: bool = True) -> Any:
     """Prepare ``mod`` (bind ``params``, default pipeline), put the database's best
-    schedules in place and build it: an ``irc.vm.Executable``."""
-    prepared = prepare_graph(mod, params, target)
-    tuned = apply_database(prepared, database, target)
-    return link(default_schedules(tuned, target), target)
+    schedules in place and build it: an ``irc.vm.Executable``.
+
+    With ``check_in_network`` (CPU targets, graph functions with static input shapes),
+    the tuned build is compared with the default build kernel by kernel while the graph
+    function runs (:mod:`irc.tune.network_check`), and a tuned kernel slower there than
+    the default one is set aside: its loop function keeps the default schedule."""
+    t = Target.canon(target)
+    db = database if isinstance(database, Database) else open_database(database, t)
+    try:
+        prepared = prepare_graph(mod, params, t)
+        tuned = apply_database(prepared, db, t)
+        ex = link(default_schedules(tuned, t), t)
+        names = tuned_callees(prepared, tuned)
+        entry = _entry(prepared)
+        if not check_in_network or not names or entry is None:
+            return ex
+        default_ex = link(default_schedules(prepared, t), t)
+        slower = slower_in_network(default_ex, ex, names, entry, t)
+        if not slower:
+            return ex
+        logger.info("compile_tuned: %d of %d tuned kernels were slower in the network than "
+                    "their default schedule and keep it", len(slower), len(names))
+        hidden = {workload_key(site_function(call, callee))
+                  for call, callee in _call_tir_sites(prepared)
+                  if call.args[0].name_hint in slower}
+        kept = apply_database(prepared, RecordsWithout(db, hidden), t)
+        return link(default_schedules(kept, t), t)
+    finally:
+        if db is not database:
+            db.close()
 
 
 __all__ = ["apply_database", "compile_tuned", "default_schedules", "graph_tasks",

@@ -110,14 +110,17 @@ def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_glo
             own_runner.close()
 
 
-def compile_relax(database: Any, mod: Any, target: Any, params: Any = None) -> Any:
+def compile_relax(database: Any, mod: Any, target: Any, params: Any = None,
+                  check_in_network: bool = True) -> Any:
     """Build ``mod`` with the best schedules of ``database`` (a Database, a record file
     or a work directory): an ``irc.vm.Executable``. Loop functions without records keep
-    their default schedule."""
+    their default schedule, and so do those whose tuned kernel runs slower than the
+    default one inside the network (``check_in_network``, on the CPU: both builds are
+    profiled on random inputs, :mod:`irc.tune.network_check`)."""
     t = Target.canon(target)
     if isinstance(database, (str, os.PathLike)) and os.path.isdir(database):
         database = _work_dir_database(os.fspath(database), t)
-    return compile_tuned(mod, database, t, params)
+    return compile_tuned(mod, database, t, params, check_in_network=check_in_network)
 
 
 @dataclass(frozen=True, init=False)

@@ -218,3 +218,76 @@ def test_tune_relax_times_cpu_candidates_with_cold_caches(monkeypatch, tmp_path)
         assert seen[-1] is mine and not mine.enable_cpu_cache_flush
     finally:
         mine.close()
+
+
+def _linked_modules(monkeypatch):
+    """Spy on the builds compile_relax makes: the modules it links, in order."""
+    import irc.tune.graph as graph
+
+    seen = []
+    real = graph.link
+
+    def spy(mod, target):
+        seen.append(mod)
+        return real(mod, target)
+
+    monkeypatch.setattr(graph, "link", spy)
+    return seen
+
+
+def _tuned_mlp(tmp_path):
+    mod, w = mlp()
+    prepared = prepare_graph(mod, w, "llvm")
+    mm = next(t for t in graph_tasks(prepared, "llvm") if t.func.attrs.get("layout_free_buffers"))
+    db = JSONDatabase(str(tmp_path / "db.json"), target="llvm")
+    db.commit_workload(mm.workload)
+    db.commit_record(sampled_record(mm))
+    return mod, w, db, mm.name
+
+
+@pytest.mark.parametrize("tuned_is_slower", [True, False])
+def test_compile_relax_keeps_the_default_of_kernels_slower_in_the_network(
+        tmp_path, monkeypatch, caplog, tuned_is_slower):
+    import irc.tune.network_check as nc
+
+    mod, w, db, name = _tuned_mlp(tmp_path)
+
+    def fake_times(vms, entry, args):
+        assert entry == "forward" and [a.shape for a in args][0] == (1, 64)
+        slow = 2e-6 if tuned_is_slower else 0.5e-6
+        return [{name: 1e-6}, {name: slow}]
+
+    monkeypatch.setattr(nc, "_kernel_times", fake_times)
+    linked = _linked_modules(monkeypatch)
+    with caplog.at_level("INFO", logger="irc.tune"):
+        ex = ms.compile_relax(db, mod, "llvm", w)
+    from irc.ir import structural_equal
+
+    kernel = [m.functions[m.get_global_var(name)] for m in linked]
+    # The tuned build, then the default build it is compared with ...
+    assert not structural_equal(kernel[0], kernel[1])
+    if tuned_is_slower:
+        # ... then a build with the tuned record set aside: the default kernel.
+        assert len(linked) == 3 and structural_equal(kernel[2], kernel[1])
+        assert "keep it" in caplog.text and name in caplog.text
+    else:
+        assert len(linked) == 2  # the tuned build is returned
+    x = np.random.default_rng(8).random((1, 64), dtype=np.float32)
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+    db.close()
+
+
+def test_network_check_profiles_both_builds_and_can_be_turned_off(tmp_path, monkeypatch):
+    mod, w, db, name = _tuned_mlp(tmp_path)
+    linked = _linked_modules(monkeypatch)
+    ms.compile_relax(db, mod, "llvm", w, check_in_network=False)
+    assert len(linked) == 1
+    # For real (no fakes): the check runs the network and names only tuned kernels.
+    from irc.tune.network_check import slower_in_network
+
+    tuned_ex = irc.vm.link(linked[0], "llvm")
+    default_ex = ms.compile_relax(str(tmp_path / "empty"), mod, "llvm", w)
+    assert slower_in_network(default_ex, tuned_ex, {name}, "forward",
+                             Target("llvm")) <= {name}
+    db.close()

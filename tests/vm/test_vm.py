@@ -214,6 +214,15 @@ def test_symbolic_batch_dimension_binds_and_checks():
         np.testing.assert_allclose(vm["main"](data).numpy(), data * 2, rtol=1e-6)
     with pytest.raises(irc.RuntimeShapeError, match=r"R.Tensor\(\(n, 4\)"):
         vm["main"](np.zeros((3, 5), "float32"))
+    # Random inputs need the symbolic dimension's value.
+    ex = irc.vm.compile(bb.get(), "llvm", pipeline=None)
+    with pytest.raises(irc.VMError, match="parameter x of main has a symbolic dimension"):
+        ex.random_inputs("main")
+    (arg,) = ex.random_inputs("main", seed=1, shapes={"n": 5})
+    assert arg.shape == (5, 4) and arg.dtype == np.float32 and 0 <= arg.min() < arg.max() < 1
+    np.testing.assert_array_equal(arg, ex.random_inputs("main", seed=1, shapes={"n": 5})[0])
+    with pytest.raises(irc.VMError, match="no function 'nope'"):
+        ex.random_inputs("nope")
 
 
 def test_unlegalized_operator_is_named():

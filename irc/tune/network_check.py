@@ -1,0 +1,101 @@
+"""The tuned build checked against the default one inside the network.
+
+A tuned kernel wins its task's measurements, which time it alone (with cold caches by
+default). Inside the network it runs between other kernels, with their data in the
+caches and its threads just woken, and it can lose there: on ResNet-18, a stride-2
+convolution whose record beat the default in isolation took 389 µs in the network
+against 276 µs for the default kernel. :func:`slower_in_network` builds both
+executables, runs the graph function on the same seeded random inputs in alternating
+profiled rounds (``vm.profile``), and names the tuned kernels whose median time is above
+the default kernel's by more than ``MARGIN``; ``compile_tuned`` then builds again with
+those kernels' records set aside (:class:`RecordsWithout`), so they keep the default
+schedule.
+
+The check needs a graph function whose inputs have static shapes on the CPU; otherwise
+(or when nothing was tuned) it is skipped and the tuned build is kept as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..core.diagnostics import IRCError
+from ..core.module import IRModule
+from ..core.target import Target
+from ..tir.stmt import PrimFunc
+from ..vm import VirtualMachine
+
+logger = logging.getLogger(__name__)
+
+# A tuned kernel is set aside when its median time in the network is above the default
+# kernel's by more than this fraction.
+MARGIN = 0.02
+# Profiled rounds per build (alternating), and runs per round.
+ROUNDS = 5
+RUNS_PER_ROUND = 3
+
+
+class RecordsWithout:
+    """A database view that hides the records of some workloads (their loop functions
+    then keep the default schedule); everything else is the wrapped database's."""
+
+    def __init__(self, database: Any, hidden: set[str]):
+        self.database = database
+        self.hidden = set(hidden)
+
+    def best_record(self, key: str) -> Any:
+        """The wrapped database's best record of ``key``, or None when it is hidden."""
+        return None if key in self.hidden else self.database.best_record(key)
+
+
+def _kernel_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
+                  ) -> list[dict[str, float]]:
+    """Median seconds per run of every kernel, for each VM (rounds alternate, so a slow
+    moment of the machine hits both builds)."""
+    samples: list[dict[str, list[float]]] = [{} for _ in vms]
+    for _ in range(ROUNDS):
+        for vm, acc in zip(vms, samples):
+            report = vm.profile(entry, *args, repeat=RUNS_PER_ROUND, warmup=1)
+            for k in report.kernels:
+                acc.setdefault(k.name, []).append(k.seconds / report.runs)
+    return [{name: float(np.median(v)) for name, v in acc.items()} for acc in samples]
+
+
+def slower_in_network(default_ex: Any, tuned_ex: Any, tuned_names: set[str],
+                      entry: str, target: Target) -> set[str]:
+    """The kernels among ``tuned_names`` that run slower in ``tuned_ex`` than in
+    ``default_ex`` when the graph function ``entry`` runs (see the module docstring);
+    empty when the check cannot run (a GPU target, symbolic input shapes)."""
+    if target.kind.name != "llvm" or not tuned_names:
+        return set()
+    try:
+        args = default_ex.random_inputs(entry)
+    except IRCError as err:
+        logger.info("tuned build not checked in the network: %s", err)
+        return set()
+    default_vm, tuned_vm = VirtualMachine(default_ex), VirtualMachine(tuned_ex)
+    before, after = _kernel_times([default_vm, tuned_vm], entry, args)
+    slower = set()
+    for name in tuned_names:
+        if name in before and name in after and after[name] > before[name] * (1 + MARGIN):
+            slower.add(name)
+            logger.info("tuned kernel %s: %.0f us in the network against %.0f us for the "
+                        "default schedule; the default is kept", name, after[name] * 1e6,
+                        before[name] * 1e6)
+    return slower
+
+
+def tuned_callees(prepared: IRModule, tuned: IRModule) -> set[str]:
+    """Names of the loop functions ``apply_database`` replaced in place (same name, a
+    tuned function)."""
+    before = {gv.name_hint: f for gv, f in prepared.functions.items()
+              if isinstance(f, PrimFunc)}
+    return {gv.name_hint for gv, f in tuned.functions.items()
+            if isinstance(f, PrimFunc) and gv.name_hint in before
+            and f is not before[gv.name_hint] and f.attrs.get("tir.is_scheduled")}
+
+
+__all__ = ["MARGIN", "RecordsWithout", "slower_in_network", "tuned_callees"]
