@@ -6,8 +6,9 @@ For each model, in one run on one machine:
   no tuning, no records, no library dispatch — and the VM's ``main``, median of
   ``--repeat`` calls after ``--warmup``;
 - ONNX Runtime's latency on the same model file and inputs (CPU provider, 2 intra-op
-  threads, one inter-op thread, default graph optimizations), median the same way,
-  measured before and after irc's (the faster of the two counts);
+  threads, one inter-op thread, default graph optimizations), median the same way; the
+  two are timed in alternating blocks of 5 calls, each after a pause and 3 untimed
+  calls (``interleaved_medians``), so a slow phase of the shared machine hits both;
 - the ratio irc / ORT (below 1 means irc is faster), irc's import + compile time;
 - irc's GFLOPS (the model's floating-point operations, counted on its loop functions
   before scheduling, over the latency) and their fraction of the machine's measured
@@ -41,9 +42,10 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import statistics
 import tempfile
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import onnx
@@ -82,6 +84,32 @@ def seed000_conv(seed: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     return model, {"x": rng.standard_normal((1, 512, 7, 7)).astype("float32")}
+
+
+def interleaved_medians(fns: list[Callable[[], Any]], repeat: int, warmup: int,
+                        block: int = 5, settle: int = 3, pause: float = 0.3) -> list[float]:
+    """The median time of a call of each of ``fns``, timed in alternating blocks of
+    ``block`` calls (``repeat`` calls of each in all, after ``warmup``), so that a slow
+    phase of this shared machine (another tenant's load) hits every side alike. Each
+    block starts after a ``pause`` and ``settle`` untimed calls: ONNX Runtime's threads
+    keep spinning for tens of milliseconds after its calls, and irc's parallel kernels,
+    split statically between the cores, run up to 2x slower while they do; after a
+    pause, the first calls of either side wake a halted virtual core (up to 3x slower
+    on this machine)."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times: list[list[float]] = [[] for _ in fns]
+    while len(times[0]) < repeat:
+        for fn, acc in zip(fns, times):
+            time.sleep(pause)
+            for _ in range(settle):
+                fn()
+            for _ in range(min(block, repeat - len(acc))):
+                t0 = time.perf_counter()
+                fn()
+                acc.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def load_model(name: str, cache: str) -> tuple[Any, dict[str, np.ndarray]]:
@@ -141,7 +169,6 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
-    t_ort = median_seconds(lambda: sess.run(None, feeds), args.repeat, args.warmup)
     want = sess.run(None, feeds)
     t0 = time.perf_counter()
     mod = from_onnx(model)
@@ -150,11 +177,9 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
     err = relative_error(vm, inputs, want)
-    t_irc = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
-    # ONNX Runtime again after irc: the faster of its two medians counts (a burst of
-    # load from another tenant during one of them must not flatter irc).
-    t_ort = min(t_ort, median_seconds(lambda: sess.run(None, feeds), args.repeat,
-                                      args.warmup))
+    t_ort, t_irc = interleaved_medians(
+        [lambda: sess.run(None, feeds), lambda: vm["main"](*inputs)], args.repeat,
+        args.warmup)
     gflops = model_flops(mod) / t_irc / 1e9
     lines = [f"{name:13s} {t_irc * 1e3:9.3f} {t_ort * 1e3:9.3f} {t_irc / t_ort:6.2f}x "
              f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e}"]
@@ -169,14 +194,16 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
         report = vm.profile("main", *inputs, repeat=args.repeat, warmup=1)
         lines.append(report.table(top=12))
     if args.tune:
-        lines.append(tuned_line(mod, inputs, want, t_ort, args))
+        lines.append(tuned_line(mod, inputs, want, [lambda: sess.run(None, feeds),
+                                                    lambda: vm["main"](*inputs)], args))
     return lines
 
 
-def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray], t_ort: float,
-               args: argparse.Namespace) -> str:
+def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray],
+               peers: list[Callable[[], Any]], args: argparse.Namespace) -> str:
     """Tune ``mod`` for at most ``args.tune`` seconds, build it with the records and
-    time it: one line of the table."""
+    time it, interleaved with ``peers`` (ONNX Runtime, the default build): one line of
+    the table."""
     with tempfile.TemporaryDirectory() as work:
         t0 = time.perf_counter()
         # Rounds of 16 trials: within minutes the scheduler can come back to the tasks
@@ -189,9 +216,11 @@ def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray], t_ort
         ex = ms.compile_relax(db, mod, "llvm")
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     err = relative_error(vm, inputs, want)
-    t = median_seconds(lambda: vm["main"](*inputs), args.repeat, args.warmup)
+    t_ort, t_default, t = interleaved_medians(peers + [lambda: vm["main"](*inputs)],
+                                              args.repeat, args.warmup)
     return (f"{'  tuned':13s} {t * 1e3:9.3f} {t_ort * 1e3:9.3f} {t / t_ort:6.2f}x "
-            f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}")
+            f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}; default "
+            f"{t_default * 1e3:.3f} ms in this timing (tuned/default {t / t_default:.2f}x)")
 
 
 def main() -> int:
