@@ -7,14 +7,19 @@ output's innermost dimension; a tile of ``nr`` elements of it (one to four vecto
 registers) is vectorized. The *register loop* ``r`` is a spatial loop along which the
 vector operands (loads that move with ``v``) stay the same — the rows of a matmul, the
 output channels of an NCHW conv, the output columns of an NHWC conv — so ``mr`` rows of
-accumulators reuse each vector load (a register-blocked micro-kernel of ``mr x nr``).
-Around the micro-kernel, a macro tile (up to 64 rows x 256 columns) keeps the operands in
-cache, and the loops outside it run in parallel.
+accumulators reuse each vector load (a register-blocked micro-kernel of ``mr x nr``,
+sized to the target's vector registers and chosen by an estimate of its cycles,
+:func:`choose_micro_tile`; ``mr`` may leave a partial last row tile). Around the
+micro-kernel, a macro tile (up to 64 rows x 256 columns) keeps the operands in cache,
+and the loops outside it run in parallel. A long reduction whose weight panel would not
+stay in L1 is blocked (:func:`reduction_block`).
 
 Schedule (:func:`apply_output_tile`): split and reorder to
 ``[outer spatial..., r0, v0] [r1a, v1a] [reductions...] [r1, v1]``; the epilogue (or a
 local accumulator's write-back) goes under ``v1a`` so the accumulator shrinks to the
-``mr x nr`` tile; the init is decomposed before the reductions; ``r1`` is unrolled and
+``mr x nr`` tile (blocked: ``[outer...] [reductions, k0] [v1a, r1a] [k1] [r1, v1]`` with
+the epilogue per macro tile; a partial row tile is the last ``r1a`` iteration, where the
+split's predicate holds, and LoopPartition cuts it off at lowering); the init is decomposed before the reductions; ``r1`` is unrolled and
 ``v1`` vectorized in the init, the update and the epilogue (the update of a strided
 reduction without a register loop, such as pooling, is left to LLVM's vectorizer,
 whose interleaved loads beat gathers there).
@@ -41,7 +46,7 @@ from .utils import (
 
 # Accumulator registers of a micro-kernel: at most 16, and at most what the target's
 # vector registers hold beside the tile's vector operands and one broadcast (see
-# `max_accumulators`): 16 of AVX-512's 32 registers, 12 of AVX2's 16.
+# `fits_registers`): 16 of AVX-512's 32 registers, 12 of AVX2's 16.
 MAX_ACCUMULATORS = 16
 MAX_ROWS = 8
 MACRO_ROWS = 64
