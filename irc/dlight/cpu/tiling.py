@@ -19,8 +19,9 @@ Schedule (:func:`apply_output_tile`): split and reorder to
 local accumulator's write-back) goes under ``v1a`` so the accumulator shrinks to the
 ``mr x nr`` tile (blocked: ``[outer...] [reductions, k0] [v1a, r1a] [k1] [r1, v1]`` with
 the epilogue per macro tile; a partial row tile is the last ``r1a`` iteration, where the
-split's predicate holds, and LoopPartition cuts it off at lowering); the init is decomposed before the reductions; ``r1`` is unrolled and
-``v1`` vectorized in the init, the update and the epilogue (the update of a strided
+split's predicate holds, and LoopPartition cuts it off at lowering); the init is
+decomposed before the reductions; ``r1`` is unrolled and ``v1`` vectorized in the init,
+the update and the epilogue (the update of a strided
 reduction without a register loop, such as pooling, is left to LLVM's vectorizer,
 whose interleaved loads beat gathers there).
 """
