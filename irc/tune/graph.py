@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import passes
-from ..core.diagnostics import TuningError
+from ..core.diagnostics import IRCError, TuningError
 from ..core.functor import Visitor
 from ..core.module import IRModule, unique_name
 from ..core.target import Target
@@ -382,10 +382,11 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     """Prepare ``mod`` (bind ``params``, default pipeline), put the database's best
     schedules in place and build it: an ``irc.vm.Executable``.
 
-    With ``check_in_network`` (CPU targets, graph functions with static input shapes),
-    the tuned build is compared with the default build kernel by kernel while the graph
-    function runs (:mod:`irc.tune.network_check`), and a tuned kernel slower there than
-    the default one is set aside: its loop function keeps the default schedule."""
+    With ``check_in_network`` (CPU targets, graph functions whose inputs
+    ``Executable.random_inputs`` can make), the tuned build is compared with the default
+    build kernel by kernel while the graph function runs (:mod:`irc.tune.network_check`),
+    and a tuned kernel slower there than the default one is set aside: its loop function
+    keeps the default schedule."""
     t = Target.canon(target)
     db = database if isinstance(database, Database) else open_database(database, t)
     try:
@@ -393,11 +394,17 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
         tuned = apply_database(prepared, db, t)
         ex = link(default_schedules(tuned, t), t)
         names = tuned_callees(prepared, tuned)
+        if not check_in_network or not names or t.kind.name != "llvm":
+            return ex
         entry = _entry(prepared)
-        if not check_in_network or not names or entry is None:
+        try:
+            args = ex.random_inputs(entry)
+        except IRCError as err:  # symbolic or non-tensor inputs: nothing to run it on
+            logger.info("compile_tuned: the tuned build is not checked in the network: %s",
+                        err)
             return ex
         default_ex = link(default_schedules(prepared, t), t)
-        slower = slower_in_network(default_ex, ex, names, entry, t)
+        slower = slower_in_network(default_ex, ex, names, entry, args)
         if not slower:
             return ex
         logger.info("compile_tuned: %d of %d tuned kernels were slower in the network than "

@@ -288,6 +288,6 @@ def test_network_check_profiles_both_builds_and_can_be_turned_off(tmp_path, monk
 
     tuned_ex = irc.vm.link(linked[0], "llvm")
     default_ex = ms.compile_relax(str(tmp_path / "empty"), mod, "llvm", w)
-    assert slower_in_network(default_ex, tuned_ex, {name}, "forward",
-                             Target("llvm")) <= {name}
+    args = tuned_ex.random_inputs("forward")
+    assert slower_in_network(default_ex, tuned_ex, {name}, "forward", args) <= {name}
     db.close()

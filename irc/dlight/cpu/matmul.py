@@ -11,8 +11,8 @@ Applies to a function whose root blocks are: injective producers, then one reduc
    vectorizable (a padding guard that does not vary along the vector loop, a cast);
    otherwise it stays a stage of its own (e.g. NCHW padding, whose guard varies along
    the output row, or the padding of a convolution where a padded copy costs less than
-   the guards: many multiply-adds per input element), scheduled
-   like an elementwise block;
+   the guards: many multiply-adds per input element), scheduled like an elementwise
+   block;
 3. the reduction gets the register-blocked output tile of :mod:`.tiling`, with the
    epilogue computed per tile from the accumulator.
 """
