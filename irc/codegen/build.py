@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..core.diagnostics import BuildError
 from ..core.module import IRModule
+from ..core.parallel import fork_map, worker_count
 from ..core.structural import structural_hash_hex
 from ..core.target import Target
 from ..core.transform import PassContext
@@ -26,8 +27,8 @@ from ..runtime.module import Module
 from ..tir import stmt as S
 from ..tir import te
 from ..tir.transform import lower_primfunc
-from .llvm import codegen_llvm, is_block_form
-from .llvm_compile import compile_source
+from .llvm import codegen_llvm, codegen_llvm_parts, is_block_form
+from .llvm_compile import compile_sources
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[tuple, Module] = OrderedDict()
@@ -135,7 +136,7 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    mod = build_llvm({n: lower_for_codegen(f) for n, f in funcs.items()}, t)
+    mod = build_llvm(lower_all(funcs), t)
     with _cache_lock:
         _cache[key] = mod
         while len(_cache) > _CACHE_SIZE:
@@ -143,17 +144,50 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
     return mod
 
 
+# A module compiles in parts at once (one per core) only where each part has at least
+# this much LLVM text: a part costs a forked process, and a small module compiles in a
+# fraction of a second anyway. A whole network's kernels are megabytes.
+PARALLEL_PART_BYTES = 128 * 1024
+# Lowering is shared out to several processes only where each gets this many functions.
+PARALLEL_LOWER_FUNCS = 8
+
+
+def lower_all(funcs: dict[str, S.PrimFunc]) -> dict[str, S.PrimFunc]:
+    """``funcs`` lowered (``lower_for_codegen``); many block-form functions (a network's
+    kernels) are lowered in shares on several cores (``irc.core.parallel.fork_map``),
+    unless the pass context has instruments (they must see every pass run here)."""
+    todo = [n for n, f in funcs.items() if is_block_form(f)]
+    jobs = min(worker_count(), len(todo) // PARALLEL_LOWER_FUNCS)
+    if jobs <= 1 or PassContext.current().instruments:
+        return {n: lower_for_codegen(f) for n, f in funcs.items()}
+    shares = [todo[i::jobs] for i in range(jobs)]  # every jobs-th: sizes mix evenly
+    lowered: dict[str, S.PrimFunc] = {}
+    for share in fork_map(lambda names: {n: lower_primfunc(funcs[n]) for n in names},
+                          shares):
+        lowered.update(share)
+    return {n: lowered.get(n, f) for n, f in funcs.items()}
+
+
 def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
-    """Compile lowered PrimFuncs with LLVM into a runtime Module (no cache)."""
+    """Compile lowered PrimFuncs with LLVM into a runtime Module (no cache); a large
+    module compiles in parts on several cores (``llvm_compile.compile_sources``)."""
     t = Target.canon(target)
     try:
-        src = codegen_llvm(lowered, t)
-        obj = compile_source(src, t)
+        jobs = worker_count() if len(lowered) > 1 else 1
+        if jobs > 1:
+            sources = codegen_llvm_parts(lowered, t, jobs, PARALLEL_PART_BYTES)
+        else:
+            sources = [codegen_llvm(lowered, t)]
+        objs = compile_sources(sources, t)
     except RecursionError:
         raise BuildError("the function is too deeply nested to compile") from None
-    entry = "main" if "main" in obj.signatures else next(iter(obj.signatures), None)
-    return Module(obj.object_code, obj.signatures, obj.messages, obj.target,
-                  entry_name=entry, externals=obj.externals, llvm_ir=obj.llvm_ir)
+    signatures = {n: sig for obj in objs for n, sig in obj.signatures.items()}
+    signatures = {n: signatures[n] for n in lowered if n in signatures}  # the given order
+    externals = list(dict.fromkeys(e for obj in objs for e in obj.externals))
+    entry = "main" if "main" in signatures else next(iter(signatures), None)
+    return Module([obj.object_code for obj in objs], signatures, objs[0].messages, str(t),
+                  entry_name=entry, externals=externals,
+                  llvm_ir="".join(obj.llvm_ir for obj in objs))
 
 
 def clear_cache() -> None:

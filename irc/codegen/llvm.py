@@ -118,6 +118,9 @@ class CodeGenLLVM(ExprCodegen):
             '"frame-pointer"="none"')
         self.num_threads = self.target.num_cores
         self._parallel_count = 0
+        # The LLVM functions of each kernel (its own and its parallel loops' bodies), so
+        # the module can be split into parts that compile separately.
+        self.kernel_functions: dict[str, list[FunctionBuilder]] = {}
 
     # -- module level -----------------------------------------------------------------
     def add_function(self, name: str, func: S.PrimFunc) -> None:
@@ -131,6 +134,7 @@ class CodeGenLLVM(ExprCodegen):
             raise CodegenError(f"function {name!r} is in block form; lower it first "
                                "(irc.tir.transform.lower_primfunc) or use irc.build")
         self.func_name = name
+        first = len(self.module.functions)
         self.vars: dict[int, Value] = {}
         self.ptr_align: dict[int, int] = {}
         self.mult_env: dict[int, int] = {}
@@ -158,6 +162,7 @@ class CodeGenLLVM(ExprCodegen):
         self.stmt(func.body)
         self.b.ret(Value("i32", "0"))
         self.signatures[name] = sig
+        self.kernel_functions[name] = self.module.functions[first:]
 
     def _signature(self, name, func, noalias):
         """The kernel signature, the LLVM parameter list and the Vars bound to each LLVM
@@ -521,6 +526,30 @@ class CodeGenLLVM(ExprCodegen):
         """The module text and the functions' signatures."""
         return LLVMSource(self.module.render(), dict(self.signatures), list(self.messages))
 
+    def finish_parts(self, parts: int, min_bytes: int = 0) -> list[LLVMSource]:
+        """The module as at most ``parts`` modules of whole kernels, each of about
+        ``min_bytes`` of LLVM text or more, balanced by size (largest kernels first, each
+        to the smallest part), to compile in parallel. Each part has the whole message
+        table (codes stay module-wide)."""
+        texts = {name: [f.render() for f in fns] for name, fns in self.kernel_functions.items()}
+        sizes = {name: sum(map(len, t)) for name, t in texts.items()}
+        total = sum(sizes.values())
+        parts = min(parts, len(texts), total // min_bytes if min_bytes > 0 else parts)
+        groups: list[list[str]] = [[] for _ in range(max(1, parts))]
+        loads = [0] * len(groups)
+        for name in sorted(texts, key=lambda n: -sizes[n]):
+            i = loads.index(min(loads))
+            groups[i].append(name)
+            loads[i] += sizes[name]
+        order = list(self.signatures)
+        out = []
+        for names in groups:
+            names.sort(key=order.index)  # the kernels in the order they were added
+            out.append(LLVMSource(
+                self.module.render([t for n in names for t in texts[n]]),
+                {n: self.signatures[n] for n in names}, list(self.messages)))
+        return out
+
 
 def _loop_properties(s: S.For, extent: int | None) -> list[str]:
     """LLVM loop metadata for a loop's kind and annotations.
@@ -595,3 +624,14 @@ def codegen_llvm(funcs: dict[str, S.PrimFunc], target, module_name: str = "irc_m
     for name, f in funcs.items():
         cg.add_function(name, f)
     return cg.finish()
+
+
+def codegen_llvm_parts(funcs: dict[str, S.PrimFunc], target, parts: int,
+                       min_bytes: int = 0, module_name: str = "irc_module"
+                       ) -> list[LLVMSource]:
+    """LLVM IR for lowered PrimFuncs split into at most ``parts`` modules of whole kernels
+    of about equal size, none much under ``min_bytes`` (:meth:`CodeGenLLVM.finish_parts`)."""
+    cg = CodeGenLLVM(target, module_name)
+    for name, f in funcs.items():
+        cg.add_function(name, f)
+    return cg.finish_parts(parts, min_bytes)

@@ -405,7 +405,10 @@ class ModuleBuilder:
         self.attributes.append(text)
         return f"#{len(self.attributes) - 1}"
 
-    def render(self) -> str:
+    def render(self, functions: list[str] | None = None) -> str:
+        """The module text; with ``functions`` (rendered function texts), a module of
+        those functions only, with every declaration, global, attribute group and
+        metadata node (what they do not use, LLVM drops)."""
         out = [f"; ModuleID = '{self.name}'"]
         if self.data_layout:
             out.append(f'target datalayout = "{self.data_layout}"')
@@ -419,8 +422,9 @@ class ModuleBuilder:
                        f'ptr] [{refs}], section "llvm.metadata"')
         out.extend(self.decls.values())
         out.append("")
-        for f in self.functions:
-            out.append(f.render())
+        for text in (functions if functions is not None
+                     else [f.render() for f in self.functions]):
+            out.append(text)
             out.append("")
         for i, a in enumerate(self.attributes):
             out.append(f"attributes #{i} = {{ {a} }}")

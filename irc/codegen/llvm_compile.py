@@ -4,6 +4,11 @@ The module is parsed (which verifies it), optimized with LLVM's default O3 pipel
 the target CPU (loop and SLP vectorization, unrolling on), and emitted as a relocatable
 object file; the runtime links that object (``irc.runtime.engine``), and the same bytes
 are what ``Module.save`` writes.
+
+A large module (a whole network's kernels) is compiled in parts at once
+(:func:`compile_sources`): llvmlite serializes every LLVM call in a process behind one
+lock, so the parts go to forked processes (``irc.core.parallel``), one per core, and the
+object files come back through pipes.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..core.diagnostics import CodegenError
+from ..core.parallel import fork_map
 from ..core.target import Target, llvm_binding
 from ..runtime.engine import check_externals, ensure_llvm, llvm_lock, target_machine
 from ..runtime.signature import KernelSignature
@@ -81,6 +87,15 @@ def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> Com
     return CompiledObject(object_code=bytes(obj), signatures=dict(src.signatures),
                           messages=list(src.messages), target=str(t), externals=externals,
                           llvm_ir=ir_text)
+
+
+def compile_sources(sources: list[LLVMSource], target) -> list[CompiledObject]:
+    """Compile the parts of one module, each part but the first in a forked process
+    (``irc.core.parallel.fork_map``: serially where forking is not possible). Results are
+    in the order of ``sources``."""
+    if len(sources) > 1:
+        ensure_llvm()  # before forking: the children inherit the initialized LLVM
+    return fork_map(lambda src: compile_source(src, target), sources)
 
 
 # LLVM math intrinsics that glibc's libmvec implements on whole vectors.

@@ -24,11 +24,13 @@ untouched.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from ..core.diagnostics import IRCError
 from ..core.module import IRModule
+from ..core.parallel import fork_map, worker_count
 from ..core.target import Target
 from ..core.transform import Pass, PassContext
 from ..tir.schedule import Schedule, layout_rewrites
@@ -75,11 +77,13 @@ class ApplyDefaultSchedule(Pass):
         packable = layout_free_params(mod)
         updates = {}
         rewritten = {}
-        for gv, func in mod.functions.items():
-            if not isinstance(func, PrimFunc) or is_scheduled(func):
-                continue
-            marked = mark_packable(func, packable.get(gv.name_hint, []))
-            new = schedule_func(marked, target, rules, name=gv.name_hint)
+        todo = {gv.name_hint: (gv, func, mark_packable(func, packable.get(gv.name_hint, [])))
+                for gv, func in mod.functions.items()
+                if isinstance(func, PrimFunc) and not is_scheduled(func)}
+        scheduled = _schedule_all({n: marked for n, (_, _, marked) in todo.items()}, target,
+                                  rules, ctx)
+        for name, (gv, func, marked) in todo.items():
+            new = scheduled[name]
             if new is None:
                 continue
             if marked is not func and layout_rewrites(new):
@@ -90,6 +94,45 @@ class ApplyDefaultSchedule(Pass):
 
     def __repr__(self) -> str:
         return f"ApplyDefaultSchedule({', '.join(map(repr, self.rules))})"
+
+
+# A network's functions are scheduled in shares on several cores (forked processes,
+# irc.core.parallel) only where each share has this many functions.
+PARALLEL_SCHEDULE_FUNCS = 8
+
+
+def _schedule_all(funcs: dict[str, PrimFunc], target: Target,
+                  rules: Sequence[ScheduleRule], ctx: PassContext
+                  ) -> dict[str, PrimFunc | None]:
+    """:func:`schedule_func` of every function; many functions are scheduled in shares
+    by forked processes, unless the pass context has instruments (they must see every
+    pass run here) or a rule failure would be logged (only this process's log handlers
+    see records, so a failing share is scheduled again here)."""
+    names = list(funcs)
+    jobs = min(worker_count(), len(names) // PARALLEL_SCHEDULE_FUNCS)
+    if jobs <= 1 or ctx.instruments:
+        return {n: schedule_func(funcs[n], target, rules, name=n) for n in names}
+
+    here = os.getpid()
+
+    def share(part: list[str]) -> dict[str, PrimFunc | None]:
+        forked = os.getpid() != here
+        out = {}
+        for n in part:
+            outcome = apply_rules(funcs[n], target, rules, n, log=not forked)
+            if outcome.failures and forked:
+                raise _LogHere  # this process schedules the share again and logs
+            out[n] = _scheduled(outcome)
+        return out
+
+    result: dict[str, PrimFunc | None] = {}
+    for part in fork_map(share, [names[i::jobs] for i in range(jobs)]):
+        result.update(part)
+    return result
+
+
+class _LogHere(Exception):
+    """A forked share met a rule failure, which must be logged in the parent."""
 
 
 @dataclass(frozen=True)
@@ -113,10 +156,11 @@ class RuleOutcome(NamedTuple):
 
 
 def apply_rules(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
-                name: str = "") -> RuleOutcome:
+                name: str = "", log: bool = True) -> RuleOutcome:
     """Try ``rules`` in order on ``func`` (called ``name`` in messages; default its
     ``global_symbol``) and return the first schedule made. A rule failing half way with
-    an irc error is logged at WARNING on ``irc.dlight`` and the next rule is tried."""
+    an irc error is logged at WARNING on ``irc.dlight`` (unless ``log`` is False) and
+    the next rule is tried."""
     failures: list[RuleFailure] = []
     for rule in rules:
         try:
@@ -125,7 +169,8 @@ def apply_rules(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
             # A primitive refused half way: this rule does not fit the function.
             where = name or str(func.attrs.get("global_symbol", "main"))
             failures.append(RuleFailure(rule.name, where, err))
-            logger.warning("default schedule rule %s failed on function %s (trying the "
+            if log:
+                logger.warning("default schedule rule %s failed on function %s (trying the "
                            "next rule): %s", rule.name, where, err)
             continue
         if sch is None or "main" not in sch.mod:
@@ -138,10 +183,13 @@ def schedule_func(func: PrimFunc, target: Target, rules: Sequence[ScheduleRule],
                   name: str = "") -> PrimFunc | None:
     """``func`` scheduled by the first rule of ``rules`` that applies (marked
     ``tir.is_scheduled``), or None when none does (see :func:`apply_rules`)."""
-    sch = apply_rules(func, target, rules, name).schedule
-    if sch is None:
+    return _scheduled(apply_rules(func, target, rules, name))
+
+
+def _scheduled(outcome: RuleOutcome) -> PrimFunc | None:
+    if outcome.schedule is None:
         return None
-    return sch.mod["main"].with_attr("tir.is_scheduled", True)
+    return outcome.schedule.mod["main"].with_attr("tir.is_scheduled", True)
 
 
 @dataclass(frozen=True)

@@ -188,14 +188,17 @@ def jit_ir(llvm_ir: str, symbols: tuple[str, ...]) -> LoadedObject:
     return obj
 
 
-def load_object(data: bytes, symbols: tuple[str, ...] = ()) -> LoadedObject:
-    """Link the object file ``data`` into the process."""
+def load_object(data: bytes | list[bytes], symbols: tuple[str, ...] = ()) -> LoadedObject:
+    """Link the object file ``data`` (or several object files, one module compiled in
+    parts) into the process."""
     llvm = llvm_binding()
     ensure_llvm()
+    parts = [data] if isinstance(data, (bytes, bytearray)) else list(data)
     with llvm_lock:
         try:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_machine())
-            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            for part in parts:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(part)))
             engine.finalize_object()
         except RuntimeError as err:
             raise BuildError(f"cannot load compiled code: {err}",

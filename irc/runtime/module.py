@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import struct
 import threading
 import warnings
@@ -376,10 +377,14 @@ class FunctionTable:
 class Module(FunctionTable):
     """Compiled kernels for one target: ``mod[name]`` or ``mod(*args)`` for the entry."""
 
-    def __init__(self, object_code: bytes, signatures: dict[str, KernelSignature],
-                 messages: list[str], target: str, entry_name: str | None = None,
-                 externals: list[str] | None = None, llvm_ir: str = ""):
-        self.object_code = object_code
+    def __init__(self, object_code: bytes | list[bytes],
+                 signatures: dict[str, KernelSignature], messages: list[str], target: str,
+                 entry_name: str | None = None, externals: list[str] | None = None,
+                 llvm_ir: str = ""):
+        # One object file, or several when the module was compiled in parts (in parallel,
+        # see irc.codegen.llvm_compile.compile_sources); they are linked together on load.
+        self.objects = ([bytes(object_code)] if isinstance(object_code, (bytes, bytearray))
+                        else [bytes(o) for o in object_code])
         self.signatures = dict(signatures)
         self.messages = list(messages)
         self.target = target
@@ -405,7 +410,7 @@ class Module(FunctionTable):
                         check_externals(self.externals)
                         if "GOMP_parallel" in self.externals:
                             mark_openmp_used()
-                    self._loaded = load_object(self.object_code, tuple(
+                    self._loaded = load_object(self.objects, tuple(
                         kernel_symbol(n) for n in self.signatures))
         return self._loaded
 
@@ -442,19 +447,37 @@ class Module(FunctionTable):
                 raise IRCError("this module was loaded without its LLVM IR")
             return self.llvm_ir
         if fmt in ("asm", "s"):
-            return emit_assembly(self.get_source("ll"), self.target)
+            text = self.get_source("ll")
+            # A module compiled in parts has one LLVM module per part, one after the other.
+            starts = [m.start() for m in re.finditer(r"^; ModuleID = ", text, re.MULTILINE)]
+            if len(starts) <= 1:
+                return emit_assembly(text, self.target)
+            bounds = [*starts[1:], len(text)]
+            return "".join(emit_assembly(text[a:b], self.target)
+                           for a, b in zip(starts, bounds))
         if fmt == "json":
             return json.dumps(self._metadata(), indent=1)
         raise IRCError(f"unknown source format {fmt!r}; use 'll', 'asm' or 'json'")
 
+    @property
+    def object_code(self) -> bytes:
+        """The object code: one object file, or the concatenation of the module's parts
+        (their sizes are in the metadata's ``objects``)."""
+        return self.objects[0] if len(self.objects) == 1 else b"".join(self.objects)
+
     def _metadata(self, with_ir: bool = True) -> dict:
-        return {"format": FORMAT, "target": self.target, "entry": self.entry_name,
+        meta = {"format": FORMAT, "target": self.target, "entry": self.entry_name,
                 "functions": [s.to_json() for s in self.signatures.values()],
                 "messages": self.messages, "externals": self.externals,
                 "llvm_ir": self.llvm_ir if with_ir else ""}
+        if len(self.objects) > 1:
+            meta["objects"] = [len(o) for o in self.objects]
+        return meta
 
     def save(self, path: str) -> None:
-        """Write the object file to ``path`` and the signatures to ``path + ".json"``."""
+        """Write the object code to ``path`` (an object file; a module compiled in parts
+        writes its object files one after the other) and the signatures to
+        ``path + ".json"``."""
         try:
             with open(path, "wb") as f:
                 f.write(self.object_code)
@@ -501,6 +524,17 @@ def _from_metadata(meta: dict, obj: bytes) -> Module:
     if meta.get("format") != FORMAT:
         raise BuildError(f"unknown module format {meta.get('format')!r}; expected {FORMAT}")
     sigs = {d["name"]: KernelSignature.from_json(d) for d in meta["functions"]}
+    sizes = meta.get("objects")
+    if sizes is not None:
+        if (not isinstance(sizes, list) or not all(isinstance(n, int) and n > 0 for n in sizes)
+                or sum(sizes) != len(obj)):
+            raise BuildError(f"the module's object sizes {sizes!r} do not add up to its "
+                             f"{len(obj)} bytes of object code (a damaged file)")
+        parts, at = [], 0
+        for n in sizes:
+            parts.append(obj[at:at + n])
+            at += n
+        obj = parts
     return Module(obj, sigs, meta.get("messages", []), meta["target"],
                   entry_name=meta.get("entry") or None, externals=meta.get("externals", []),
                   llvm_ir=meta.get("llvm_ir", ""))

@@ -54,7 +54,7 @@ def serialize_for_runner(module: Any) -> bytes:
     if not isinstance(module, Module):
         raise TuningError(f"a {type(module).__name__} cannot be sent to a runner process",
                           hint="LocalRunner measures CPU (llvm) and CUDA kernels")
-    compact = Module(module.object_code, module.signatures, module.messages, module.target,
+    compact = Module(module.objects, module.signatures, module.messages, module.target,
                      entry_name=module.entry_name, externals=module.externals, llvm_ir="")
     return compact.serialize()
 

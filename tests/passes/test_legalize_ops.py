@@ -259,3 +259,49 @@ def test_squeeze_and_creation_operators():
     idx = np.zeros((5,), "int64")
     np.testing.assert_array_equal(
         _run(lambda d: ops.add(ops.arange(2, 12, 2, "int64"), d), idx), np.arange(2, 12, 2))
+
+
+def test_repeated_operators_share_one_function_and_compute_right():
+    """The same operator on the same static shapes (and the same attributes) is built
+    once (call_te's memo); a different attribute or shape gets its own function; every
+    call still reads its own arguments."""
+    from irc.passes.legalize import context as legalize_context
+
+    built = []
+    real = legalize_context.te.create_prim_func
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    bb = BlockBuilder()
+    x = Var(name_hint="x", struct_info=tensor_sinfo((4, 6), "float32"))
+    y = Var(name_hint="y", struct_info=tensor_sinfo((4, 6), "float32"))
+    z = Var(name_hint="z", struct_info=tensor_sinfo((6, 4), "float32"))
+    with bb.function("main", [x, y, z]):
+        with bb.dataflow():
+            a = bb.emit(ops.add(x, y))
+            b = bb.emit(ops.add(a, x))  # same operator and shapes: memo hit
+            c = bb.emit(ops.reshape(b, (6, 4)))
+            d = bb.emit(ops.reshape(a, (6, 4)))  # memo hit
+            e = bb.emit(ops.reshape(a, (3, 8)))  # another shape: a new function
+            f = bb.emit(ops.add(c, d))
+            g = bb.emit(ops.add(f, z))  # (6, 4) add: a new function, then a hit
+            out = bb.emit_output(ops.add(ops.reshape(e, (6, 4)), g))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    legalize_context.te.create_prim_func = counting
+    try:
+        legal = irc.passes.LegalizeOps()(mod)
+    finally:
+        legalize_context.te.create_prim_func = real
+    prim_funcs = [gv for gv, f in legal.functions.items()
+                  if isinstance(f, irc.tir.PrimFunc)]
+    assert len(prim_funcs) == 5  # add (4,6), reshape (6,4), reshape (3,8), add (6,4), ...
+    assert len(built) == len(prim_funcs)  # ... and nothing built twice
+    xs, ys, zs = f32(4, 6), f32(4, 6), f32(6, 4)
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm", pipeline="zero"))
+    a_ = xs + ys
+    c_ = (a_ + xs).reshape(6, 4)
+    want = a_.reshape(3, 8).reshape(6, 4) + (c_ + a_.reshape(6, 4) + zs)
+    np.testing.assert_allclose(vm["main"](xs, ys, zs).numpy(), want, rtol=1e-6)

@@ -143,3 +143,40 @@ def test_layout_rewrite_errors():
     s3.layout_rewrite(c3, 1, lambda k, j: (j, k))
     check_numeric(f3, s3.func, packed=True)
     schedule_error(lambda: s3.layout_rewrite(c3, 1), "already rewritten")
+
+
+@pytest.mark.parametrize("text, shape, new_shape", [
+    ("lambda i0, i1, i2, i3: (i3 // 32, i0, i1, i2, i3 // 8 % 4, i3 % 8)", (7, 7, 3, 64),
+     [2, 7, 7, 3, 4, 8]),
+    ("lambda i0, i1, i2, i3: (i3 // 32, i2, i3 // 8 % 4, i3 % 8)", (1, 1, 24, 64),
+     [2, 24, 4, 8]),
+    ("lambda i0, i1, i2, i3: (i3 // 64, i2 // 16, i3 // 16 % 4, i2 % 16, i3 // 8 % 2, "
+     "i3 % 8)", (1, 1, 32, 128), [2, 2, 4, 16, 2, 8]),
+    ("lambda i, j: (j // 8, i, j % 8)", (5, 24), [3, 5, 8]),
+])
+def test_pack_weight_split_transpose_equals_scatter(text, shape, new_shape):
+    """The reshape-and-transpose fast path moves every element where the scatter of the
+    index map puts it."""
+    from irc.tir.schedule import layout
+
+    imap = IndexMap.parse(text)
+    a = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    fast = layout._split_transpose(imap, a, new_shape)
+    assert fast is not None and fast.flags.c_contiguous
+    grids = np.indices(shape, dtype=np.int64, sparse=True)
+    env = {id(p): g for p, g in zip(imap.params, grids)}
+    want = np.empty(new_shape, dtype=a.dtype)
+    want[tuple(layout._np_eval(o, env) for o in imap.outputs)] = a
+    np.testing.assert_array_equal(fast, want)
+
+
+@pytest.mark.parametrize("text, shape, new_shape", [
+    ("lambda i, j: (j // 8, i, j % 8)", (5, 20), [3, 5, 8]),  # padded to 24 columns
+    ("lambda i, j: (i + j, j)", (4, 4), [7, 4]),  # not a split of one dimension
+    ("lambda i, j: (j % 8, i)", (4, 16), [8, 4]),  # j // 8 is missing: not a bijection
+])
+def test_pack_weight_split_transpose_declines_other_maps(text, shape, new_shape):
+    from irc.tir.schedule import layout
+
+    a = np.zeros(shape, "float32")
+    assert layout._split_transpose(IndexMap.parse(text), a, new_shape) is None

@@ -5,7 +5,10 @@ argument (a graph expression with tensor struct info, or a list of them) by a
 ``te.placeholder`` of the same shape and dtype, runs ``fcompute`` (usually an
 ``irc.topi`` function), makes a block-form PrimFunc of the result with int64 indices,
 adds it to the module (a structurally equal function is reused) and returns
-``R.call_tir(func, args, out_sinfo)``.
+``R.call_tir(func, args, out_sinfo)``. A network repeats the same operator on the same
+shapes many times: a call with the same ``fcompute`` and arguments that are all
+static-shape tensors and plain Python values reuses the function made the first time
+without building it again.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
 from ...tir import te
 from ...tir.analysis.var_use import undefined_vars
-from ...tir.expr import IntImm, cast
+from ...tir.expr import FloatImm, IntImm, cast
 from ...tir.stmt import PrimFunc
 
 
@@ -34,6 +37,8 @@ class LegalizeContext:
         self._by_hash: dict[str, GlobalVar] = {}
         self._names = set(mod.names())
         self._gvars: dict[str, GlobalVar] = {}
+        # call_te results by (fcompute, name, argument key): (function, output struct info)
+        self._memo: dict[tuple, tuple[GlobalVar, Any]] = {}
         for gv, f in mod.functions.items():
             if isinstance(f, PrimFunc):
                 self._by_hash.setdefault(structural_hash_hex(f), gv)
@@ -68,6 +73,17 @@ class LegalizeContext:
     def call_te(self, fcompute: Callable[..., Any], *args: Any, name: str,
                 **kwargs: Any) -> Expr:
         """``R.call_tir`` of the PrimFunc computing ``fcompute(*args, **kwargs)``."""
+        try:
+            # The key holds fcompute itself: a closure made per call never hits, and its
+            # id cannot be reused by another while the key lives.
+            memo_key: tuple | None = (fcompute, name, _static_key(args),
+                                      _static_key(list(kwargs.items())))
+        except _NotStatic:
+            memo_key = None
+        if memo_key is not None and memo_key in self._memo:
+            gv, out_sinfo = self._memo[memo_key]
+            return normalize(call_tir(
+                gv, _tensor_args(args) + _tensor_args(list(kwargs.values())), out_sinfo))
         inputs: list[Expr] = []
         placeholders: list[Any] = []
 
@@ -106,7 +122,51 @@ class LegalizeContext:
                   for o in outs]
         out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
         tir_vars = ShapeExpr(values=tuple(free)) if free else None
+        if memo_key is not None and not free:
+            self._memo[memo_key] = (gv, out_sinfo)
         return normalize(call_tir(gv, inputs, out_sinfo, tir_vars))
+
+
+class _NotStatic(Exception):
+    """An argument that does not key a call_te memo (a symbolic shape, an expression)."""
+
+
+def _static_key(a: Any) -> Any:
+    """A hashable key of a call_te argument, the same for arguments that give the same
+    PrimFunc: tensors by static shape and dtype, plain values by type and value (in the
+    order call_te visits them); :class:`_NotStatic` for anything else."""
+    if isinstance(a, Expr):
+        sinfo = a.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or not sinfo.dtype:
+            raise _NotStatic
+        dims = []
+        for d in sinfo.shape:
+            if isinstance(d, IntImm):
+                dims.append((d.dtype, d.value))
+            elif isinstance(d, int) and not isinstance(d, bool):
+                dims.append(("int", d))
+            else:
+                raise _NotStatic
+        return ("tensor", tuple(dims), sinfo.dtype)
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__, tuple(_static_key(x) for x in a))
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return (type(a).__name__, a)
+    if isinstance(a, (IntImm, FloatImm)):  # a constant of the loop IR (a static dimension)
+        return (type(a).__name__, a.dtype, a.value)
+    raise _NotStatic
+
+
+def _tensor_args(args: Any) -> list[Expr]:
+    """The graph expressions among ``args``, in the order call_te turns them into
+    placeholders (the call's arguments)."""
+    out: list[Expr] = []
+    for a in args:
+        if isinstance(a, Expr):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(_tensor_args(a))
+    return out
 
 
 def _as_int64(e: Any) -> Any:

@@ -302,17 +302,80 @@ def pack_weight(func: PrimFunc, param: int, array: np.ndarray) -> np.ndarray:
                                     f"{list(rw.original_shape)}, got an array of shape "
                                     f"{list(array.shape)}")
             imap = IndexMap.parse(rw.index_map)
+            new_shape = [int(s.value) for s in func.buffer_map[func.params[param]].shape]
+            moved = _split_transpose(imap, array, new_shape)
+            if moved is not None:
+                return moved
             # Sparse grids: each new index is computed on the dimensions it uses and
             # broadcast by the indexing itself (full grids would take ndim int64 copies
             # of the weight's size).
             grids = np.indices(rw.original_shape, dtype=np.int64, sparse=True)
             env = {id(p): g for p, g in zip(imap.params, grids)}
             new_idx = [_np_eval(o, env) for o in imap.outputs]
-            new_shape = [int(s.value) for s in func.buffer_map[func.params[param]].shape]
             out = np.empty(new_shape, dtype=array.dtype)
             out[tuple(new_idx)] = array
             return out
     return array
+
+
+def _digit(e: PrimExpr) -> tuple[Var, int, int | None] | None:
+    """``(v, d, m)`` when ``e`` is ``v // d % m`` (``m`` None: no modulo) of one index
+    variable, else None."""
+    if type(e) is Var:
+        return e, 1, None
+    if type(e) in (FloorDiv, FloorMod) and type(e.b) is IntImm and e.b.value > 0:
+        inner = _digit(e.a)
+        if inner is None:
+            return None
+        v, d, m = inner
+        c = e.b.value
+        if type(e) is FloorDiv:
+            if m is None:
+                return v, d * c, None
+            return (v, d * c, m // c) if m % c == 0 else None
+        return (v, d, c) if m is None or m % c == 0 else None
+    return None
+
+
+def _split_transpose(imap: IndexMap, array: np.ndarray, new_shape: list[int]
+                     ) -> np.ndarray | None:
+    """``array`` moved by ``imap`` as a reshape and a transpose, when every new index is
+    one digit (``v // d % m``) of a mixed-radix split of one old dimension and the digits
+    tile each dimension exactly (the micro-kernel panels of the CPU rules); None
+    otherwise (padding, other index arithmetic). Much faster than a scatter."""
+    digits = [_digit(o) for o in imap.outputs]
+    if any(x is None for x in digits):
+        return None
+    split_shape: list[int] = []
+    axis_of: dict[tuple[int, int], int] = {}
+    for k, (p, extent) in enumerate(zip(imap.params, array.shape)):
+        mine = sorted(((d, m) for v, d, m in digits if v is p), key=lambda x: -x[0])
+        if not mine:
+            if extent != 1:
+                return None
+            continue
+        covered = 1  # digits from the innermost (d = 1) outwards
+        sizes = []
+        for d, m in reversed(mine):
+            if d != covered:
+                return None
+            size = m if m is not None else (extent // d if extent % d == 0 else 0)
+            if size <= 0:
+                return None
+            sizes.append(size)
+            covered *= size
+        if covered != extent or any(m is None for _, m in mine[1:]):
+            return None
+        for (d, _), size in zip(mine, reversed(sizes)):
+            axis_of[(k, d)] = len(split_shape)
+            split_shape.append(size)
+    index = {id(p): k for k, p in enumerate(imap.params)}
+    perm = [axis_of.get((index[id(v)], d), -1) for v, d, _ in digits]
+    if sorted(perm) != list(range(len(split_shape))):
+        return None
+    if [split_shape[a] for a in perm] != list(new_shape):
+        return None
+    return np.ascontiguousarray(array.reshape(split_shape).transpose(perm))
 
 
 def pack_params(func: PrimFunc, *arrays: np.ndarray) -> list[np.ndarray]:

@@ -1,0 +1,133 @@
+"""Independent pieces of work on several cores, in forked processes.
+
+irc's compile-time work is Python (lowering) and LLVM calls; the interpreter lock and
+llvmlite's own lock keep either to one core inside a process. :func:`fork_map` runs
+pieces of work in child processes forked from this one (so they start at once, with
+everything this process has loaded), each sending back its pickled result through a
+pipe, while this process does the first piece itself.
+
+It is used only where it is safe and pays: on Linux, with no other Python thread alive
+in this process (a fork copies only the calling thread; a lock held by another thread
+would stay locked in the child), and for large pieces of work. A child that fails, dies
+or sends back something unreadable costs nothing but time: its piece is done again in
+this process, so an error is raised here exactly as it would be without children.
+
+``IRC_COMPILE_JOBS`` sets the number of processes (1 turns forking off); by default
+there is one per core this process may run on.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+from typing import Any, Callable, Sequence
+
+from .diagnostics import IRCError
+
+_KILL = 9
+
+
+def worker_count() -> int:
+    """How many processes compile-time work may use: ``IRC_COMPILE_JOBS`` if set, else
+    the cores this process may run on."""
+    env = os.environ.get("IRC_COMPILE_JOBS", "").strip()
+    if env:
+        try:
+            jobs = int(env)
+        except ValueError:
+            raise IRCError(f"IRC_COMPILE_JOBS must be a whole number of processes, "
+                           f"got {env!r}") from None
+        if jobs < 1:
+            raise IRCError(f"IRC_COMPILE_JOBS must be 1 or more, got {jobs}")
+        return jobs
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def can_fork() -> bool:
+    """True where :func:`fork_map` may fork: Linux, and no other Python thread alive."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+            and threading.active_count() == 1)
+
+
+def fork_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``[fn(x) for x in items]``, with ``items[1:]`` each in a forked child process
+    (all at once: pass as many items as there should be processes) while this process
+    does ``items[0]``; serially where forking is not possible (:func:`can_fork`).
+    ``fn``'s results must pickle."""
+    if len(items) <= 1 or not can_fork():
+        return [fn(x) for x in items]
+    workers: list[tuple[int, int] | None] = []
+    try:
+        for x in items[1:]:
+            workers.append(_fork(fn, x))
+        results = [fn(items[0])]
+        for i, worker in enumerate(workers):
+            ok, value = _collect(worker) if worker is not None else (False, None)
+            workers[i] = None
+            results.append(value if ok else fn(items[i + 1]))
+        return results
+    finally:
+        for worker in workers:  # left early (an error, Ctrl-C): stop the children
+            if worker is not None:
+                _stop(worker)
+
+
+def _fork(fn: Callable[[Any], Any], item: Any) -> tuple[int, int] | None:
+    """A child process computing ``fn(item)``: ``(pid, read end of its pipe)``, or None
+    when this process cannot fork now."""
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: compute, write the pickled result, exit without cleanup
+        status = 1
+        try:
+            os.close(read_fd)
+            payload = pickle.dumps(fn(item), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(payload)
+            status = 0
+        except BaseException:  # noqa: BLE001 - the parent does this piece again
+            pass
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _collect(worker: tuple[int, int]) -> tuple[bool, Any]:
+    """``(True, result)`` of a child (waiting for it), or ``(False, None)`` when it
+    failed."""
+    pid, read_fd = worker
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return False, None
+    try:
+        return True, pickle.loads(data)
+    except Exception:  # noqa: BLE001 - an unreadable result: the piece is done again
+        return False, None
+
+
+def _stop(worker: tuple[int, int]) -> None:
+    pid, read_fd = worker
+    try:
+        os.close(read_fd)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, _KILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
