@@ -76,6 +76,15 @@ def tune_tir(mod: IRModule | PrimFunc, target: Any, work_dir: str, max_trials_gl
                 seed=seed, verbose=verbose, out=out)
 
 
+def network_runner(log_dir: str | None = None) -> LocalRunner:
+    """The runner of a network's CPU kernels: each candidate timed after a cache flush,
+    one run per repeat. In a network each kernel runs after others that evicted its
+    weights from the caches, so a candidate that relies on warm weights would win in
+    isolation and lose in the model (TVM gives network tuning the same advice)."""
+    return LocalRunner(number=1, repeat=3, min_repeat_ms=0.0, enable_cpu_cache_flush=True,
+                       log_dir=log_dir)
+
+
 def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_global: int,
                time_budget: float | None = None, *, num_trials_per_iter: int | None = None,
                database: Database | None = None, builder: Any = None, runner: Any = None,
@@ -92,14 +101,8 @@ def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_glo
     tasks = graph_tasks(prepared, t)
     own_runner = None
     if runner is None and t.kind.name == "llvm":
-        # In a network each kernel runs after others that evicted its weights from the
-        # caches: candidates are timed after a cache flush, one run per repeat, or a
-        # candidate that relies on warm weights wins in isolation and loses in the model
-        # (TVM gives network tuning the same advice).
-        own_runner = runner = LocalRunner(number=1, repeat=3, min_repeat_ms=0.0,
-                                          enable_cpu_cache_flush=True,
-                                          log_dir=os.path.join(os.fspath(work_dir), "logs")
-                                          if work_dir else None)
+        own_runner = runner = network_runner(
+            os.path.join(os.fspath(work_dir), "logs") if work_dir else None)
     try:
         return _run(tasks, work_dir, t, max_trials_global, database,
                     num_trials_per_iter=num_trials_per_iter, time_budget=time_budget,

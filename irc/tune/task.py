@@ -21,6 +21,8 @@ from ..core.diagnostics import TuningError
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule
 from ..core.target import Target
+from ..dlight import apply_rules, default_rules_for
+from ..dlight.weights import mark_packable
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -102,6 +104,29 @@ def flop_count(func: PrimFunc) -> float:
     f = _Flops()
     f.stmt(func.body, 1.0)
     return -1.0 if f.symbolic else f.total
+
+
+def default_schedule_trace(func: PrimFunc, target: Target, rules: Any = None,
+                           name: str = "", log: bool = True) -> tuple[Any, int]:
+    """The trace (JSON) of ``func``'s default schedule on ``target`` -- the first of
+    ``rules`` (default: the target's ``irc.dlight`` rules) that applies, else None (the
+    unscheduled function) -- and how many rules failed half way. The tuner measures this
+    candidate as a task's default, so its :func:`~irc.tune.record.trace_key` recognises
+    that record."""
+    rules = default_rules_for(target) if rules is None else list(rules)
+    if not rules:
+        return None, 0
+    # The default build repacks constant weights into its micro-kernels' order
+    # (irc.dlight.weights); the weights a task may lay out freely are those, so its
+    # default is measured (and, as a record, built) packed too.
+    free = list(func.attrs.get("layout_free_buffers", ()) or ())
+    if free:
+        func = mark_packable(func, free)
+    outcome = apply_rules(func, target, rules, name=name, log=log)
+    if outcome.schedule is None:
+        return None, len(outcome.failures)
+    trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()
+    return trace, len(outcome.failures)
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,20 +26,20 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 import time
 from dataclasses import fields, replace
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence, TextIO
 
 from ..codegen import can_build
 from ..codegen.nvrtc import nvrtc_version
 from ..core.diagnostics import IRCError, TuningError
 from ..core.target import Target, host_num_cores
-from ..dlight import apply_rules, default_rules_for
-from ..dlight.weights import mark_packable
+from ..dlight import default_rules_for
 from ..runtime.device import cuda as cuda_device
 from .builder import LocalBuilder
-from .cost_model import CostModel, create_cost_model
+from .cost_model import CostModel, create_cost_model, describe_cost_model
 from .database import Database, open_database
 from .features import extract_features
 from .measure import (
@@ -56,7 +56,7 @@ from .search import EvolutionaryStrategy, banner
 from .search_pool import EvaluatorPool
 from .space import SpaceGenerator
 from .strategy import SearchContext, SearchStrategy, TaskSearch, featurize
-from .task import TuneTask
+from .task import TuneTask, default_schedule_trace
 from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary, TuningCounts
 
 logger = logging.getLogger(__name__)
@@ -187,6 +187,24 @@ class TuningEngine(TaskTuner):
         self._preexisting = {t.workload.key: len(self.database.records_of(t.workload))
                              for t in self.tasks}
         self.early_stopping = config.early_stopping
+        # The run's log (``tune.log`` in the log directory): a line per measured trial,
+        # numbered on from the records the database already had, and the summary.
+        self._trial_base = sum(self._preexisting.values())
+        self._log_file: TextIO | None = None
+        if log_dir:
+            try:
+                os.makedirs(log_dir, exist_ok=True)
+                self._log_file = open(os.path.join(log_dir, "tune.log"), "a",
+                                      encoding="utf-8")
+            except OSError as err:
+                logger.warning("cannot write the tuning log in %s: %s", log_dir,
+                               err.strerror)
+        self._print(describe_cost_model(self.cost_model))
+        self.log(f"start: {len(self.tasks)} tasks, target {self.target}, "
+                 f"{config.max_trials_global} trials"
+                 + (f", {config.time_budget:.0f} s" if config.time_budget else "")
+                 + f", {describe_cost_model(self.cost_model)}; "
+                 f"{self._trial_base} records in {self.database.location or 'the database'}")
         self._default_traces: dict[int, Any] = {}
         self.error_counts: dict[str, int] = {}
         self.replay_failures = 0
@@ -197,6 +215,18 @@ class TuningEngine(TaskTuner):
         self._ct = 0
 
     # -- output ---------------------------------------------------------------------------
+    def log(self, text: str) -> None:
+        """Append a time-stamped line to the run's ``tune.log`` (when there is a log
+        directory)."""
+        if self._log_file is None:
+            return
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            self._log_file.write(f"{stamp} {text}\n")
+            self._log_file.flush()
+        except (OSError, ValueError):
+            self._log_file = None  # a full disk or a closed file: stop logging, go on
+
     def _print(self, text: str, level: int = 1) -> None:
         if self.verbose >= level:
             print(text, file=self.out if self.out is not None else sys.stdout, flush=True)
@@ -322,6 +352,10 @@ class TuningEngine(TaskTuner):
             for cb in self.callbacks:
                 cb([inp], [res])
             results.append(res)
+            n = self._trial_base + self.measured + len(results)
+            outcome = (f"{res.mean_cost * 1e3:.4f} ms" if res.is_valid else
+                       f"{res.error_kind}: {_first_line(res.error_msg)}")
+            self.log(f"trial {n}: {task.name}: candidate {inp.trace_key}: {outcome}")
         self.measured += len(results)
         self.measure_seconds += time.perf_counter() - t0
         # Seed 000/002's progress marks: a dot per build, a star per run.
@@ -334,24 +368,14 @@ class TuningEngine(TaskTuner):
         function)."""
         if task_id in self._default_traces:
             return self._default_traces[task_id]
-        trace = None
         task = self.tasks[task_id]
         rules = default_rules_for(task.target)
-        if rules:
-            # The default build repacks constant weights into its micro-kernels' order
-            # (irc.dlight.weights); the weights a task may lay out freely are those, so
-            # its default is measured (and, as a record, built) packed too.
-            func = task.func
-            free = list(func.attrs.get("layout_free_buffers", ()) or ())
-            if free:
-                func = mark_packable(func, free)
-            outcome = apply_rules(func, task.target, rules, name=task.name)
-            self.rule_failures += len(outcome.failures)
-            if outcome.schedule is not None:
-                trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()
-            else:
-                logger.info("task %s: no default schedule rule applies; its default is the "
-                            "unscheduled function", task.name)
+        trace, failures = default_schedule_trace(task.func, task.target, rules,
+                                                 name=task.name)
+        self.rule_failures += failures
+        if trace is None and rules:
+            logger.info("task %s: no default schedule rule applies; its default is the "
+                        "unscheduled function", task.name)
         self._default_traces[task_id] = trace
         return trace
 
@@ -479,6 +503,9 @@ class TuningEngine(TaskTuner):
         self.pool.close()
         if self._own_db:
             self.database.close()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
 
     def __enter__(self) -> TuningEngine:
         return self
@@ -547,6 +574,7 @@ def tune_tasks(tasks: Sequence[TuneTask], database: Database | str, config: Tune
                 f"({engine.measure_seconds:.1f} s measuring); search scored {n} candidates "
                 f"({rate}/s)" + (f"; {problems}" if problems else ""))
         logger.info("%s", line)
+        engine.log(line)
         if verbose:
             engine._print(line)
     finally:

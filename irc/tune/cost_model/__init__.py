@@ -41,6 +41,21 @@ def create_cost_model(kind: str = "auto", **kwargs: Any) -> CostModel:
     raise TuningError(f"unknown cost model {kind!r}; use 'xgb', 'numpy', 'random' or 'auto'")
 
 
+def describe_cost_model(model: CostModel) -> str:
+    """What the tuning log says at the start: the cost model in use, and, for the numpy
+    model while XGBoost is missing, how to install it."""
+    if isinstance(model, XGBModel):
+        import xgboost  # installed: XGBModel exists
+
+        return f"cost model: XGBoost {xgboost.__version__} (boosted trees)"
+    name = type(model).__name__
+    if isinstance(model, NumpyModel) and not xgboost_available():
+        return (f"cost model: {name} (XGBoost is not installed, so tuning finds fast "
+                "schedules more slowly: pip install 'irc[tune]')")
+    return f"cost model: {name}"
+
+
 __all__ = ["CostModel", "NumpyModel", "RandomModel", "TrainingSet", "XGBModel",
-           "create_cost_model", "normalized_throughput", "pack", "pairwise_logistic",
+           "create_cost_model", "describe_cost_model", "normalized_throughput", "pack",
+           "pairwise_logistic",
            "xgboost_available"]

@@ -1,43 +1,39 @@
-"""``python -m irc.tune.database distill -i log.json [-o best.json]``: distill a log."""
+"""``python -m irc.tune.database {show,distill} -i DB [-o OUT]``: the older spelling of
+``irc records show DB`` and ``irc records distill DB [-o OUT]`` (the same code)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ...core.diagnostics import IRCError
-from . import open_database
-from .distill import distill
+from .report import distill_records, show_records
+
+PROG = "python -m irc.tune.database"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: ``distill`` (best record per workload and target) or ``show``
-    (a summary of a database)."""
-    parser = argparse.ArgumentParser(prog="python -m irc.tune.database")
-    parser.add_argument("mode", choices=["distill", "show"])
-    parser.add_argument("-i", "--input", required=True, help="record file (.json or .db)")
-    parser.add_argument("-o", "--output", help="distilled file (default: <input>.best.json)")
+    (a summary of a database); returns the exit status."""
+    parser = argparse.ArgumentParser(prog=PROG, description="Show or distill tuning "
+                                     "records (also: irc records show / irc records distill).")
+    parser.add_argument("mode", choices=["distill", "show"],
+                        help="show: a table of workloads; distill: keep the best valid "
+                             "record per workload and target")
+    parser.add_argument("-i", "--input", required=True,
+                        help="tuning records: a record file (.json, .db) or a work "
+                             "directory of irc tune")
+    parser.add_argument("-o", "--output",
+                        help="distilled database (default: <input stem>.best<ext> beside "
+                             "the input, e.g. log.json -> log.best.json)")
     args = parser.parse_args(argv)
     try:
         if args.mode == "distill":
-            out = args.output
-            if out is None:
-                root, ext = os.path.splitext(args.input)
-                out = f"{root}.best{ext or '.json'}"
-            print(f"{distill(args.input, out)} -> {out}")
+            distill_records(args.input, args.output, sys.stdout, sys.stderr)
         else:
-            with open_database(args.input) as db:
-                print(db.load_report)
-                for key in db.workload_keys():
-                    best = db.best_record(key)
-                    n = len(db.records_of(key))
-                    cost = f"{best.mean_cost * 1e3:.4f} ms" if best else "no valid record"
-                    wl = db.get_workload(key)
-                    name = f" ({wl.name})" if wl is not None and wl.name else ""
-                    print(f"  {key}{name}: {n} records, best {cost}")
+            show_records(args.input, sys.stdout, sys.stderr)
     except IRCError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 1
     return 0
 

@@ -3,7 +3,8 @@
 Tuning logs grow with every trial; applying the best schedules only needs one record per
 (workload, target fingerprint). ``irc.tune.distill("big.json", "best.json")`` writes those
 records (and their workloads) to another database; the source is left untouched. From the
-shell: ``python -m irc.tune.database distill -i big.json -o best.json``.
+shell: ``irc records best big.json -o best.json`` (or ``python -m irc.tune.database
+distill -i big.json -o best.json``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import sqlite3
 from typing import Any, Sequence
 
@@ -39,12 +40,22 @@ CREATE INDEX IF NOT EXISTS records_trace ON records (workload, trace_key);
 
 
 class SQLiteDatabase(Database):
-    """Tuning records in one SQLite file (``.db``/``.sqlite``); see the module docstring."""
+    """Tuning records in one SQLite file (``.db``/``.sqlite``); see the module docstring.
 
-    def __init__(self, path: str, target: Any = None):
+    ``readonly=True`` opens an existing tuning database without writing anything: no
+    file is created, the schema is not touched, and committing raises TuningError.
+    """
+
+    def __init__(self, path: str, target: Any = None, readonly: bool = False):
         super().__init__(target)
         self.path = os.fspath(path)
+        self.readonly = readonly
         self._conn: sqlite3.Connection | None = None
+        self._workloads: dict[str, Workload] = {}
+        if readonly:
+            self._open_readonly()
+            self._count_rows()
+            return
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         try:
@@ -57,8 +68,36 @@ class SQLiteDatabase(Database):
             raise TuningError(f"cannot open the tuning database {self.path}: {err}",
                               hint="is it an SQLite file? JSON-lines records end in .json"
                               ) from None
-        self._workloads: dict[str, Workload] = {}
         self._count_rows()
+
+    def _open_readonly(self) -> None:
+        if not os.path.isfile(self.path):
+            raise TuningError(f"cannot read the tuning database {self.path}: no such file")
+        # Without a write-ahead log beside it, every committed row is in the main file
+        # and ``immutable`` reads it creating nothing; with one (a writer is running, or
+        # was killed), a read-only connection reads the log too.
+        mode = "mode=ro" if os.path.exists(self.path + "-wal") else "immutable=1"
+        uri = f"{pathlib.Path(os.path.abspath(self.path)).as_uri()}?{mode}"
+        try:
+            self._conn = sqlite3.connect(uri, uri=True)
+            tables = {row[0] for row in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as err:
+            self.close()
+            raise TuningError(f"cannot read the tuning database {self.path}: {err}",
+                              hint="is it an SQLite file? JSON-lines records end in .json"
+                              ) from None
+        missing = {"workloads", "records"} - tables
+        if missing:
+            self.close()
+            raise TuningError(f"{self.path} is an SQLite file but not a tuning database: it "
+                              f"has no {' and no '.join(sorted(missing))} table",
+                              hint="tuning databases are written by irc tune or "
+                                   "irc.tune.SQLiteDatabase")
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise TuningError(f"the tuning database {self.path} was opened read-only")
 
     def _count_rows(self) -> None:
         report = LoadReport(path=self.path)
@@ -112,6 +151,7 @@ class SQLiteDatabase(Database):
         return [w for w in (self.get_workload(r[0]) for r in rows) if w is not None]
 
     def _store_workload(self, workload: Workload) -> None:
+        self._check_writable()
         with self._conn:
             self._conn.execute("INSERT OR IGNORE INTO workloads (key, name, func) "
                                "VALUES (?, ?, ?)", (workload.key, workload.name, workload.text))
@@ -121,6 +161,7 @@ class SQLiteDatabase(Database):
     def commit_records(self, records: Sequence[TuningRecord]) -> None:
         if not records:
             return
+        self._check_writable()
         rows = [(r.workload_key, r.trace_key, r.fingerprint,
                  r.mean_cost if r.is_valid else None, r.to_line().rstrip("\n"))
                 for r in records]
@@ -130,8 +171,11 @@ class SQLiteDatabase(Database):
 
     def get_all_records(self) -> list[TuningRecord]:
         where, params = self._where()
-        rows = self._conn.execute(f"SELECT id, json FROM records{where} ORDER BY id",
-                                  params).fetchall()
+        try:
+            rows = self._conn.execute(f"SELECT id, json FROM records{where} ORDER BY id",
+                                      params).fetchall()
+        except sqlite3.DatabaseError as err:
+            raise TuningError(f"cannot read the records of {self.path}: {err}") from None
         return self._decode(rows)
 
     def records_of(self, workload: Any) -> list[TuningRecord]:

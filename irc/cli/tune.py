@@ -1,0 +1,381 @@
+"""``irc tune``: tune a model's kernels into a tuning database, with a live display.
+
+On a terminal the display refreshes in place (rich): a progress bar over the trials
+with the elapsed time and an ETA (and one over the time budget when there is one), and
+the table of tasks — weight (calls in the model), trials, best latency and GFLOPS, and
+each task's share of the estimated total. The estimated total latency (the sum over
+tasks of weight x best latency) is shown from the start: a task not measured yet counts
+as unknown, and once the task scheduler has measured every task's default schedule
+(its first trials), the estimate is complete. When standard output is not a terminal
+(a CI log, a file), progress comes as plain lines instead. Ctrl-C stops cleanly: every
+measured record is already in the database ("records kept: N"), and running the same
+command again resumes, numbering trials on from those already recorded.
+
+The tasks (names, workload keys, weights, flops) are saved next to the records
+(``irc.tune.task_table``), so ``irc records plot`` can draw the estimated latency over
+tuning time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+import time
+from typing import Any, Sequence
+
+from ..core.diagnostics import IRCError
+from .run import MODEL_HELP, TARGET_HELP, _positive
+
+_DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*"
+                       r"(?:(\d+(?:\.\d+)?)s?)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``90``, ``90s``, ``10m``, ``1h``, ``1h30m``, ``2m30s``."""
+    m = _DURATION.match(text)
+    if not m or not text.strip() or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 10m or 1h30m, "
+                                         f"got {text!r}")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    secs = h * 3600 + mi * 60 + s
+    if secs <= 0:
+        raise argparse.ArgumentTypeError(f"a time budget must be positive, got {text!r}")
+    return secs
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``tune`` to the ``irc`` command."""
+    p = sub.add_parser(
+        "tune", help="tune a model's kernels (live progress; Ctrl-C keeps every record)",
+        description="Tune the loop functions of a model with irc's auto-scheduler: the "
+                    "task scheduler gives trials to the kernels where they gain most "
+                    "end-to-end, and every measurement goes to the tuning database at "
+                    "once. Build with the result: irc compile MODEL --records DB.")
+    p.add_argument("model", help=MODEL_HELP.replace(", or a compiled .ircx executable", ""))
+    p.add_argument("--records", required=True, metavar="DB",
+                   help="the tuning database: a work directory (created if needed; "
+                        "MetaSchedule's file names) or a record file (.json lines, or "
+                        ".db for SQLite). An existing one is resumed.")
+    p.add_argument("--trials", type=_positive, default=200, metavar="N",
+                   help="measurements in this run, over all tasks (default: 200)")
+    p.add_argument("--time-budget", type=parse_duration, metavar="DURATION",
+                   help="stop after this long, e.g. 90s, 10m, 1h30m (default: no limit)")
+    p.add_argument("--target", default="llvm", help=TARGET_HELP)
+    p.add_argument("--cost-model", default="auto", choices=["auto", "xgb", "numpy", "random"],
+                   help="the cost model ranking candidates: xgb (XGBoost, the "
+                        "'irc[tune]' extra), numpy, random, or auto: xgb when installed "
+                        "(default: auto)")
+    p.add_argument("--trials-per-round", type=_positive, metavar="N",
+                   help="candidates measured per round of a task (default: chosen from "
+                        "the trial budget)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search (default: 0)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("-q", "--quiet", action="store_true",
+                      help="print only the summary at the end")
+    mode.add_argument("-v", "--verbose", action="store_true",
+                      help="plain lines with the tuner's own messages (task tables per "
+                           "round, resumed records, failures)")
+    p.add_argument("--plain", action="store_true",
+                   help="plain progress lines even on a terminal")
+    p.set_defaults(func=cmd_tune)
+
+
+def _open_database(path: str, target: Any) -> Any:
+    from ..tune.database import JSONDatabase, open_database
+
+    if path.endswith((".json", ".jsonl", ".db", ".sqlite", ".sqlite3")):
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise IRCError(f"cannot create the record file {path}: no directory {parent}")
+        return open_database(path, target)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise IRCError(f"--records {path}: not a directory or a .json/.db record file")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise IRCError(f"cannot create the work directory {path}: {err.strerror}") from None
+    return JSONDatabase.from_work_dir(path, target)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """``irc tune``: see the module docstring."""
+    from ..core.target import Target
+    from ..tune.cost_model import create_cost_model, describe_cost_model
+    from ..tune.graph import graph_tasks, prepare_graph
+    from ..tune.ms import network_runner
+    from ..tune.options import TuneComponents, TuneConfig
+    from ..tune.task_table import save_task_table
+    from ..tune.tuner import tune_tasks
+    from .models import load_model
+
+    target = Target.canon(args.target)
+    mod = load_model(args.model)
+    tasks = graph_tasks(prepare_graph(mod, None, target), target)
+    if not tasks:
+        print(f"{args.model} has no loop function to tune (nothing does floating-point "
+              "work); its default build is all there is")
+        return 0
+    db = _open_database(args.records, target)
+    log_dir = None if args.records.endswith((".json", ".jsonl", ".db", ".sqlite",
+                                             ".sqlite3")) \
+        else os.path.join(args.records, "logs")
+    save_task_table(args.records, str(target), [
+        {"name": t.name, "workload_key": t.workload.key, "weight": float(t.weight),
+         "flops": float(t.flop_count)} for t in tasks])
+    cost_model = create_cost_model(args.cost_model)
+    display = TuneDisplay(tasks, db, args.trials, args.time_budget,
+                          live=not (args.plain or args.verbose or args.quiet)
+                          and sys.stdout.isatty(), quiet=args.quiet)
+    # (--verbose: the tuner prints the cost model itself)
+    display.header(args.model, target, "" if args.verbose else describe_cost_model(cost_model),
+                   args.records)
+    runner = network_runner(log_dir) if target.kind.name == "llvm" else None
+    config = TuneConfig(args.trials, num_trials_per_iter=args.trials_per_round,
+                        time_budget=args.time_budget, seed=args.seed,
+                        verbose=1 if args.verbose else 0, out=sys.stdout, log_dir=log_dir)
+    components = TuneComponents(runner=runner, cost_model=cost_model,
+                                callbacks=(display.on_measured,))
+    try:
+        with display:
+            summary, _ = tune_tasks(tasks, db, config, components)
+    except KeyboardInterrupt:
+        display.interrupted()
+        return 130
+    finally:
+        if runner is not None:
+            runner.close()
+        db.close()
+    display.done(summary.stopped_by)
+    return 0
+
+
+class TuneDisplay:
+    """The progress of ``irc tune``: a live rich display on a terminal, plain lines
+    otherwise (see the module docstring). ``on_measured`` is the tuner's measure
+    callback; it keeps each task's trials and best latency."""
+
+    def __init__(self, tasks: Sequence[Any], db: Any, trials: int, budget: float | None,
+                 live: bool, quiet: bool):
+        self.tasks = list(tasks)
+        self.index = {t.workload.key: i for i, t in enumerate(self.tasks)}
+        self.db = db
+        self.location = db.location or "the database"
+        self.trials = trials
+        self.budget = budget
+        self.quiet = quiet
+        self.live_mode = live
+        n = len(self.tasks)
+        self.best = [math.inf] * n
+        self.default = [math.inf] * n
+        self.counts = [0] * n
+        # Resuming: earlier records count (trials are numbered on from them).
+        self.before = 0
+        for i, t in enumerate(self.tasks):
+            recs = db.records_of(t.workload)
+            self.before += len(recs)
+            self.counts[i] = len(recs)
+            for r in recs:
+                if r.is_valid:
+                    if not math.isfinite(self.default[i]):
+                        self.default[i] = r.mean_cost  # the first: its default schedule
+                    self.best[i] = min(self.best[i], r.mean_cost)
+        self.done_trials = 0
+        self.failed = 0
+        self.start = time.monotonic()
+        self._last_line = 0.0
+        self._live: Any = None
+        self._progress: Any = None
+        self._bars: list[Any] = []
+        self._console: Any = None
+        self._line_every = max(1, trials // 20)
+
+    # -- estimates ------------------------------------------------------------------------
+    def estimate(self, costs: Sequence[float]) -> tuple[float, int]:
+        """``(sum of weight x cost over the tasks with a cost, tasks without one)``."""
+        total, unknown = 0.0, 0
+        for t, c in zip(self.tasks, costs):
+            if math.isfinite(c):
+                total += t.weight * c
+            else:
+                unknown += 1
+        return total, unknown
+
+    def _estimate_text(self) -> str:
+        total, unknown = self.estimate(self.best)
+        if unknown == len(self.tasks):
+            return "estimated total latency: - (no task measured yet)"
+        text = f"estimated total latency: {total * 1e3:.3f} ms"
+        if unknown:
+            return text + f" + {unknown} task{'s' if unknown > 1 else ''} not measured yet"
+        default, missing = self.estimate(self.default)
+        if not missing and default > 0:
+            text += f" (default schedules {default * 1e3:.3f} ms, {default / total:.2f}x)"
+        return text
+
+    def _eta(self) -> str:
+        elapsed = time.monotonic() - self.start
+        left = []
+        if self.done_trials:
+            left.append(elapsed / self.done_trials * (self.trials - self.done_trials))
+        if self.budget is not None:
+            left.append(max(0.0, self.budget - elapsed))
+        return _clock(min(left)) if left else "-"
+
+    # -- the tuner's callback -------------------------------------------------------------
+    def on_measured(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
+        """Count a measured candidate (a MeasureCallback)."""
+        for inp, res in zip(inputs, results):
+            i = self.index.get(inp.workload.key)
+            self.done_trials += 1
+            if i is None:
+                continue
+            self.counts[i] += 1
+            if res.is_valid:
+                cost = res.mean_cost
+                if not math.isfinite(self.default[i]):
+                    self.default[i] = cost
+                self.best[i] = min(self.best[i], cost)
+            else:
+                self.failed += 1
+        self._refresh()
+
+    # -- output ---------------------------------------------------------------------------
+    def header(self, model: str, target: Any, cost_line: str, records: str) -> None:
+        resumed = (f"; resuming from {self.before} records" if self.before else "")
+        print(f"irc tune {model}: {len(self.tasks)} tasks, target {target}, {self.trials} "
+              f"trials" + (f" or {_clock(self.budget)}" if self.budget else "")
+              + f"; records in {records}{resumed}", flush=True)
+        if cost_line and not self.quiet:
+            print(cost_line, flush=True)
+
+    def __enter__(self) -> TuneDisplay:
+        self.start = time.monotonic()
+        if self.live_mode:
+            from rich.console import Console
+            from rich.live import Live
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._console = Console()
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("ETA {task.fields[eta]}"),
+                                      console=self._console)
+            self._bars = [self._progress.add_task("trials", total=self.trials, eta="-")]
+            if self.budget is not None:
+                self._bars.append(self._progress.add_task("time  ", total=int(self.budget),
+                                                          eta="-"))
+            self._live = Live(self._renderable(), console=self._console,
+                              refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._live is not None:
+            self._live.update(self._renderable())
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    def _renderable(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(self._progress, self.table(), Text(self._estimate_text()))
+
+    def table(self) -> Any:
+        """The task table (a rich Table)."""
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col, just in (("ID", "right"), ("task", "left"), ("weight", "right"),
+                          ("trials", "right"), ("best ms", "right"), ("GFLOPS", "right"),
+                          ("share", "right")):
+            table.add_column(col, justify=just)
+        for i, row in enumerate(self.rows()):
+            table.add_row(str(i), *row)
+        return table
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """Per task: name, weight, trials, best latency, GFLOPS, share of the estimate."""
+        total, _ = self.estimate(self.best)
+        out = []
+        for i, t in enumerate(self.tasks):
+            c = self.best[i]
+            known = math.isfinite(c)
+            flops = t.flop_count
+            out.append((t.name, f"{t.weight:g}", str(self.counts[i]),
+                        f"{c * 1e3:.4f}" if known else "-",
+                        f"{flops / c / 1e9:.1f}" if known and flops > 0 else "-",
+                        f"{t.weight * c / total:.0%}" if known and total > 0 else "-"))
+        return out
+
+    def _refresh(self) -> None:
+        elapsed = time.monotonic() - self.start
+        if self._live is not None:
+            eta = self._eta()
+            self._progress.update(self._bars[0], completed=min(self.done_trials, self.trials),
+                                  eta=eta)
+            if len(self._bars) > 1:
+                self._progress.update(self._bars[1], completed=min(elapsed, self.budget or 0),
+                                      eta=eta)
+            self._live.update(self._renderable())
+            return
+        if self.quiet:
+            return
+        if self.done_trials % self._line_every == 0 or self.done_trials == self.trials \
+                or elapsed - self._last_line >= 30:
+            self._last_line = elapsed
+            print(f"trial {self.before + self.done_trials} ({self.done_trials}/{self.trials} "
+                  f"this run)  elapsed {_clock(elapsed)}  ETA {self._eta()}  "
+                  f"{self._estimate_text()}", flush=True)
+
+    def _plain_table(self) -> str:
+        rows = [("ID", "task", "weight", "trials", "best ms", "GFLOPS", "share")]
+        rows += [(str(i), *r) for i, r in enumerate(self.rows())]
+        widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) if k == 1 else c.rjust(w)
+                                   for k, (c, w) in enumerate(zip(r, widths)))
+                         for r in rows)
+
+    def _records_kept(self) -> int:
+        return sum(len(self.db.records_of(t.workload)) for t in self.tasks)
+
+    def interrupted(self) -> None:
+        """Ctrl-C: close the display and say what is kept."""
+        self._stop()
+        print(f"\ninterrupted after {self.done_trials} trials: records kept: "
+              f"{self._records_kept()} in {self.location}; run the same command to resume",
+              flush=True)
+
+    def done(self, stopped_by: str) -> None:
+        """The summary at the end."""
+        self._stop()
+        why = {"trials": "trial budget spent", "time": "time budget spent",
+               "done": "every task's search space exhausted"}.get(stopped_by, stopped_by)
+        elapsed = time.monotonic() - self.start
+        if self._console is None:
+            print(self._plain_table())
+        print(f"tuning done ({why}): {self.done_trials} trials in {_clock(elapsed)}"
+              + (f", {self.failed} failed" if self.failed else "")
+              + f"; {self._estimate_text()}")
+        print(f"records: {self._records_kept()} in {self.location}")
+
+
+def _clock(secs: float) -> str:
+    secs = int(round(secs))
+    if secs >= 3600:
+        return f"{secs // 3600}h{secs % 3600 // 60:02d}m{secs % 60:02d}s"
+    if secs >= 60:
+        return f"{secs // 60}m{secs % 60:02d}s"
+    return f"{secs}s"
