@@ -14,12 +14,14 @@ makes a target current for passes that need one (:meth:`Target.current`).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import os
 import platform
 import shutil
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -67,6 +69,50 @@ def host_cpu_name() -> str:
     """LLVM's name for the host CPU (e.g. ``znver4``, ``emeraldrapids``)."""
     llvm = llvm_binding()
     return llvm.get_host_cpu_name()
+
+
+_CPU_LIST = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+triple = sys.argv[1] or llvm.get_process_triple()
+llvm.Target.from_triple(triple).create_target_machine(cpu="help")
+"""
+
+
+@functools.lru_cache(maxsize=8)
+def known_cpus(triple: str | None = None) -> tuple[str, ...]:
+    """The CPU names LLVM knows for ``triple`` (default: this machine's), as LLVM lists
+    them for ``-mcpu=help``; empty when the list cannot be read. LLVM prints that list
+    and ends the process, so it is read from a child process."""
+    try:
+        r = subprocess.run([sys.executable, "-c", _CPU_LIST, triple or ""],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    names = []
+    for line in (r.stdout + r.stderr).splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and line.startswith("  ") and parts[1] == "-" \
+                and parts[2] == "Select":
+            names.append(parts[0])
+    return tuple(names)
+
+
+def _check_cpu(cpu: str, triple: Any, source: str) -> None:
+    """A TargetError unless LLVM knows ``cpu`` (LLVM itself would only warn, then
+    may abort the process on the code it makes for an unknown CPU)."""
+    if not triple and cpu == host_cpu_name():
+        return
+    names = known_cpus(str(triple) if triple else None)
+    if not names or cpu in names:
+        return  # the list could not be read: LLVM decides
+    close = difflib.get_close_matches(cpu, names, n=4)
+    hint = (f"did you mean {', '.join(close)}? " if close else "") + \
+        "-mcpu=native is this machine's CPU"
+    raise TargetError(f"target {source!r}: LLVM does not know the CPU {cpu!r}; it knows "
+                      f"{len(names)} CPUs for this target ({', '.join(names[:8])}, ...)",
+                      hint=hint)
 
 
 @functools.lru_cache(maxsize=1)
@@ -144,7 +190,11 @@ def _normalize(kind: str, options: dict[str, Any], source: str) -> dict[str, Any
             value = ",".join(value)
         out[key] = value
     if kind == "llvm":
-        out.setdefault("mcpu", host_cpu_name())
+        cpu = str(out.get("mcpu", "native"))
+        if cpu == "native":
+            out["mcpu"] = host_cpu_name()
+        else:
+            _check_cpu(cpu, out.get("mtriple"), source)
         out.setdefault("num-cores", host_num_cores())
     else:
         arch = str(out.setdefault("arch", "sm_90"))

@@ -103,13 +103,32 @@ class Scopes:
     def __init__(self, globals_: dict[str, Any]):
         self.frames: list[dict[str, Any]] = [dict(globals_)]
         self.function_base = 1
+        # Names whose scope has ended with a hint why (a dataflow block's own variables),
+        # with the function's outermost frame they belonged to.
+        self._ended: dict[str, tuple[int, str]] = {}
+
+    def end(self, name: str, hint: str) -> None:
+        """Remember that ``name`` went out of scope, and why (for undefined-name errors
+        later in the same function)."""
+        if len(self.frames) > self.function_base:
+            self._ended[name] = (id(self.frames[self.function_base]), hint)
+
+    def undefined(self, name: str, node: Any) -> Exception:
+        """The IRParseError of an undefined ``name`` (with a hint when it is a name whose
+        scope ended earlier in this function)."""
+        ended = self._ended.get(name)
+        hint = None
+        if ended is not None and len(self.frames) > self.function_base and \
+                ended[0] == id(self.frames[self.function_base]):
+            hint = ended[1]
+        return parse_error(f"undefined name '{name}'", node, hint=hint)
 
     def lookup(self, name: str, node: Any) -> Any:
         """The value of ``name``; IRParseError ``undefined name`` if none."""
         for frame in reversed(self.frames):
             if name in frame:
                 return frame[name]
-        raise parse_error(f"undefined name '{name}'", node)
+        raise self.undefined(name, node)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The value of ``name`` or ``default``."""

@@ -210,6 +210,16 @@ class FunctionBuilder:
             dtype = name[2:]
             if dtype in ("void", "handle"):
                 raise parse_error(f"T.{dtype}() is not a symbolic variable type", s)
+            existing = self.scopes.get(s.target.id) \
+                if self.scopes.defined_in_function(s.target.id) else None
+            if isinstance(existing, TVar):
+                # TVM's printer declares a function's symbolic dimensions in its body
+                # (``n = T.int64()``) after the parameters' annotations used them.
+                if existing.dtype != dtype:
+                    raise parse_error(f"'{s.target.id}' is a symbolic variable of dtype "
+                                      f"{existing.dtype}; T.{dtype}() declares it again "
+                                      "with another dtype", s)
+                return True
             self.scopes.define(s.target.id, TVar(name=s.target.id, dtype=dtype,
                                                  span=s.target.span), s.target)
             return True
@@ -314,6 +324,12 @@ class FunctionBuilder:
                 raise parse_error(f"R.output names '{name}', which is not bound in this "
                                   "dataflow block", node)
             self.scopes.define(name, var, node, allow_redefine=True)
+        for name in bound:
+            if name not in names:
+                self.scopes.end(name, f"'{name}' is bound in a dataflow block above but not "
+                                      f"listed in its R.output(...): only the names "
+                                      f"R.output lists are visible after the block "
+                                      f"(end the block with R.output({name}))")
         seq.flush()
         seq.blocks.append(DataflowBlock(bindings=tuple(bindings), span=s.span))
 

@@ -91,7 +91,7 @@ class RelaxEvaluator(ModuleEvaluator):
         if value is _MISSING:
             if self.define_dims:
                 return self.new_dim(node.id, node)
-            raise parse_error(f"undefined name '{node.id}'", node)
+            raise self.scopes.undefined(node.id, node)
         if isinstance(value, TypeVarDecl):
             return self.new_dim(node.id, node)
         return value

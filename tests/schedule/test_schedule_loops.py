@@ -411,3 +411,19 @@ def main(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 24), "float32"),
             D[v_i, v_j] = C[v_i, v_j] + T.float32(1.0)
 ''')
     check_numeric(f, sch.func)
+
+
+def test_a_primitive_schedule_does_not_have_is_an_irc_error():
+    """``sch.tile`` (TVM's te schedules have it) was a plain AttributeError."""
+    import irc
+
+    sch = Schedule(elementwise3())
+    with pytest.raises(irc.IRCError, match="Schedule has no primitive or attribute 'tile'"
+                       ) as err:
+        sch.tile(sch.get_loops(sch.get_block("B"))[0], 4)
+    assert "sch.split" in err.value.hint
+    assert isinstance(err.value, AttributeError)  # hasattr() still answers
+    assert not hasattr(sch, "tile") and hasattr(sch, "split")
+    with pytest.raises(irc.IRCError) as err:
+        sch.spilt  # noqa: B018 - the attribute access is the test
+    assert err.value.hint == "did you mean split?"

@@ -206,3 +206,29 @@ def test_errors_are_irc_errors_with_source_name():
     assert str(e).startswith("bad.ir:1:5: ")
     with pytest.raises(irc.IRParseError, match="expects the script as a string"):
         irc.parse(b"bytes")
+
+
+def test_missing_r_output_names_the_fix():
+    """A dataflow variable used after its block without R.output: "undefined name 'y'"
+    said nothing about R.output."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        with R.dataflow():
+            y = R.nn.relu(x)
+        return y
+
+    @R.function
+    def other(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        return z
+'''
+    with pytest.raises(irc.IRParseError, match="undefined name 'y'") as err:
+        irc.parse(text)
+    assert "R.output(y)" in err.value.hint
+    fixed = text.replace("            y = R.nn.relu(x)\n",
+                         "            y = R.nn.relu(x)\n            R.output(y)\n")
+    with pytest.raises(irc.IRParseError, match="undefined name 'z'") as err:
+        irc.parse(fixed)  # another function's undefined name gets no such hint
+    assert not err.value.hint

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import numpy as np
+import pytest
 from script_helpers import assert_roundtrip
 
 import irc
@@ -76,3 +78,33 @@ def f(A: T.Buffer((4,), "int32"), n: T.int32):
     for spelling in ("x: T.let[T.int32] = n * 2", "x: T.let = n * 2", "x = n * 2"):
         assert_structural_equal(irc.parse(old), irc.parse(old.replace("x: T.int32 = n * 2",
                                                                       spelling)))
+
+
+SYMBOLIC_RESHAPE = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 2, 3), dtype="float32")) -> R.Tensor(("n", 6), dtype="float32"):
+        n = T.int64()
+        with R.dataflow():
+            y = R.reshape(x, R.shape([n, 6]))
+            z = R.nn.relu(y)
+            R.output(z)
+        return z
+'''
+
+
+def test_function_level_symbolic_declaration_and_reshape_to_it():
+    """TVM prints ``n = T.int64()`` in a function's body after its parameters used
+    ``"n"``; irc said "duplicate definition of 'n'". The reshape to the symbolic shape
+    then compiles with the default pipeline and runs."""
+    mod = irc.parse(SYMBOLIC_RESHAPE)
+    assert_roundtrip(mod)
+    without = irc.parse(SYMBOLIC_RESHAPE.replace("        n = T.int64()\n", ""))
+    assert_structural_equal(mod, without)
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    x = np.random.default_rng(0).random((5, 2, 3), dtype=np.float32)
+    np.testing.assert_array_equal(vm["main"](x).numpy(), np.maximum(x.reshape(5, 6), 0))
+    again = SYMBOLIC_RESHAPE.replace("n = T.int64()", "n = T.int32()")
+    with pytest.raises(irc.IRCError, match="declares it again with another dtype"):
+        irc.parse(again)

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import random
 from typing import Any, Callable, Sequence
 
@@ -43,6 +44,21 @@ from .trace import Trace
 
 _ROOT = "root"
 _INLINE = "inline"
+
+
+class UnknownPrimitiveError(ScheduleError, AttributeError):
+    """A schedule primitive (or attribute) that ``Schedule`` does not have."""
+
+
+# te-schedule primitives of TVM that users reach for, and what irc's Schedule does instead.
+_TE_PRIMITIVES = {
+    "tile": "split each of the two loops (sch.split(loop, factors=[None, 8])) and reorder "
+            "the parts; irc's Schedule works on loops and blocks as TVM's tir.Schedule does",
+    "compute_root": "a block stays at the root unless moved; sch.compute_at moves it",
+    "create_group": "irc's Schedule has no stage groups: schedule each block",
+    "env_threads": "bind loops to threads with sch.bind(loop, 'threadIdx.x')",
+    "set_store_predicate": "irc's Schedule has no store predicates",
+}
 
 
 class Schedule:
@@ -75,6 +91,19 @@ class Schedule:
         self._dirty_mod = False
         for name in prims:
             self._indexed(name)  # check block names up front
+
+    def __getattr__(self, name: str) -> Any:
+        # Only names no attribute has reach here: a primitive irc does not have (often one
+        # of TVM's te schedules, such as tile), said as an irc error. It is an
+        # AttributeError too, so hasattr() and getattr(..., default) keep working.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        public = [n for n in dir(type(self)) if not n.startswith("_")]
+        close = difflib.get_close_matches(name, public, n=3)
+        hint = _TE_PRIMITIVES.get(name) or (f"did you mean {', '.join(close)}?" if close
+                                            else "dir(Schedule) lists the primitives")
+        raise UnknownPrimitiveError(f"Schedule has no primitive or attribute {name!r}",
+                                    hint=hint)
 
     # ------------------------------------------------------------------ state
     @property
