@@ -105,16 +105,17 @@ def _python_model(spec: str) -> IRModule:
     return value
 
 
-def load_executable(spec: str, target: str, pipeline: str,
-                    records: str | None = None) -> tuple[Any, float]:
+def load_executable(spec: str, target: str, pipeline: str, records: str | None = None,
+                    check_bounds: bool = False) -> tuple[Any, float]:
     """``(executable, compile seconds)``: a ``.ircx`` file loaded, or the model compiled
-    (with the best schedules of the tuning records ``records``, when given)."""
+    (with the best schedules of the tuning records ``records``, when given; with
+    run-time index checks when ``check_bounds``)."""
     from .. import vm
 
     if is_executable(spec):
-        if records:
-            raise IRCError("--records applies when compiling a model, not to a compiled "
-                           f"executable ({spec})")
+        if records or check_bounds:
+            raise IRCError(f"--{'records' if records else 'check-bounds'} applies when "
+                           f"compiling a model, not to a compiled executable ({spec})")
         return vm.Executable.load(spec), 0.0
     mod = load_model(spec)
     start = time.perf_counter()
@@ -125,9 +126,11 @@ def load_executable(spec: str, target: str, pipeline: str,
             raise IRCError(f"no tuning records at {records}")
         if pipeline != "default":
             raise IRCError("--records builds with the default pipeline; leave --pipeline out")
+        if check_bounds:
+            raise IRCError("--check-bounds and --records: check the default build first")
         ex = ms.compile_relax(records, mod, target)
     else:
-        ex = vm.compile(mod, target, pipeline=pipeline)
+        ex = vm.compile(mod, target, pipeline=pipeline, check_bounds=check_bounds)
     return ex, time.perf_counter() - start
 
 

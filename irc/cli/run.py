@@ -36,6 +36,10 @@ def _add_build_options(p: argparse.ArgumentParser, records: bool = True) -> None
         p.add_argument("--records", metavar="DB",
                        help="build with the best schedules of these tuning records (a "
                             "record file or a work directory written by 'irc tune')")
+    p.add_argument("--check-bounds", action="store_true",
+                   help="check every buffer index at run time: an index outside its "
+                        "buffer stops the kernel with an error naming the function, "
+                        "buffer and index (slower; for finding bugs)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -138,7 +142,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """``irc compile``: write a compiled executable (.ircx)."""
     if is_executable(args.model):
         raise IRCError(f"{args.model} is already compiled")
-    ex, secs = load_executable(args.model, args.target, args.pipeline, args.records)
+    ex, secs = load_executable(args.model, args.target, args.pipeline, args.records,
+                               args.check_bounds)
     out = args.output or os.path.splitext(os.path.basename(args.model.split(":")[-1]))[0] \
         + ".ircx"
     ex.save(out)
@@ -201,7 +206,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs and optionally save them."""
     from .. import vm as irc_vm
 
-    ex, compile_s = load_executable(args.model, args.target, args.pipeline, args.records)
+    ex, compile_s = load_executable(args.model, args.target, args.pipeline, args.records,
+                                    args.check_bounds)
     values, where = _inputs(ex, args, random_ok=False)
     machine = irc_vm.VirtualMachine(ex, _device(args.device))
     start = time.perf_counter()
@@ -268,7 +274,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         target = f"{t} -num-cores {args.threads}"
     if args.compare and not args.model.endswith(".onnx"):
         raise IRCError("--compare onnxruntime needs an ONNX model (.onnx)")
-    ex, compile_s = load_executable(args.model, target, args.pipeline, args.records)
+    ex, compile_s = load_executable(args.model, target, args.pipeline, args.records,
+                                    args.check_bounds)
     values, where = _inputs(ex, args, random_ok=True)
     machine = irc_vm.VirtualMachine(ex, _device("cuda" if "cuda" in str(ex.target) else "cpu"))
     f = machine[args.function]

@@ -27,6 +27,7 @@ from ..runtime.module import Module
 from ..tir import stmt as S
 from ..tir import te
 from ..tir.transform import lower_primfunc
+from ..tir.transform.insert_bound_checks import CHECK_BOUNDS, InsertBoundChecks
 from .llvm import codegen_llvm, codegen_llvm_parts, is_block_form
 from .llvm_compile import compile_sources
 
@@ -51,9 +52,10 @@ def can_build(target: Any) -> bool:
 
 
 def lower_for_codegen(func: S.PrimFunc) -> S.PrimFunc:
-    """``func`` in lowered form (lowered now if it still has blocks)."""
+    """``func`` in lowered form (lowered now if it still has blocks; a function already
+    in lowered form gets its bounds checks, when it asks for them, and nothing else)."""
     if not is_block_form(func):
-        return func
+        return InsertBoundChecks()(func) if func.attrs.get(CHECK_BOUNDS) else func
     return lower_primfunc(func)
 
 
@@ -106,12 +108,18 @@ def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -
     # its instruments must see each function lowered (once: a hit means the same lowering).
     options = (ctx.opt_level, tuple(ctx.disabled_pass), tuple(ctx.required_pass),
                tuple(ctx.instruments))
-    return (structural_hash_hex(list(funcs.items())), names, str(target), options)
+    # (The structural hash leaves function attributes out; bounds checking changes the
+    # code.)
+    checked = tuple(bool(f.attrs.get(CHECK_BOUNDS)) for f in funcs.values())
+    return (structural_hash_hex(list(funcs.items())), names, str(target), options, checked)
 
 
-def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None) -> Any:
+def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None,
+          check_bounds: bool = False) -> Any:
     """Compile loop functions for ``target`` (default: the current target, else "llvm")
-    and return a runtime Module.
+    and return a runtime Module. With ``check_bounds`` every buffer access is checked at
+    run time (``tir.transform.InsertBoundChecks``): an index outside its buffer ends the
+    kernel with an irc error naming the function, the buffer and the index.
 
     ``irc.build(func)``, ``irc.build(func, target="llvm")``, ``irc.build(mod, "llvm")``,
     ``irc.build(sch, args, target)``, ``irc.build((sch, args), target=...)``.
@@ -122,6 +130,12 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         target = Target.current() or "llvm"
     t = Target.canon(target)
     funcs = collect_prim_funcs(inputs, args, name)
+    if check_bounds:
+        if t.kind.name != "llvm":
+            raise BuildError(f"check_bounds builds CPU code (llvm targets) only, not {t}",
+                             hint="check the kernels on the CPU first, or run them in the "
+                                  "reference interpreter, which always checks")
+        funcs = {n: f.with_attr(CHECK_BOUNDS, True) for n, f in funcs.items()}
     builder = _BUILDERS.get(t.kind.name)
     if builder is not None:
         return builder({n: lower_for_codegen(f) for n, f in funcs.items()}, t)

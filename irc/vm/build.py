@@ -31,7 +31,8 @@ from .executable import Executable
 
 
 def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
-            params: dict | None = None, dispatch: Any = None) -> Executable:
+            params: dict | None = None, dispatch: Any = None,
+            check_bounds: bool = False) -> Executable:
     """Compile ``mod`` for ``target`` and return an :class:`Executable`.
 
     ``pipeline`` is a pipeline name for ``passes.get_pipeline`` (``"default"``,
@@ -46,6 +47,7 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     ``"none"`` (the default) dispatches nothing. Before dispatch the module is put in the
     form libraries take (:func:`prepare_for_dispatch`): NHWC convolutions when oneDNN is
     among the patterns, batch norms folded into the convolutions before them.
+    ``check_bounds`` builds every kernel with run-time index checks (``irc.build``).
     """
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
@@ -71,7 +73,7 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
                              f"pass, or None, got {type(pipeline).__name__}")
         with t:
             mod = p(mod)
-    return link(mod, t)
+    return link(mod, t, check_bounds=check_bounds)
 
 
 def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
@@ -124,8 +126,9 @@ def _entry_name(mod: IRModule) -> str:
     return graph[0]
 
 
-def link(mod: IRModule, target: Any = "llvm") -> Executable:
-    """Build the kernels and bytecode of an already-optimized module."""
+def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Executable:
+    """Build the kernels and bytecode of an already-optimized module (with run-time index
+    checks in every kernel when ``check_bounds``)."""
     t = Target.canon(target)
     kernels = {}
     for gv, f in mod.functions.items():
@@ -137,7 +140,7 @@ def link(mod: IRModule, target: Any = "llvm") -> Executable:
         raise BuildError("the module has no graph-level function to run; use irc.build for "
                          "modules of loop functions")
     if kernels:
-        lib = build_kernels(IRModule(functions=kernels), target=t)
+        lib = build_kernels(IRModule(functions=kernels), target=t, check_bounds=check_bounds)
     else:
         lib = Module(b"", {}, [], str(t))
     external = list(mod.attrs.get("external_mods", ()))

@@ -11,14 +11,15 @@ The passes run in this order (each is documented in its own module):
 6. Simplify
 7. LowerOpaqueBlock — blocks disappear; Allocate/DeclBuffer, predicates become ifs
 8. LoopPartition — loops are cut where a predicate changes (partial tiles)
-9. FlattenBuffer — every access is 1-D
-10. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
+9. InsertBoundChecks — index checks, in functions built with ``check_bounds``
+10. FlattenBuffer — every access is 1-D
+11. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
     as bytes
-11. Simplify
-12. VectorizeLoop — vectorized loops become vector expressions
-13. UnrollLoop — unrolled loops and auto-unroll pragmas expand
-14. Simplify
-15. RemoveNoOp
+12. Simplify
+13. VectorizeLoop — vectorized loops become vector expressions
+14. UnrollLoop — unrolled loops and auto-unroll pragmas expand
+15. Simplify
+16. RemoveNoOp
 
 The passes form one ``Sequential`` named ``LowerTIR`` (:data:`LOWER_TIR`), so the
 instruments of the current ``PassContext`` (timing, printing, round-trip and
@@ -39,6 +40,7 @@ from ..te import create_prim_func
 from .compact_buffer_allocation import CompactBufferAllocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque
 from .flatten_buffer import FlattenBuffer
+from .insert_bound_checks import InsertBoundChecks
 from .loop_partition import LoopPartition
 from .lower_init_block import LowerInitBlock
 from .lower_match_buffer import LowerMatchBuffer
@@ -61,6 +63,7 @@ LOWERING_PASSES = (
     Simplify(),
     LowerOpaqueBlock(),
     LoopPartition(),
+    InsertBoundChecks(),
     FlattenBuffer(),
     LowerNarrowDTypes(),
     Simplify(),
