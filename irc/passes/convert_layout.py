@@ -333,7 +333,8 @@ def _same_rank4(v: Var) -> bool:
 @dataclass(frozen=True)
 class ConvertLayout(Pass):
     """Convert ``nn.conv2d`` (and the operators around it) to ``desired_layouts``, e.g.
-    ``{"nn.conv2d": ["NHWC", "default"]}`` (data layout, kernel layout)."""
+    ``{"nn.conv2d": ["NHWC", "default"]}`` (data layout, kernel layout; TVM's spelling
+    ``"relax.nn.conv2d"`` works too)."""
 
     desired_layouts: dict[str, Any] | None = field(default=None, hash=False)
 
@@ -343,7 +344,11 @@ class ConvertLayout(Pass):
             raise IRCError("ConvertLayout: desired_layouts must be a dict such as "
                            "{'nn.conv2d': ['NHWC', 'default']}, got "
                            f"{type(desired_layouts).__name__}")
-        layouts = dict(desired_layouts or {"nn.conv2d": ["NHWC", "default"]})
+        # TVM names operators with their namespace ("relax.nn.conv2d"); both spellings
+        # are accepted.
+        layouts = {(k[len("relax."):] if isinstance(k, str) and k.startswith("relax.")
+                    else k): v
+                   for k, v in (desired_layouts or {"nn.conv2d": ["NHWC", "default"]}).items()}
         unknown = [k for k in layouts if k != "nn.conv2d"]
         if unknown:
             raise IRCError(f"ConvertLayout: no layout conversion for {', '.join(unknown)}; "

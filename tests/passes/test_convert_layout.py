@@ -140,3 +140,15 @@ def test_reductions_follow_the_layout():
         return irc.vm.VirtualMachine(irc.vm.compile(m, "llvm"))["main"](*args)
     for a, b in zip(run(out), run(mod)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_tvm_spelling_of_the_operator_name():
+    """TVM's users write {"relax.nn.conv2d": [...]}; irc refused the prefix."""
+    from irc.ir import assert_structural_equal
+
+    mod = parse_module(CONV_BLOCK)
+    tvm = passes.ConvertLayout({"relax.nn.conv2d": ["NHWC", "default"]})(mod)
+    ours = passes.ConvertLayout({"nn.conv2d": ["NHWC", "default"]})(mod)
+    assert_structural_equal(tvm, ours)
+    with pytest.raises(irc.IRCError, match="no layout conversion for nn.dense"):
+        passes.ConvertLayout({"relax.nn.dense": ["NHWC"]})
