@@ -45,6 +45,13 @@ from .relax_expr import ModuleRef, RelaxEvaluator
 from .tir_expr import is_dtype_name
 
 
+def _is_symbolic_decl(value: Any) -> bool:
+    """``T.int64()`` (a symbolic variable's declaration)."""
+    name = _call_name(value)
+    return name is not None and name.startswith("T.") and is_dtype_name(name[2:]) and \
+        not value.args and not value.kwargs
+
+
 def _call_name(node: Any) -> str | None:
     return syn.dotted_name(node.func) if isinstance(node, syn.Call) else None
 
@@ -196,7 +203,16 @@ class FunctionBuilder:
                 raise parse_error("this statement is not allowed in an R.function", s)
 
     def declaration(self, s: syn.Assign) -> bool:
-        """``cls = Module`` and ``n = T.int64()``: names, not bindings."""
+        """``cls = Module``, ``n = T.int64()`` and ``m, n = T.int64(), T.int64()``: names,
+        not bindings."""
+        if s.annotation is None and isinstance(s.target, syn.TupleExpr) and \
+                isinstance(s.value, syn.TupleExpr) and \
+                len(s.target.elts) == len(s.value.elts) and s.target.elts and \
+                all(isinstance(t, syn.Name) for t in s.target.elts) and \
+                all(_is_symbolic_decl(v) for v in s.value.elts):
+            for t, v in zip(s.target.elts, s.value.elts):
+                self.declaration(syn.Assign(t, None, v, s.span))
+            return True
         if s.annotation is not None or not isinstance(s.target, syn.Name):
             return False
         if isinstance(s.value, syn.Name) and self.module is not None and \

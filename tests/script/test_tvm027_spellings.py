@@ -108,3 +108,25 @@ def test_function_level_symbolic_declaration_and_reshape_to_it():
     again = SYMBOLIC_RESHAPE.replace("n = T.int64()", "n = T.int32()")
     with pytest.raises(irc.IRCError, match="declares it again with another dtype"):
         irc.parse(again)
+
+
+def test_several_symbolic_declarations_in_one_statement():
+    """``m, n = T.int64(), T.int64()`` (TVM users write it) was refused."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("m", "n"), dtype="float32")) -> R.Tensor(("n", "m"), dtype="float32"):
+        m, n = T.int64(), T.int64()
+        with R.dataflow():
+            y = R.permute_dims(x, axes=[1, 0])
+            z = R.reshape(y, R.shape([n, m]))
+            R.output(z)
+        return z
+'''
+    mod = irc.parse(text)
+    assert_structural_equal(mod, irc.parse(text.replace("        m, n = T.int64(), T.int64()\n",
+                                                        "")))
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    x = np.random.default_rng(1).random((3, 5), dtype=np.float32)
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x.T)
