@@ -132,11 +132,32 @@ class RelaxEvaluator(ModuleEvaluator):
 
     def eval_BinOp(self, node: syn.BinOp) -> Any:
         a, b = self.eval(node.lhs), self.eval(node.rhs)
-        for v, n in ((a, node.lhs), (b, node.rhs)):
-            if isinstance(v, Expr):
-                raise parse_error(f"operator '{node.op}' does not apply to graph values; call "
-                                  "the operator, e.g. R.add(a, b) or R.multiply(a, b)", n)
+        if isinstance(a, Expr) or isinstance(b, Expr):
+            # ``R.matmul(x, w) + b``: the operators of graph values, as TVM overloads them.
+            name = _GRAPH_OPERATORS.get(node.op)
+            if name is None:
+                bad = node.lhs if isinstance(a, Expr) else node.rhs
+                raise parse_error(f"operator '{node.op}' does not apply to graph values; "
+                                  "call the operator, e.g. R.add(a, b) or "
+                                  "R.multiply(a, b)", bad)
+            operands = [self._graph_operand(v, other, n) for v, other, n in
+                        ((a, b, node.lhs), (b, a, node.rhs))]
+            with located(node):
+                return self.normalize(make_call(name, *operands, span=node.span))
         return self.binary(node.op, a, b, node)
+
+    def _graph_operand(self, value: Any, other: Any, node: Any) -> Expr:
+        """A graph operand of an operator: a graph value, or a Python number as a scalar
+        constant of the other operand's dtype (``x * 2.0``)."""
+        if isinstance(value, Expr):
+            return value
+        if isinstance(value, (bool, int, float)) and isinstance(other, Expr):
+            sinfo = other.struct_info
+            dtype = getattr(sinfo, "dtype", "") or ("float32" if isinstance(value, float)
+                                                    else "int64")
+            return Constant(data=np.array(value, dtype=dt.to_numpy(dtype)),
+                            struct_info=TensorStructInfo(shape=(), dtype=dtype))
+        return self.to_expr(value, node)
 
     # -- conversions -----------------------------------------------------------------------
     def to_expr(self, value: Any, node: Any) -> Expr:
@@ -259,6 +280,12 @@ class RelaxEvaluator(ModuleEvaluator):
 
 
 _MISSING = object()
+
+# Python operators on graph values and the graph operators they mean.
+_GRAPH_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
+                    "//": "floor_divide", "**": "power", "<": "less", ">": "greater",
+                    "<=": "less_equal", ">=": "greater_equal", "==": "equal",
+                    "!=": "not_equal"}
 
 
 def _check_tuple_fields(call: Call, name: str, operands: tuple, node: Any) -> None:

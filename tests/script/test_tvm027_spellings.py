@@ -130,3 +130,33 @@ class Module:
     vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
     x = np.random.default_rng(1).random((3, 5), dtype=np.float32)
     np.testing.assert_array_equal(vm["main"](x).numpy(), x.T)
+
+
+def test_python_operators_on_graph_values():
+    """``R.matmul(x, w) + b`` (TVM overloads the operators of graph values) was an error;
+    a Python number becomes a scalar constant of the other operand's dtype."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 4), dtype="float32"), w: R.Tensor((4, 3), dtype="float32"),
+             b: R.Tensor((3,), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        with R.dataflow():
+            y = R.matmul(x, w) + b
+            z = y * 2.0 - b / b
+            R.output(z)
+        return z
+'''
+    explicit = text.replace("R.matmul(x, w) + b", "R.add(R.matmul(x, w), b)").replace(
+        "y * 2.0 - b / b",
+        'R.subtract(R.multiply(y, R.const(2.0, "float32")), R.divide(b, b))')
+    mod = irc.parse(text)
+    assert_structural_equal(mod, irc.parse(explicit))
+    assert_roundtrip(mod)
+    rng = np.random.default_rng(2)
+    x, w = rng.random((2, 4), dtype=np.float32), rng.random((4, 3), dtype=np.float32)
+    b = rng.random(3, dtype=np.float32) + 0.5
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    np.testing.assert_allclose(vm["main"](x, w, b).numpy(), (x @ w + b) * 2 - 1, rtol=1e-5)
+    with pytest.raises(irc.IRParseError, match="operator '%' does not apply to graph"):
+        irc.parse(text.replace("y * 2.0 - b / b", "y % b"))
