@@ -25,10 +25,11 @@ from ..ir.expr import (
     If,
     MatchCast,
     SeqExpr,
+    TupleGetItem,
     Var,
     VarBinding,
 )
-from ..ir.struct_info import FuncStructInfo, ObjectStructInfo, StructInfo
+from ..ir.struct_info import FuncStructInfo, ObjectStructInfo, StructInfo, TupleStructInfo
 from ..ir.struct_info_analysis import format_sinfo, is_base_of, may_match
 from ..tir.expr import Var as TVar
 from . import syntax as syn
@@ -190,7 +191,10 @@ class FunctionBuilder:
             elif isinstance(s, syn.Assign):
                 if self.declaration(s):
                     return
-                seq.pending.append(self.binding(s, dataflow=False, outputs=set()))
+                if isinstance(s.target, syn.TupleExpr):
+                    seq.pending.extend(self.unpacking(s, dataflow=False, outputs=set()))
+                else:
+                    seq.pending.append(self.binding(s, dataflow=False, outputs=set()))
             elif isinstance(s, syn.If):
                 seq.pending.append(self.if_binding(s))
             elif isinstance(s, syn.FuncDef):
@@ -240,6 +244,40 @@ class FunctionBuilder:
                                                  span=s.target.span), s.target)
             return True
         return False
+
+    def unpacking(self, s: syn.Assign, dataflow: bool, outputs: set[str]) -> list[VarBinding]:
+        """``a, b = R.split(x, 2)``: the tuple bound to a variable of its own, then each
+        name to a field of it (what irc prints back)."""
+        names = []
+        for t in s.target.elts:
+            if not isinstance(t, syn.Name):
+                raise parse_error("a tuple binding assigns names: a, b = ...", t)
+            names.append(t.id)
+        if s.annotation is not None:
+            raise parse_error("a tuple binding takes no annotation", s.annotation)
+        if s.value is None:
+            raise parse_error("a binding needs a value", s)
+        value = self.bb.normalize(self.ev.to_expr(self.ev.eval(s.value), s.value))
+        sinfo = value.sinfo
+        if not isinstance(sinfo, TupleStructInfo) or len(sinfo.fields) != len(names):
+            raise type_error(f"{len(names)} names are bound to a value of struct info "
+                             f"{format_sinfo(sinfo)}, not a tuple of {len(names)}", s.value)
+        base = "_".join(names)
+        tup_name, k = base, 0
+        while self.scopes.defined_in_function(tup_name) or tup_name in names:
+            k += 1
+            tup_name = f"{base}{k}"
+        tvar = (DataflowVar if dataflow else Var)(name_hint=tup_name, struct_info=sinfo,
+                                                  span=s.value.span)
+        self.scopes.define(tup_name, tvar, s.target)
+        out = [VarBinding(var=tvar, value=value, span=s.span)]
+        for i, (name, node) in enumerate(zip(names, s.target.elts)):
+            item = self.bb.normalize(TupleGetItem(tuple_value=tvar, index=i))
+            cls = DataflowVar if dataflow and name not in outputs else Var
+            var = cls(name_hint=name, struct_info=item.sinfo, span=node.span)
+            self.scopes.define(name, var, node, allow_redefine=True)
+            out.append(VarBinding(var=var, value=item, span=s.span))
+        return out
 
     def binding(self, s: syn.Assign, dataflow: bool, outputs: set[str]) -> Any:
         if not isinstance(s.target, syn.Name):
@@ -318,6 +356,11 @@ class FunctionBuilder:
                 with located(x):
                     if isinstance(x, syn.Assign):
                         if self.declaration(x):
+                            continue
+                        if isinstance(x.target, syn.TupleExpr):
+                            for b in self.unpacking(x, dataflow=True, outputs=names):
+                                bindings.append(b)
+                                bound[b.var.name_hint] = b.var
                             continue
                         b = self.binding(x, dataflow=True, outputs=names)
                     elif isinstance(x, syn.ExprStmt) and _call_name(x.value) == "R.output":

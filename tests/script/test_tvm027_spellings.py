@@ -160,3 +160,27 @@ class Module:
     np.testing.assert_allclose(vm["main"](x, w, b).numpy(), (x @ w + b) * 2 - 1, rtol=1e-5)
     with pytest.raises(irc.IRParseError, match="operator '%' does not apply to graph"):
         irc.parse(text.replace("y * 2.0 - b / b", "y % b"))
+
+
+def test_tuple_unpacking_binds_each_field():
+    """``a, b = R.split(x, 2)`` was refused ("a binding assigns one name")."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 6), dtype="float32")) -> R.Tensor((2, 6), dtype="float32"):
+        with R.dataflow():
+            a, b = R.split(x, 2, axis=0)
+            c = R.add(a, b)
+            R.output(c)
+        return c
+'''
+    mod = irc.parse(text)
+    printed = mod.script()
+    assert "a_b: R.Tuple(" in printed and "a: R.Tensor((2, 6)" in printed
+    assert_roundtrip(mod)
+    x = np.arange(24, dtype="float32").reshape(4, 6)
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x[:2] + x[2:])
+    with pytest.raises(irc.IRCError, match="3 names are bound to a value"):
+        irc.parse(text.replace("a, b = R.split", "a, b, d = R.split"))
