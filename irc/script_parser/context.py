@@ -46,6 +46,16 @@ def span_of(node: Any) -> Span | None:
     return getattr(node, "span", None)
 
 
+class TypeVarDecl:
+    """A module-level ``n = TypeVar("n")``: a symbolic dimension name for signatures
+    (graph functions' and loop functions' alike)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 def parse_error(message: str, node: Any, hint: str | None = None) -> IRParseError:
     """An IRParseError located at syntax ``node``."""
     return IRParseError(message, span=span_of(node), hint=hint)

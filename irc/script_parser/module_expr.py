@@ -15,17 +15,8 @@ from ..ir.expr import Constant
 from ..ir.printer import MetadataRef
 from ..ir.struct_info import TensorStructInfo, shape_of
 from . import syntax as syn
-from .context import SuppliedObject, describe, located, parse_error
+from .context import SuppliedObject, TypeVarDecl, describe, located, parse_error
 from .tir_expr import ExprEvaluator
-
-
-class TypeVarDecl:
-    """A module-level ``n = TypeVar("n")``: a symbolic dimension name for signatures."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
 
 
 class Metadata:

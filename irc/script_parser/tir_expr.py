@@ -24,6 +24,7 @@ from .context import (
     DTypeMarker,
     Namespace,
     Scopes,
+    TypeVarDecl,
     bind_args,
     describe,
     expect_dtype,
@@ -212,7 +213,14 @@ class ExprEvaluator:
         return method(node)
 
     def eval_Name(self, node: syn.Name) -> Any:
-        return self.scopes.lookup(node.id, node)
+        value = self.scopes.lookup(node.id, node)
+        if isinstance(value, TypeVarDecl):
+            # A module-level TypeVar in a loop function: one int64 variable per function,
+            # defined at its first use.
+            var = E.Var(name=node.id, dtype="int64", span=node.span)
+            self.scopes.frames[self.scopes.function_base][node.id] = var
+            return var
+        return value
 
     def eval_Const(self, node: syn.Const) -> Any:
         return node.value

@@ -184,3 +184,25 @@ class Module:
     np.testing.assert_array_equal(vm["main"](x).numpy(), x[:2] + x[2:])
     with pytest.raises(irc.IRCError, match="3 names are bound to a value"):
         irc.parse(text.replace("a, b = R.split", "a, b, d = R.split"))
+
+
+def test_module_level_type_var_in_loop_function_buffers():
+    """``n = TypeVar("n")`` at module level named dimensions of graph functions only;
+    a loop function's ``T.Buffer((n, 4))`` was "a TypeVarDecl is not an integer"."""
+    text = '''
+n = TypeVar("n")
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(A: T.Buffer((n, 4), "float32"), B: T.Buffer((n, 4), "float32")):
+        for i, j in T.grid(n, 4):
+            B[i, j] = A[i, j] + T.float32(1)
+'''
+    mod = irc.parse(text)
+    assert "n = T.int64()" in mod.script()
+    assert_roundtrip(mod)
+    a = np.random.default_rng(3).random((5, 4), dtype=np.float32)
+    b = np.zeros_like(a)
+    irc.build(mod, target="llvm")["add_one"](a, b)
+    np.testing.assert_array_equal(b, a + 1)
