@@ -168,3 +168,31 @@ def test_opt_level_0_compiles_without_fusion(network, roundtrip_instrument):
         plain = passes.get_pipeline("default")(bound)
     assert not any(name.startswith("fused") for name in prim_funcs(plain))
     np.testing.assert_allclose(run_main(plain, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_cnn_with_a_dynamic_batch_compiles_with_the_default_pipeline():
+    """nn.Flatten of a batch "n" (a reshape to a symbolic shape) broke the default
+    pipeline ("'Var' object has no attribute 'name_hint'", from Normalize)."""
+    import numpy as np
+
+    from irc.frontend import nn
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2D(3, 4, 3, padding=1)
+            self.flat = nn.Flatten()
+            self.fc = nn.Linear(4 * 8 * 8, 10)
+
+        def forward(self, x):
+            return self.fc(self.flat(self.conv(x)))
+
+    model = CNN()
+    mod, params = model.export_ir({"forward": {"x": nn.spec.Tensor(("n", 3, 8, 8),
+                                                                   "float32")}})
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    weights = [np.random.default_rng(k).standard_normal(p.shape).astype("float32")
+               for k, (_, p) in enumerate(params)]
+    for n in (1, 3):
+        x = np.random.default_rng(n).standard_normal((n, 3, 8, 8)).astype("float32")
+        assert vm["forward"](x, *weights).numpy().shape == (n, 10)
