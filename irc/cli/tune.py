@@ -141,6 +141,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         with display:
             summary, _ = tune_tasks(tasks, db, config, components)
+        display.done(summary.stopped_by)  # (reads the database: before it is closed)
     except KeyboardInterrupt:
         display.interrupted()
         return 130
@@ -148,7 +149,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if runner is not None:
             runner.close()
         db.close()
-    display.done(summary.stopped_by)
     return 0
 
 

@@ -47,12 +47,15 @@ def test_plain_lines_when_piped_then_resume_numbers_on(example, tmp_path):
     assert log.count(" start: ") == 2 and "Tuning done: 4 trials" in log
 
 
-def test_quiet_prints_the_summary_only(example, tmp_path):
-    r = run_irc("tune", example, "--records", tmp_path / "db.json", "--trials", "6", "-q")
+@pytest.mark.parametrize("name", ["db.json", "db.db"])
+def test_quiet_prints_the_summary_only(example, tmp_path, name):
+    """A record file of either kind (the summary of an SQLite one read the closed
+    database and crashed)."""
+    r = run_irc("tune", example, "--records", tmp_path / name, "--trials", "6", "-q")
     assert r.returncode == 0, r.stderr
     assert "trial 1 " not in r.stdout and "tuning done" in r.stdout
     assert "records: 6 in" in r.stdout
-    assert (tmp_path / "db.json.tasks.json").exists()
+    assert (tmp_path / f"{name}.tasks.json").exists()
 
 
 def test_ctrl_c_keeps_the_records(example, tmp_path):
