@@ -22,6 +22,8 @@ import irc
 from irc.testing.models import get_model
 
 
+@pytest.mark.slow  # 33 s; the default run checks ResNet-50 against ONNX Runtime
+# (tests/frontend/test_onnx_models.py) and ResNet-18's fusion (test_resnet18.py)
 def test_resnet50_matches_numpy():
     model = get_model("resnet50", image_size=32)
     ex, opt = compile_keeping_ir(model.mod, model.bound_params())
