@@ -41,6 +41,7 @@ import numpy as np
 
 import irc
 from irc import passes
+from irc.core.target import host_cpu_model
 from irc.dispatch import get_patterns_with_prefix
 from irc.runtime import blas, dnnl
 from irc.tune import ms
@@ -226,17 +227,6 @@ def bench_resnet(repeat: int) -> None:
           f"{t_ort2 * 1e3:7.2f} ms, err {err_ort:.0e})")
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=20)
@@ -245,7 +235,7 @@ def main() -> int:
     p.add_argument("--only", choices=["blas", "conv", "resnet"],
                    help="run one group of rows")
     args = p.parse_args()
-    print(f"CPU: {_cpu_name()} ({irc.target.Target('llvm')}); OpenBLAS threads: "
+    print(f"CPU: {host_cpu_model()} ({irc.target.Target('llvm')}); OpenBLAS threads: "
           f"{blas.get_num_threads()}; oneDNN: "
           f"{dnnl.load_dnnl().version if dnnl.available() else 'not installed'}")
     if args.only in (None, "blas"):

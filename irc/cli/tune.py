@@ -80,6 +80,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "round, resumed records, failures)")
     p.add_argument("--plain", action="store_true",
                    help="plain progress lines even on a terminal")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="build and measure on a Ray cluster (needs the 'cluster' extra): "
+                        "'local' starts Ray on this machine, 'auto' joins the cluster this "
+                        "machine belongs to (ray start), host:port or ray://host:port names "
+                        "its head node; the records stay in --records on this machine")
+    p.add_argument("--runner-resource", metavar="NAME",
+                   help="with --cluster: measure on the nodes holding this Ray custom "
+                        "resource, one runner per unit (ray start --resources='{\"NAME\": "
+                        "1}' on the machines to measure on); default: one runner per node "
+                        "(CPU targets) or per GPU (cuda)")
     p.set_defaults(func=cmd_tune)
 
 
@@ -118,7 +128,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"{args.model} has no loop function to tune (nothing does floating-point "
               "work); its default build is all there is")
         return 0
-    db = _open_database(args.records, target)
+    cluster = None
+    hardware: Any = target
+    if args.cluster:
+        cluster = _connect_cluster(args, target)
+        hardware = cluster.runner.hardware_fingerprint(target)
+    elif args.runner_resource:
+        raise IRCError("--runner-resource places runners on a cluster; it needs --cluster")
+    try:
+        db = _open_database(args.records, hardware)
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
     log_dir = None if args.records.endswith((".json", ".jsonl", ".db", ".sqlite",
                                              ".sqlite3")) \
         else os.path.join(args.records, "logs")
@@ -132,12 +154,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     # (--verbose: the tuner prints the cost model itself)
     display.header(args.model, target, "" if args.verbose else describe_cost_model(cost_model),
                    args.records)
-    runner = network_runner(log_dir) if target.kind.name == "llvm" else None
+    runner = network_runner(log_dir) if target.kind.name == "llvm" and cluster is None \
+        else None
     config = TuneConfig(args.trials, num_trials_per_iter=args.trials_per_round,
                         time_budget=args.time_budget, seed=args.seed,
                         verbose=1 if args.verbose else 0, out=sys.stdout, log_dir=log_dir)
-    components = TuneComponents(runner=runner, cost_model=cost_model,
-                                callbacks=(display.on_measured,))
+    if cluster is not None:
+        components = TuneComponents(builder=cluster.builder, runner=cluster.runner,
+                                    cost_model=cost_model, callbacks=(display.on_measured,))
+    else:
+        components = TuneComponents(runner=runner, cost_model=cost_model,
+                                    callbacks=(display.on_measured,))
     try:
         with display:
             summary, _ = tune_tasks(tasks, db, config, components)
@@ -148,8 +175,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
     finally:
         if runner is not None:
             runner.close()
+        if cluster is not None:
+            cluster.close()
         db.close()
     return 0
+
+
+def _connect_cluster(args: argparse.Namespace, target: Any) -> Any:
+    """The Ray cluster of ``--cluster``, its runners measuring as ``irc tune`` does on
+    this machine (CPU kernels after a cache flush, as in a network)."""
+    from ..tune.cluster import RayCluster, RunnerPool
+    from ..tune.ms import NETWORK_RUNNER_OPTIONS
+
+    pools = None
+    if args.runner_resource:
+        pools = [RunnerPool({args.runner_resource: 1}, target=target.kind.name)]
+    options: dict[str, Any] = dict(NETWORK_RUNNER_OPTIONS) if target.kind.name == "llvm" \
+        else {"check_correctness": True}
+    return RayCluster(args.cluster, pools, **options)
 
 
 class TuneDisplay:

@@ -48,7 +48,7 @@ from .builder import LocalBuilder
 from .cost_model import CostModel, RandomModel, XGBModel
 from .database import Database, open_database
 from .graph import apply_database, default_schedules, graph_tasks, prepare_graph
-from .measure import RecordToDatabase
+from .measure import RecordToDatabase, measuring_hardware
 from .options import SearchOptions, TuneComponents, TuneConfig
 from .runner import LocalRunner
 from .search import EvolutionaryStrategy, banner
@@ -358,6 +358,34 @@ class SearchTask:
         return Trace.from_json(rec.trace).as_python() + "\n"
 
 
+def RPCRunner(key: str, host: str, port: int, priority: int = 1, n_parallel: int = 1,
+              timeout: float = 10, number: int = 3, repeat: int = 1,
+              min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
+              enable_cpu_cache_flush: bool = False, check_correctness: bool = False
+              ) -> Any:
+    """Measurement on remote devices (seed 004's tip for users with several devices).
+    irc's "tracker" is a Ray cluster (:mod:`irc.tune.cluster`): ``host:port`` is its head
+    node's address and ``key`` the custom resource the measuring machines were started
+    with (``ray start --address HOST:PORT --resources='{"KEY": 1}'``); one runner per
+    unit of that resource, each measuring one candidate at a time. Returns a
+    :class:`~irc.tune.cluster.RayRunner` to pass as ``TuningOptions(runner=...)``; the
+    builds run on this machine's :class:`LocalBuilder` (or pass the cluster's builder,
+    ``irc.tune.cluster.RayBuilder``, to build there too). ``priority`` and
+    ``n_parallel`` have no equivalent (Ray schedules; the runners of ``key`` measure in
+    parallel) and are accepted for compatibility."""
+    from .cluster import RayRunner, RunnerPool
+
+    del priority, n_parallel
+    if not isinstance(key, str) or not key:
+        raise TuningError(f"RPCRunner's key names the measuring machines' Ray resource, "
+                          f"got {key!r}")
+    return RayRunner(f"{host}:{int(port)}", [RunnerPool({key: 1})], timeout=timeout,
+                     number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
+                     cooldown_interval_ms=cooldown_interval * 1e3,
+                     enable_cpu_cache_flush=enable_cpu_cache_flush,
+                     check_correctness=check_correctness)
+
+
 # ---------------------------------------------------------------------------------------
 # Tuning (one task or many)
 # ---------------------------------------------------------------------------------------
@@ -446,7 +474,7 @@ def _tune(tasks: Sequence[SearchTask], weights: Sequence[float] | None,
             db_path = os.path.join(tmp.name, "records.json")
         for f in files[1:]:
             extra.append(RecordToDatabase(f))
-        db = open_database(db_path, tasks[0].target)
+        db = open_database(db_path, measuring_hardware(components.runner, tasks[0].target))
         components = dataclasses.replace(components, callbacks=(*extra, *others))
         summary, engine = tune_tasks(
             [t.tune_task for t in tasks], db, config, components,
@@ -574,7 +602,7 @@ def compile(mod: Any, target: Any = "llvm", params: Any = None) -> Any:
 
 __all__ = [
     "ApplyHistoryBest", "LayoutRewriteOption", "LocalBuilder", "LocalRPCMeasureContext",
-    "LocalRunner", "PreloadMeasuredStates", "RandomModel", "RecordToFile", "SearchTask",
-    "SketchPolicy", "TaskScheduler", "TuningOptions", "WORKLOAD_FUNC_REGISTRY", "XGBModel",
-    "compile", "extract_tasks", "register_workload",
+    "LocalRunner", "PreloadMeasuredStates", "RPCRunner", "RandomModel", "RecordToFile",
+    "SearchTask", "SketchPolicy", "TaskScheduler", "TuningOptions", "WORKLOAD_FUNC_REGISTRY",
+    "XGBModel", "compile", "extract_tasks", "register_workload",
 ]

@@ -135,12 +135,15 @@ class BuildResult:
 @dataclass
 class RunResult:
     """A timed candidate: seconds per run of each repeat (``run_secs``) or an error;
-    ``run_wall_secs`` is the wall time the runner spent on it."""
+    ``run_wall_secs`` is the wall time the runner spent on it; ``fingerprint`` the
+    hardware fingerprint of the machine that measured it, when that is not this one (a
+    cluster's runner; empty: this machine)."""
 
     run_secs: tuple[float, ...] | None
     error_kind: str = ""
     error_msg: str = ""
     run_wall_secs: float = 0.0
+    fingerprint: str = ""
 
 
 @dataclass
@@ -153,6 +156,7 @@ class MeasureResult:
     build_secs: float = 0.0
     run_wall_secs: float = 0.0
     timestamp: float = field(default_factory=time.time)
+    fingerprint: str = ""
 
     @property
     def is_valid(self) -> bool:
@@ -172,8 +176,10 @@ class MeasureResult:
 
     def to_record(self, inp: MeasureInput, seed: int | None = None,
                   task_name: str = "") -> TuningRecord:
-        """The tuning record of this result for ``inp``."""
+        """The tuning record of this result for ``inp`` (with the hardware fingerprint of
+        the machine that measured it)."""
         target, fingerprint = target_identity(inp.target)
+        fingerprint = self.fingerprint or fingerprint
         return TuningRecord(workload_key=inp.workload.key, trace=inp.trace,
                             run_secs=self.costs if self.is_valid else None, target=target,
                             fingerprint=fingerprint, error_kind=self.error_kind,
@@ -193,10 +199,12 @@ def combine_results(builds: Sequence[BuildResult], runs: Sequence[RunResult]
     out = []
     for b, r in zip(builds, runs):
         if b.error_kind:
-            out.append(MeasureResult(None, b.error_kind, b.error_msg, b.build_secs, 0.0))
+            out.append(MeasureResult(None, b.error_kind, b.error_msg, b.build_secs, 0.0,
+                                     fingerprint=r.fingerprint))
         else:
             out.append(MeasureResult(r.run_secs if not r.error_kind else None, r.error_kind,
-                                     r.error_msg, b.build_secs, r.run_wall_secs))
+                                     r.error_msg, b.build_secs, r.run_wall_secs,
+                                     fingerprint=r.fingerprint))
     return out
 
 
@@ -238,6 +246,44 @@ class Runner(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class AsyncRunner(Runner):
+    """A runner that measures several candidates at once in the background (on a
+    cluster), so the search can prepare the next round meanwhile.
+
+    :meth:`submit` hands it a batch (it builds the batch with ``builder`` itself, or has
+    its own builders do it) and returns a ticket; :meth:`poll` returns the candidates
+    finished since the last call as ``(ticket, index in the batch, BuildResult,
+    RunResult)``, in the order they finished. Its :meth:`run` (the plain Runner
+    interface) submits a batch and polls until it is done.
+    """
+
+    @abstractmethod
+    def submit(self, inputs: Sequence[MeasureInput], builder: Builder | None = None,
+               builds: Sequence[BuildResult] | None = None) -> int:
+        """Start measuring ``inputs``: built by ``builder``, or already built
+        (``builds``); returns the batch's ticket."""
+
+    @abstractmethod
+    def poll(self, timeout: float | None = None
+             ) -> list[tuple[int, int, BuildResult, RunResult]]:
+        """Candidates finished since the last call (waits up to ``timeout`` seconds for
+        the first; None: until one finishes, or returns [] when nothing is in flight)."""
+
+    def hardware_fingerprint(self, target: Any) -> str:
+        """The hardware fingerprint of the machines that measure ``target``'s
+        candidates (their records carry it)."""
+        return Target.canon(target).fingerprint()
+
+
+def measuring_hardware(runner: Runner | None, target: Any) -> Any:
+    """What to open a run's database with: the target itself, or for a runner that
+    measures elsewhere (a cluster) the fingerprint of the hardware it measures on, so
+    the database sees the records that hardware made."""
+    if isinstance(runner, AsyncRunner):
+        return runner.hardware_fingerprint(target)
+    return target
 
 
 MeasureCallback = Callable[[Sequence[MeasureInput], Sequence[MeasureResult]], None]
@@ -301,9 +347,9 @@ class ProgramMeasurer:
 
 
 __all__ = [
-    "BUILD_ERROR", "BUILD_TIMEOUT", "Builder", "BuildResult", "MeasureCallback",
+    "AsyncRunner", "BUILD_ERROR", "BUILD_TIMEOUT", "Builder", "BuildResult", "MeasureCallback",
     "MeasureErrorKind", "MeasureInput", "MeasureResult", "ProgramMeasurer",
     "RecordToDatabase", "RUN_ERROR", "RUN_TIMEOUT", "RunResult", "Runner",
     "WRONG_RESULT",
-    "apply_trace", "combine_results", "func_of_schedule",
+    "apply_trace", "combine_results", "func_of_schedule", "measuring_hardware",
 ]

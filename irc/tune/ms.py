@@ -30,6 +30,7 @@ from ..core.transform import Pass, PassContext
 from ..tir.stmt import PrimFunc
 from .database import Database, JSONDatabase, open_database
 from .graph import apply_database, compile_tuned, graph_tasks, prepare_graph, prim_func_tasks
+from .measure import measuring_hardware
 from .runner import LocalRunner
 from .task import TuneTask
 from .tuner import options_from_keywords, tune_tasks
@@ -49,7 +50,8 @@ def _run(tasks: Sequence[TuneTask], work_dir: str, target: Target, max_trials_gl
     if work_dir:
         options.setdefault("log_dir", os.path.join(os.fspath(work_dir), "logs"))
     config, components = options_from_keywords(max_trials_global, **options)
-    db = database if database is not None else _work_dir_database(work_dir, target)
+    db = database if database is not None else \
+        _work_dir_database(work_dir, measuring_hardware(components.runner, target))
     if not tasks:
         return db
     tune_tasks(tasks, db, config, components)
@@ -76,13 +78,17 @@ def tune_tir(mod: IRModule | PrimFunc, target: Any, work_dir: str, max_trials_gl
                 seed=seed, verbose=verbose, out=out)
 
 
+#: How a network's CPU kernels are measured (see :func:`network_runner`).
+NETWORK_RUNNER_OPTIONS = {"number": 1, "repeat": 3, "min_repeat_ms": 0.0,
+                          "enable_cpu_cache_flush": True}
+
+
 def network_runner(log_dir: str | None = None) -> LocalRunner:
     """The runner of a network's CPU kernels: each candidate timed after a cache flush,
     one run per repeat. In a network each kernel runs after others that evicted its
     weights from the caches, so a candidate that relies on warm weights would win in
     isolation and lose in the model (TVM gives network tuning the same advice)."""
-    return LocalRunner(number=1, repeat=3, min_repeat_ms=0.0, enable_cpu_cache_flush=True,
-                       log_dir=log_dir)
+    return LocalRunner(**NETWORK_RUNNER_OPTIONS, log_dir=log_dir)
 
 
 def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_global: int,

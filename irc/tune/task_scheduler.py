@@ -257,9 +257,10 @@ class TaskScheduler:
     def _alive(self) -> list[int]:
         return [i for i in range(len(self.tasks)) if not self.dead[i]]
 
-    def pick_next(self) -> int | None:
-        """The task to tune next (None when every task is done)."""
-        alive = self._alive()
+    def pick_next(self, exclude: Any = ()) -> int | None:
+        """The task to tune next, other than those in ``exclude`` (None when every task
+        is done)."""
+        alive = [i for i in self._alive() if i not in exclude]
         if not alive:
             return None
         # Warm-up: every task gets a first round, the largest estimated gain first.
@@ -306,10 +307,14 @@ class TaskScheduler:
         used = 0
         rounds = 0
         stopped_by = "trials"
+        self._overlapped = False
         if self.measure_default and max_trials > 0:
             used, stopped_by = self._measure_defaults(tuner, max_trials, time_budget)
         self.next_task = self.pick_next() if used < max_trials else None
-        while stopped_by != "time":
+        if getattr(tuner, "rounds_in_flight", 1) > 1 and stopped_by != "time":
+            used, rounds, stopped_by = self._tune_overlapped(tuner, used, max_trials,
+                                                             time_budget, callbacks)
+        while stopped_by != "time" and not self._overlapped:
             if used >= max_trials:
                 stopped_by = "trials"
                 break
@@ -334,6 +339,56 @@ class TaskScheduler:
                            total_latency=self.objective(), total_trials=used,
                            rounds=rounds, elapsed=time.monotonic() - self._start,
                            stopped_by=stopped_by)
+
+    def _tune_overlapped(self, tuner: Any, used: int, max_trials: int,
+                         time_budget: float | None,
+                         callbacks: Sequence[Callable[[TaskScheduler, int], None]]
+                         ) -> tuple[int, int, str]:
+        """The loop of :meth:`tune` for a tuner that measures in the background
+        (``start_round`` / ``finish_rounds``): up to ``rounds_in_flight`` rounds of
+        different tasks at once, so the runners measure one round while the search
+        prepares the next. When the time budget runs out, the rounds in flight are
+        finished (their candidates are being measured) and nothing new starts."""
+        self._overlapped = True
+        in_flight: dict[int, int] = {}  # task -> trials asked
+        rounds = 0
+        stopped_by = "trials"
+        while True:
+            out_of_time = time_budget is not None and \
+                time.monotonic() - self._start >= time_budget
+            if out_of_time:
+                stopped_by = "time"
+            while not out_of_time and len(in_flight) < tuner.rounds_in_flight:
+                budget = max_trials - used - sum(in_flight.values())
+                if budget <= 0:
+                    break
+                i = self.pick_next(exclude=in_flight)
+                if i is None:
+                    if not in_flight:
+                        stopped_by = "done"
+                    break
+                n = min(self.num_measures_per_round, budget)
+                if tuner.start_round(i, n):
+                    in_flight[i] = n
+                else:
+                    used += self._account(i, n, [])
+                    rounds += 1
+            if not in_flight:
+                if used >= max_trials and stopped_by != "time":
+                    stopped_by = "trials"
+                break
+            for i, costs in tuner.finish_rounds():
+                n = in_flight.pop(i)
+                used += self._account(i, n, costs)
+                rounds += 1
+                self._last = i
+                self.next_task = self.pick_next(exclude=in_flight) \
+                    if used < max_trials else None
+                if self.verbose:
+                    self._print(self.table())
+                for cb in callbacks:
+                    cb(self, i)
+        return used, rounds, stopped_by
 
     def _measure_defaults(self, tuner: TaskTuner, max_trials: int,
                           time_budget: float | None) -> tuple[int, str]:
@@ -362,10 +417,15 @@ class TaskScheduler:
 
     def _round(self, tuner: TaskTuner, i: int, budget: int) -> int:
         # Defaults were measured before the first round (_measure_defaults).
-        costs: list[float] = []
-        spent = 0
         n = min(self.num_measures_per_round, budget)
         found = list(tuner.tune_round(i, n)) if n > 0 else []
+        return self._account(i, n, found)
+
+    def _account(self, i: int, n: int, found: Sequence[float]) -> int:
+        """Book a finished round of task ``i`` (``n`` trials asked, costs ``found``);
+        returns the trials spent."""
+        costs: list[float] = []
+        spent = 0
         if n > 0 and not found:
             self.dead[i] = True
             logger.info("task %s: the search has no new candidate left; it gets no more "

@@ -43,9 +43,12 @@ from .cost_model import CostModel, create_cost_model, describe_cost_model
 from .database import Database, open_database
 from .features import extract_features
 from .measure import (
+    AsyncRunner,
+    BuildResult,
     MeasureInput,
     MeasureResult,
     Runner,
+    RunResult,
     apply_trace,
     combine_results,
 )
@@ -129,6 +132,21 @@ class _TaskState:
         self.since_best = 0  # trials since the best latency last improved
 
 
+class _Round:
+    """A batch handed to an asynchronous runner: the task (-1: a batch of
+    :meth:`TuningEngine.measure`), its candidates and inputs, results as they come."""
+
+    __slots__ = ("task_id", "cands", "inputs", "results", "started")
+
+    def __init__(self, task_id: int, cands: list, inputs: list[MeasureInput],
+                 started: float = 0.0):
+        self.task_id = task_id
+        self.cands = cands
+        self.inputs = inputs
+        self.results: list[MeasureResult | None] = []
+        self.started = started
+
+
 class TuningEngine(TaskTuner):
     """Measures candidates of ``tasks`` for the task scheduler (see the module docstring).
 
@@ -155,15 +173,31 @@ class TuningEngine(TaskTuner):
         check_target_buildable(self.target)
         self.config = config
         log_dir = config.log_dir
-        self.database: Database = open_database(database, self.target) \
-            if not isinstance(database, Database) else database
-        self._own_db = not isinstance(database, Database)
         self._own_builder = components.builder is None
         self._own_runner = components.runner is None
         self.builder = components.builder if components.builder is not None else \
             LocalBuilder(log_dir=log_dir)
         self.runner = components.runner if components.runner is not None else \
             LocalRunner(check_correctness=True, log_dir=log_dir)
+        # A runner that measures elsewhere (a cluster) has the last word on the hardware
+        # the records belong to: the database sees the records of that hardware.
+        self.async_runner = self.runner if isinstance(self.runner, AsyncRunner) else None
+        hardware = self.async_runner.hardware_fingerprint(self.target) \
+            if self.async_runner is not None else self.target.fingerprint()
+        if isinstance(database, Database):
+            if database.target_fingerprint not in (None, hardware):
+                raise TuningError(
+                    f"the database was opened for hardware {database.target_fingerprint}, "
+                    f"but the runner measures on {hardware}",
+                    hint="open the database with the runner's hardware_fingerprint(target)")
+            self.database = database
+        else:
+            self.database = open_database(database, hardware)
+        self._own_db = not isinstance(database, Database)
+        # Rounds in flight at once: with a runner that measures in the background, a
+        # second round is searched while the first is measured.
+        self.rounds_in_flight = 2 if self.async_runner is not None else 1
+        self._rounds: dict[int, _Round] = {}
         if self.target.kind.name == "cuda" and isinstance(self.runner, LocalRunner):
             check_gpu_for_measuring(self.target, self.runner.device_index)
         self._default_runner: Runner | None = None
@@ -331,36 +365,72 @@ class TuningEngine(TaskTuner):
 
     def measure(self, task: TuneTask, inputs: Sequence[MeasureInput],
                 runner: Runner | None = None) -> list[MeasureResult]:
-        """Build ``inputs`` in parallel, then time them one by one; each result is
-        committed to the database (and passed to the callbacks) right away."""
+        """Build ``inputs`` in parallel, then time them (one by one, or on a cluster's
+        runners at once); each result is committed to the database (and passed to the
+        callbacks) as soon as it is known."""
         inputs = list(inputs)
         if not inputs:
             return []
         runner = runner or self.runner
         t0 = time.perf_counter()
-        builds = self.builder.build(inputs)
-        results = []
-        for inp, b in zip(inputs, builds):
-            run = runner.run([inp], [b])[0]
-            res = combine_results([b], [run])[0]
-            record = res.to_record(inp, seed=self.seed, task_name=task.name)
-            self.database.commit_record(record)
-            if res.error_kind:
-                self.error_counts[res.error_kind] = self.error_counts.get(res.error_kind, 0) + 1
-                logger.info("task %s: candidate %s: %s: %s", task.name, inp.trace_key,
-                            res.error_kind, _first_line(res.error_msg))
-            for cb in self.callbacks:
-                cb([inp], [res])
-            results.append(res)
-            n = self._trial_base + self.measured + len(results)
-            outcome = (f"{res.mean_cost * 1e3:.4f} ms" if res.is_valid else
-                       f"{res.error_kind}: {_first_line(res.error_msg)}")
-            self.log(f"trial {n}: {task.name}: candidate {inp.trace_key}: {outcome}")
-        self.measured += len(results)
+        results: list[MeasureResult | None] = [None] * len(inputs)
+        if runner is self.async_runner:
+            ticket = self.async_runner.submit(inputs, self.builder)
+            self._rounds[ticket] = _Round(-1, [], inputs)
+            try:
+                while any(r is None for r in results):
+                    self._collect(self.async_runner.poll(), {ticket: results})
+            finally:
+                del self._rounds[ticket]
+        else:
+            builds = self.builder.build(inputs)
+            for k, (inp, b) in enumerate(zip(inputs, builds)):
+                results[k] = self._record(task, inp, b, runner.run([inp], [b])[0])
         self.measure_seconds += time.perf_counter() - t0
         # Seed 000/002's progress marks: a dot per build, a star per run.
         self._print("." * len(inputs) + "*" * len(results), 2)
-        return results
+        return results  # type: ignore[return-value]
+
+    def _record(self, task: TuneTask, inp: MeasureInput, build: BuildResult,
+                run: RunResult) -> MeasureResult:
+        """Commit one measured candidate to the database, the callbacks and the log."""
+        res = combine_results([build], [run])[0]
+        record = res.to_record(inp, seed=self.seed, task_name=task.name)
+        self.database.commit_record(record)
+        if res.error_kind:
+            self.error_counts[res.error_kind] = self.error_counts.get(res.error_kind, 0) + 1
+            logger.info("task %s: candidate %s: %s: %s", task.name, inp.trace_key,
+                        res.error_kind, _first_line(res.error_msg))
+        for cb in self.callbacks:
+            cb([inp], [res])
+        self.measured += 1
+        n = self._trial_base + self.measured
+        outcome = (f"{res.mean_cost * 1e3:.4f} ms" if res.is_valid else
+                   f"{res.error_kind}: {_first_line(res.error_msg)}")
+        self.log(f"trial {n}: {task.name}: candidate {inp.trace_key}: {outcome}")
+        return res
+
+    def _collect(self, finished: Sequence[tuple[int, int, BuildResult, RunResult]],
+                 extra: dict[int, list] | None = None) -> None:
+        """Record candidates an asynchronous runner finished, into their rounds' result
+        lists (``extra``: result lists of batches measured outside rounds)."""
+        for ticket, k, build, run in finished:
+            rnd = self._rounds.get(ticket)
+            if rnd is None:
+                continue  # a batch abandoned by an interrupted run
+            task = self.tasks[rnd.task_id] if rnd.task_id >= 0 else \
+                self._task_of(rnd.inputs[k])
+            res = self._record(task, rnd.inputs[k], build, run)
+            slot = rnd.results if extra is None or ticket not in extra else extra[ticket]
+            if not slot:
+                slot.extend([None] * len(rnd.inputs))
+            slot[k] = res
+
+    def _task_of(self, inp: MeasureInput) -> TuneTask:
+        for t in self.tasks:
+            if t.workload.key == inp.workload.key:
+                return t
+        return self.tasks[0]
 
     def default_trace(self, task_id: int) -> Any:
         """The trace of task ``task_id``'s default schedule: the first default schedule
@@ -407,26 +477,46 @@ class TuningEngine(TaskTuner):
         return res.mean_cost
 
     def tune_round(self, task_id: int, num_trials: int) -> list[float]:
+        if self.async_runner is not None:
+            if not self.start_round(task_id, num_trials):
+                return []
+            while True:
+                for i, costs in self.finish_rounds():
+                    if i == task_id:
+                        return costs
+        st, cands, inputs = self._propose(task_id, num_trials)
+        if not inputs:
+            return []
+        results = self.measure(st.task, inputs)
+        return self._learn(st, cands, results)
+
+    def _propose(self, task_id: int, num_trials: int
+                 ) -> tuple[_TaskState, list, list[MeasureInput]]:
+        """A round's candidates: new to the search and to the database."""
         st = self.state(task_id)
         if st.search is None:
-            return []
+            return st, [], []
         if self.early_stopping is not None and st.since_best >= self.early_stopping:
             self._print(f"{st.task.name}: stopping early, no improvement in "
                         f"{st.since_best} trials")
-            return []
+            return st, [], []
         task = st.task
         cands = st.search.generate(num_trials)
         # The search already skips what it knows was measured; the database has the
         # last word (another run may have written to it meanwhile).
         cands = [c for c in cands if not self.database.has_measured(task.workload,
                                                                      c.trace_json)]
-        if not cands:
-            return []
         inputs = [MeasureInput(task.workload, c.trace_json, task.target, features=c.features)
                   for c in cands]
-        self._print(banner("Measure"))
-        self._print(f"Get {len(inputs)} programs to measure:")
-        results = self.measure(task, inputs)
+        if inputs:
+            self._print(banner("Measure"))
+            self._print(f"Get {len(inputs)} programs to measure:")
+        return st, cands, inputs
+
+    def _learn(self, st: _TaskState, cands: list, results: Sequence[MeasureResult]
+               ) -> list[float]:
+        """The search and the cost model learn from a measured round; its costs."""
+        task = st.task
         costs = [r.mean_cost for r in results]
         for c, cost in zip(cands, costs):
             st.search.add_measured(c, cost)
@@ -435,6 +525,43 @@ class TuningEngine(TaskTuner):
         st.measured += len(results)
         self._report(task, results, st=st)
         return costs
+
+    # -- rounds in flight (an asynchronous runner) ----------------------------------------
+    def start_round(self, task_id: int, num_trials: int) -> bool:
+        """Propose a round of task ``task_id`` and hand it to the asynchronous runner;
+        False when the search has nothing new to measure."""
+        if self.async_runner is None:
+            raise TuningError("start_round needs an asynchronous runner (a cluster)")
+        st, cands, inputs = self._propose(task_id, num_trials)
+        if not inputs:
+            return False
+        ticket = self.async_runner.submit(inputs, self.builder)
+        self._rounds[ticket] = _Round(task_id, cands, inputs, time.perf_counter())
+        return True
+
+    def finish_rounds(self, timeout: float | None = None) -> list[tuple[int, list[float]]]:
+        """Wait (up to ``timeout`` seconds; None: until one finishes) for rounds started
+        with :meth:`start_round`; returns ``(task_id, costs)`` of each finished round.
+        Each candidate is recorded as soon as it is measured."""
+        if self.async_runner is None or not self._rounds:
+            return []
+        done: list[tuple[int, list[float]]] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self._collect(self.async_runner.poll(left))
+            for ticket, rnd in list(self._rounds.items()):
+                if rnd.task_id < 0 or len(rnd.results) != len(rnd.inputs) or \
+                        any(r is None for r in rnd.results):
+                    continue
+                del self._rounds[ticket]
+                self.measure_seconds += time.perf_counter() - rnd.started
+                self._print("." * len(rnd.inputs) + "*" * len(rnd.inputs), 2)
+                done.append((rnd.task_id, self._learn(self.state(rnd.task_id), rnd.cands,
+                                                      rnd.results)))
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        return done
 
     def _report(self, task: TuneTask, results: Sequence[MeasureResult],
                 st: _TaskState | None = None, label: str = "") -> None:

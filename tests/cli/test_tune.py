@@ -130,3 +130,30 @@ def test_bad_arguments_are_errors(example, tmp_path):
     (tmp_path / "file.txt").write_text("x")
     r = run_irc("tune", example, "--records", tmp_path / "file.txt", "--trials", "1")
     assert r.returncode == 1 and "not a directory or a .json/.db record file" in r.stderr
+
+
+def test_runner_resource_needs_a_cluster(example, tmp_path):
+    r = run_irc("tune", example, "--records", tmp_path / "w", "--runner-resource", "gpu_box")
+    assert r.returncode == 1
+    assert "irc: error: --runner-resource places runners on a cluster; it needs --cluster" \
+        in r.stderr
+    r = run_irc("tune", example, "--records", tmp_path / "w", "--cluster", "127.0.0.1:1")
+    assert r.returncode == 1
+    assert "irc: error: nothing answers at the cluster address 127.0.0.1:1" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_tune_on_a_local_ray_cluster_then_resume(example, tmp_path):
+    """``--cluster local`` (a Ray instance on this machine, one runner per node): the
+    same records as a local run, resumable without ``--cluster``."""
+    work = tmp_path / "work"
+    r = run_irc("tune", example, "--records", work, "--trials", TRIALS, "--cluster", "local")
+    assert r.returncode == 0, r.stderr
+    assert "tuning done (trial budget spent): 8 trials" in r.stdout
+    assert len(_records(work)) == 8
+    r = run_irc("tune", example, "--records", work, "--trials", "4")
+    assert r.returncode == 0, r.stderr
+    assert "resuming from 8 records" in r.stdout
+    keys = [(x["workload"], json.dumps(x["trace"])) for x in _records(work)]
+    assert len(keys) == 12 and len(set(keys)) == 12

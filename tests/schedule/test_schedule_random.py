@@ -74,21 +74,28 @@ def _random_step(sch, rng):
         sch.compute_at(block, sch.sample_compute_location(block))
 
 
+def random_schedule_checked(f, rng, seed: int, steps: int) -> int:
+    """``steps`` random steps on ``f`` (each applied or refused with a ScheduleError that
+    is not an internal error), then the numeric check and the trace replay; returns how
+    many steps applied."""
+    sch = Schedule(f, seed=seed, debug_mask="all")
+    applied = 0
+    for _ in range(steps):
+        try:
+            _random_step(sch, rng)
+            applied += 1
+        except irc.ScheduleError as err:
+            assert "internal error" not in str(err), str(err)
+    check_numeric(f, sch.func)
+    replayed = Schedule(f)
+    Trace.from_json(sch.trace.to_json_str()).apply_to_schedule(replayed)
+    assert_structural_equal(replayed.func, sch.func)
+    return applied
+
+
 @pytest.mark.parametrize("make", [three_stage, matmul_add, elementwise3])
 def test_random_schedules_are_correct(make):
     f = make()
     rng = random.Random(zlib.crc32(make.__name__.encode()))  # stable across processes
-    applied = 0
-    for trial in range(12):
-        sch = Schedule(f, seed=trial, debug_mask="all")
-        for _ in range(8):
-            try:
-                _random_step(sch, rng)
-                applied += 1
-            except irc.ScheduleError as err:
-                assert "internal error" not in str(err), str(err)
-        check_numeric(f, sch.func)
-        replayed = Schedule(f)
-        Trace.from_json(sch.trace.to_json_str()).apply_to_schedule(replayed)
-        assert_structural_equal(replayed.func, sch.func)
+    applied = sum(random_schedule_checked(f, rng, trial, 8) for trial in range(12))
     assert applied > 20
