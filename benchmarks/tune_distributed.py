@@ -12,11 +12,11 @@ seed:
    tuning engine keeping two rounds in flight (``irc tune --cluster``).
 
 It prints trials per minute of each and their ratio, then the measured per-candidate
-costs (build, the runner's measurement, the round trip to a runner and back, and the
-search's own time on the tuner per candidate) and, from them, an estimate of trials per
+costs (build, the runner's measurement, Ray handing a runner a module of that size and
+answering, and the search's own time on the tuner per candidate) and, from them, an estimate of trials per
 minute on N machines like this one, each with one runner and all its cores building:
 
-    rate(N) = min(N * cores / build, N / measure, 1 / search)   [candidates per second]
+    rate(N) = min(N * cores / build, N / (measure + transfer), 1 / search)   [per second]
 
 the first two terms are the cluster's build and measuring capacity; the last is the tuner
 itself (search, cost model, records), which one machine does for the whole cluster.
@@ -47,6 +47,26 @@ def _tasks():
 
     target = Target.canon("llvm")
     return graph_tasks(prepare_graph(load_model(str(EXAMPLE)), None, target), target)
+
+
+class _Echo:
+    def size(self, blob: bytes) -> int:
+        return len(blob)
+
+
+def _transfer_secs(ray, nbytes: int, calls: int = 20) -> float:
+    """Seconds Ray takes to hand an actor a compiled module of ``nbytes`` and answer
+    (an object put, an actor call, the reply), median of ``calls``."""
+    echo = ray.remote(num_cpus=0)(_Echo).remote()
+    ray.get(echo.size.remote(b""))
+    times = []
+    for _ in range(calls):
+        blob = os.urandom(max(1, nbytes))
+        t0 = time.perf_counter()
+        ray.get(echo.size.remote(ray.put(blob)))
+        times.append(time.perf_counter() - t0)
+    ray.kill(echo)
+    return sorted(times)[len(times) // 2]
 
 
 def _tune(tasks, trials: int, per_round: int, components, work: str):
@@ -114,6 +134,8 @@ def main() -> int:
             _, _, cwall, cn = _tune(tasks, args.trials, args.per_round, comps,
                                              os.path.join(tmp, "cluster"))
             stats = dict(cluster.runner.stats)
+            transfer = _transfer_secs(cluster.ray, stats.get("artifact_bytes", 0) //
+                                      max(1, stats["candidates"]))
         rows.append((f"Ray cluster ({args.runners} runners, Ray builds)", cn, cwall))
 
     print()
@@ -130,12 +152,16 @@ def main() -> int:
     trip = stats["round_trip_secs"] / k
     search = search_local / max(1, rows[0][1])
     print()
-    print("per candidate (cluster run; search from the local run):")
-    print(f"  build {build * 1e3:8.1f} ms   measure on the runner {measure * 1e3:8.1f} ms   "
-          f"round trip to the runner {trip * 1e3:8.1f} ms (transfer and dispatch "
-          f"{max(0.0, trip - measure) * 1e3:.1f} ms)   search on the tuner "
-          f"{search * 1e3:8.1f} ms")
+    print("per candidate (cluster run; search from the local run; builds, runner and "
+          "tuner shared 2 cores):")
+    print(f"  build {build * 1e3:.1f} ms; measure on the runner {measure * 1e3:.1f} ms; "
+          f"handing a runner a module ({stats.get('artifact_bytes', 0) // k} bytes) and "
+          f"getting the answer {transfer * 1e3:.1f} ms; search on the tuner "
+          f"{search * 1e3:.1f} ms")
+    print(f"  (dispatch to result seen by the tuner: {trip * 1e3:.1f} ms, which includes "
+          "results waiting while the tuner searched)")
     print(f"  retries {stats['retries']}, runners replaced {stats['replaced_actors']}")
+    trip = measure + transfer
     print()
     print("estimated trials/min on N machines like this one (one runner and "
           f"{cores} build cores each):")

@@ -29,6 +29,10 @@ from .context import (
 from .module_expr import Metadata, ModuleEvaluator, TypeVarDecl, decode_metadata
 from .relax_builder import FunctionBuilder, relax_module_builder
 from .tir_builder import PrimFuncBuilder
+from .tvm_json import decode_tvm_json
+
+#: How TVM's printed metadata section calls its JSON loader.
+LOAD_JSON_NAMES = ("tvm.ir.load_json", "ir.load_json", "load_json")
 
 
 class ModuleBuilder:
@@ -66,7 +70,14 @@ class ModuleBuilder:
                 if s.value is None:
                     raise parse_error("metadata needs a value", s)
                 ev = ModuleEvaluator(self.scopes)
-                tables = decode_metadata(ev.eval(s.value), s.value)
+                if isinstance(s.value, syn.Call) and \
+                        syn.dotted_name(s.value.func) in LOAD_JSON_NAMES:
+                    # Apache TVM's section: metadata = tvm.ir.load_json("""{...}""")
+                    if len(s.value.args) != 1 or s.value.kwargs:
+                        raise parse_error("tvm.ir.load_json takes one string", s.value)
+                    tables = decode_tvm_json(ev.eval(s.value.args[0]), s.value)
+                else:
+                    tables = decode_metadata(ev.eval(s.value), s.value)
                 merged = dict(self.metadata.tables or {})
                 merged.update(tables)
                 self.metadata = Metadata(merged)

@@ -169,7 +169,7 @@ def _build_task(key: str, workload_box: list, trace: Any, func_blob: bytes | Non
     except Exception as err:  # noqa: BLE001 - a failed candidate, not a failed tuner
         return ({"error": f"{type(err).__name__}: {err}", "secs": time.perf_counter() - t0,
                  "host": host}, None)
-    return {"secs": secs, "host": host}, artifact
+    return {"secs": secs, "host": host, "bytes": len(artifact)}, artifact
 
 
 class RunnerHost:
@@ -421,8 +421,9 @@ class RayRunner(AsyncRunner):
     actor. ``address`` and ``init_options`` go to :func:`connect` on first use.
 
     ``assignments`` lists where each candidate was measured: ``(workload key, trace key,
-    target, pool index, host, node, resources)``. ``stats`` sums the seconds spent per
-    stage (building, measuring on the actor, the round trip seen from here).
+    target, pool index, host, node, resources)``. ``stats`` sums per stage: seconds
+    building, measuring on the actors and from dispatch to result as seen here, bytes
+    of compiled modules, retries and replaced actors.
     """
 
     def __init__(self, address: str | None = None, pools: Sequence[RunnerPool] | None = None,
@@ -455,7 +456,8 @@ class RayRunner(AsyncRunner):
         self._actor_class: Any = None
         self.assignments: list[tuple] = []
         self.stats = {"candidates": 0, "build_secs": 0.0, "run_secs": 0.0,
-                      "round_trip_secs": 0.0, "retries": 0, "replaced_actors": 0}
+                      "round_trip_secs": 0.0, "artifact_bytes": 0, "retries": 0,
+                      "replaced_actors": 0}
         self.closed = False
 
     # -- set-up -------------------------------------------------------------------------
@@ -592,6 +594,7 @@ class RayRunner(AsyncRunner):
                 else:
                     cand.artifact = ray.put(b.artifact)
                     cand.build_secs = b.build_secs
+                    self.stats["artifact_bytes"] += len(b.artifact)
                     self._queues[pool].append(cand)
             else:
                 self._to_build.append(cand)
@@ -713,6 +716,7 @@ class RayRunner(AsyncRunner):
             return
         cand.build_secs = float(meta.get("secs", 0.0))
         self.stats["build_secs"] += cand.build_secs
+        self.stats["artifact_bytes"] += int(meta.get("bytes", 0))
         self._queues[cand.pool].append(cand)
 
     def _run_done(self, ref: Any) -> None:

@@ -45,11 +45,12 @@ def _import_and_compile(model) -> None:
 MUTATIONS = ["drop", "duplicate", "swap", "dim", "attr", "input", "dtype"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(kind=st.sampled_from(MUTATIONS), i=st.integers(0, 4), value=st.integers(-3, 9))
-def test_a_mutated_model_gives_an_irc_error_or_works(kind, i, value):
-    m = _model()
+def _mutate(m, kind: str, i: int, value: int) -> None:
+    """One mutation of model ``m`` in place."""
     g = m.graph
+    if not g.node:
+        return
+    i = i % len(g.node)
     node = g.node[i]
     if kind == "drop":
         del g.node[i]
@@ -75,6 +76,24 @@ def test_a_mutated_model_gives_an_irc_error_or_works(kind, i, value):
             node.input[value % len(node.input)] = ["", "nothing", "y", "x"][value % 4]
     elif kind == "dtype":
         g.input[0].type.tensor_type.elem_type = value % 17
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kind=st.sampled_from(MUTATIONS), i=st.integers(0, 4), value=st.integers(-3, 9))
+def test_a_mutated_model_gives_an_irc_error_or_works(kind, i, value):
+    m = _model()
+    _mutate(m, kind, i, value)
+    _import_and_compile(m)
+
+
+@pytest.mark.slow
+@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 4),
+                          st.integers(-3, 9)), min_size=1, max_size=4))
+def test_mutated_models_long(steps):
+    m = _model()
+    for kind, i, value in steps:
+        _mutate(m, kind, i, value)
     _import_and_compile(m)
 
 
@@ -85,4 +104,16 @@ def test_truncated_or_corrupted_bytes_give_an_irc_error(cut, flip):
     data = data[: int(len(data) * cut)]
     if data:
         data[flip % len(data)] ^= 0x5A
+    _import_and_compile(bytes(data))
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cut=st.floats(0.0, 1.0), flips=st.lists(st.integers(0, 10_000), max_size=4))
+def test_truncated_or_corrupted_bytes_long(cut, flips):
+    data = bytearray(_model().SerializeToString())
+    data = data[: int(len(data) * cut)]
+    for flip in flips:
+        if data:
+            data[flip % len(data)] ^= 0x5A
     _import_and_compile(bytes(data))

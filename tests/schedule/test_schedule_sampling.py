@@ -62,6 +62,18 @@ def test_sampling_decisions_are_checked():
     schedule_error(lambda: sch.sample_categorical([1, 2], [0.5, 0.5], decision=2),
                    "not an index")
     assert sch.get(sch.sample_categorical([1, 2], [0.0, 1.0])) == 2
+    # Decisions of the wrong kind (a damaged record; found by the fuzz campaign, where
+    # an int decision of SamplePerfectTile escaped as a TypeError).
+    schedule_error(lambda: sch.sample_perfect_tile(i, 2, 16, decision=64),
+                   "must be a list of 2 factors")
+    schedule_error(lambda: sch.sample_perfect_tile(i, 2, 16, decision="ab"),
+                   "must be a list of 2 factors")
+    schedule_error(lambda: sch.sample_perfect_tile(i, 2, 16, decision=[4.0, 16]),
+                   "not a positive integer")
+    schedule_error(lambda: sch.sample_categorical([1, 2], [0.5, 0.5], decision=True),
+                   "not an index")
+    schedule_error(lambda: sch.sample_compute_location(sch.get_block("C"), decision=-1.0),
+                   "not one of the locations")
 
 
 def test_categorical_follows_probabilities():

@@ -93,3 +93,141 @@ def test_two_tuners_write_one_sqlite_database(tmp_path):
     records = db.get_all_records()
     assert len(records) == 24  # every measurement of both runs, none lost
     db.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Workers that die or hang; a full disk
+# ---------------------------------------------------------------------------------------
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tune_workloads import matmul  # noqa: E402
+
+from irc.core.diagnostics import TuningError  # noqa: E402
+from irc.tune.builder import LocalBuilder  # noqa: E402
+from irc.tune.database import json_db  # noqa: E402
+from irc.tune.options import TuneComponents, TuneConfig  # noqa: E402
+from irc.tune.runner import LocalRunner  # noqa: E402
+from irc.tune.task import TuneTask  # noqa: E402
+from irc.tune.tuner import tune_tasks  # noqa: E402
+
+
+def test_a_killed_builder_and_a_hung_runner_are_replaced_and_the_run_finishes(tmp_path):
+    """A builder worker killed with SIGKILL and the runner process stopped with SIGSTOP
+    (a hang no kernel caused) during a run each cost at most one candidate: the worker
+    is replaced, the stopped runner is given up after its setup timeout and replaced,
+    and the run measures all its trials."""
+    builder = LocalBuilder(n_parallel=2)
+    runner = LocalRunner(timeout=2.0, setup_timeout=3.0, number=1, repeat=1, min_repeat_ms=1,
+                         check_correctness=True)
+    seen = []
+
+    def sabotage(inputs, results):
+        seen.append(results[0])
+        if len(seen) == 2:
+            os.kill(builder._workers[0].pid, signal.SIGKILL)
+        if len(seen) == 4:
+            os.kill(runner._worker.pid, signal.SIGSTOP)
+
+    db = JSONDatabase(str(tmp_path / "records.json"))
+    try:
+        summary, _ = tune_tasks([TuneTask(matmul(32), "llvm")], db, TuneConfig(14, verbose=0,
+                                                                               seed=1),
+                                TuneComponents(builder=builder, runner=runner,
+                                               callbacks=(sabotage,)))
+    finally:
+        builder.close()
+        runner.close()
+    assert summary.total_trials == 14
+    records = db.get_all_records()
+    assert len(records) == 14
+    _no_candidate_twice(records)
+    errors = [r for r in records if not r.is_valid]
+    assert len(errors) <= 2, [r.error_msg for r in errors]
+    assert any("took longer than 3 s" in r.error_msg for r in errors), \
+        [r.error_msg for r in errors]
+    assert runner.restarts >= 1
+    db.close()
+
+
+def test_a_full_disk_ends_with_an_irc_error_and_a_readable_database(tmp_path, monkeypatch):
+    """The disk fills up in the middle of a record line: the run ends with a TuningError
+    naming the file and the cause, the torn line is cut away, and the database reads
+    back with every record committed before; a resumed run continues from them."""
+    real_write = os.write
+    writes = {"n": 0}
+
+    def write(fd, data):
+        writes["n"] += 1
+        if writes["n"] == 7:
+            real_write(fd, bytes(data)[:20])  # part of a line, then the disk is full
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    path = tmp_path / "records.json"
+    monkeypatch.setattr(json_db.os, "write", write)
+    with pytest.raises(TuningError) as info:
+        tune_tasks([TuneTask(matmul(24), "llvm")], str(path), TuneConfig(12, verbose=0))
+    assert "cannot write to the tuning database" in str(info.value)
+    assert str(path) in str(info.value) and "No space left on device" in str(info.value)
+    monkeypatch.setattr(json_db.os, "write", real_write)
+    db = JSONDatabase(str(path))
+    kept = len(db)
+    assert kept >= 4 and db.load_report.unreadable == 0
+    assert path.read_bytes().endswith(b"\n")
+    db.close()
+    summary, _ = tune_tasks([TuneTask(matmul(24), "llvm")], str(path),
+                            TuneConfig(4, verbose=0))
+    db = JSONDatabase(str(path))
+    assert len(db) == kept + 4
+    _no_candidate_twice(db.get_all_records())
+    db.close()
+
+
+def test_a_full_sqlite_database_ends_with_an_irc_error_and_keeps_its_records(tmp_path):
+    path = tmp_path / "records.db"
+    tune_tasks([TuneTask(matmul(24), "llvm")], str(path), TuneConfig(4, verbose=0))
+    db = SQLiteDatabase(str(path))
+    pages = db._conn.execute("PRAGMA page_count").fetchone()[0]
+    db._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
+    with pytest.raises(TuningError, match="cannot write to the tuning database .*full"):
+        tune_tasks([TuneTask(matmul(24), "llvm")], db, TuneConfig(40, verbose=0))
+    db.close()
+    db = SQLiteDatabase(str(path))
+    assert len(db) >= 4
+    _no_candidate_twice(db.get_all_records())
+    db.close()
+
+
+@pytest.mark.slow
+def test_irc_tune_on_a_full_disk_says_so_and_resumes(tmp_path):
+    """``irc tune`` whose record file may not grow past a size limit (as on a full disk):
+    'irc: error: cannot write to the tuning database ...', exit status 1, no traceback;
+    the same command without the limit resumes."""
+    import resource
+
+    work = tmp_path / "work"
+    records = work / "database_tuning_record.json"
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
+
+    r = subprocess.run([sys.executable, "-m", "irc", "tune", str(EXAMPLE), "--records",
+                        str(work), "--trials", "60", "-q"], env=_env(), capture_output=True,
+                       text=True, timeout=600, preexec_fn=limit)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "irc: error: cannot write to the tuning database" in r.stderr
+    assert "File too large" in r.stderr and "Traceback" not in r.stderr
+    kept = JSONDatabase.from_work_dir(str(work))
+    n = len(kept)
+    assert n > 0 and kept.load_report.unreadable == 0
+    kept.close()
+    assert records.stat().st_size <= 12_000
+    r = subprocess.run([sys.executable, "-m", "irc", "tune", str(EXAMPLE), "--records",
+                        str(work), "--trials", "4", "-q"], env=_env(), capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    db = JSONDatabase.from_work_dir(str(work))
+    assert len(db) == n + 4
+    _no_candidate_twice(db.get_all_records())
+    db.close()

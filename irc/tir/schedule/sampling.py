@@ -54,12 +54,15 @@ def perfect_tile(rng: random.Random, loop: For, n: int, max_innermost_factor: in
         fail(P, f"n must be a positive integer, got {n!r}")
     limit = max_innermost_factor if max_innermost_factor and max_innermost_factor > 0 else None
     if decision is not None:
+        if not isinstance(decision, (list, tuple)):
+            fail(P, f"decision {decision!r} for loop {loop_name(loop)} must be a list of "
+                 f"{n} factors")
         values = list(decision)
         prod = 1
         for v in values:
-            if not isinstance(v, int) or v <= 0:
-                fail(P, f"decision {values} for loop {loop_name(loop)} has a non-positive "
-                     "factor")
+            if not _is_int(v) or v <= 0:
+                fail(P, f"decision {values} for loop {loop_name(loop)} has a factor that "
+                     "is not a positive integer")
             prod *= v
         if len(values) != n or prod != extent:
             fail(P, f"decision {values} for loop {loop_name(loop)} must be {n} factors "
@@ -87,7 +90,7 @@ def categorical(rng: random.Random, candidates: list[Any], probs: list[float],
     if any(p < 0 for p in probs) or sum(probs) <= 0:
         fail(P, f"probabilities {probs} must be non-negative with a positive sum")
     if decision is not None:
-        if not isinstance(decision, int) or not 0 <= decision < len(candidates):
+        if not _is_int(decision) or not 0 <= decision < len(candidates):
             fail(P, f"decision {decision!r} is not an index into {len(candidates)} candidates")
         return decision
     x = rng.random() * sum(probs)
@@ -116,12 +119,17 @@ def compute_location_candidates(index: FuncIndex, r: BlockRealize) -> list[For]:
     return out
 
 
+def _is_int(value: object) -> bool:
+    """An integer decision (a bool or a float is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def choose_location(rng: random.Random, candidates: list[For], decision: int | None,
                     inline_ok: bool, name: str) -> int:
     """-1 (stay), -2 (inline) or an index into ``candidates``."""
     options = [-1] + ([-2] if inline_ok else []) + list(range(len(candidates)))
     if decision is not None:
-        if decision not in options:
+        if not _is_int(decision) or decision not in options:
             fail("sample_compute_location", f"decision {decision!r} for block {name!r} is "
                  f"not one of the locations {options}")
         return decision

@@ -50,22 +50,40 @@ class _AppendFile:
         self.fd: int | None = None
 
     def append(self, data: bytes) -> None:
-        if self.fd is None:
-            directory = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(directory, exist_ok=True)
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            size = os.fstat(self.fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        # A torn last line: finish it so the new record starts cleanly.
-                        data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
-        os.fsync(self.fd)
+        """Append ``data`` durably. A write that fails (a full disk, a file size limit,
+        an I/O error) is undone (the file is cut back to its size before it, so no torn
+        line is left) and raised as a TuningError naming the file and the cause; what
+        was committed before stays."""
+        start = None
+        try:
+            if self.fd is None:
+                directory = os.path.dirname(os.path.abspath(self.path))
+                os.makedirs(directory, exist_ok=True)
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                size = os.fstat(self.fd).st_size
+                if size:
+                    with open(self.path, "rb") as f:
+                        f.seek(size - 1)
+                        if f.read(1) != b"\n":
+                            # A torn last line: finish it so the new record starts cleanly.
+                            data = b"\n" + data
+            start = os.fstat(self.fd).st_size
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+            os.fsync(self.fd)
+        except OSError as err:
+            if start is not None:
+                try:
+                    os.ftruncate(self.fd, start)
+                except OSError:
+                    pass  # the torn line is skipped (and reported) when the file is read
+            cause = err.strerror or str(err)
+            raise TuningError(f"cannot write to the tuning database {self.path}: {cause}; "
+                              "the records committed before are kept",
+                              hint="free disk space (or raise the limit) and run again: "
+                                   "tuning resumes from the records") from None
 
     def close(self) -> None:
         if self.fd is not None:

@@ -10,6 +10,7 @@ a killed process; a row whose JSON cannot be read is skipped and counted, never 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -152,10 +153,23 @@ class SQLiteDatabase(Database):
 
     def _store_workload(self, workload: Workload) -> None:
         self._check_writable()
-        with self._conn:
+        with self._writing():
             self._conn.execute("INSERT OR IGNORE INTO workloads (key, name, func) "
                                "VALUES (?, ?, ?)", (workload.key, workload.name, workload.text))
         self._workloads[workload.key] = workload
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A transaction; a failed write (a full disk: SQLITE_FULL, an I/O error) is
+        rolled back and raised as a TuningError naming the file and the cause."""
+        try:
+            with self._conn:
+                yield
+        except sqlite3.Error as err:
+            raise TuningError(f"cannot write to the tuning database {self.path}: {err}; "
+                              "the records committed before are kept",
+                              hint="free disk space and run again: tuning resumes from the "
+                                   "records") from None
 
     # -- records ----------------------------------------------------------------------
     def commit_records(self, records: Sequence[TuningRecord]) -> None:
@@ -165,7 +179,7 @@ class SQLiteDatabase(Database):
         rows = [(r.workload_key, r.trace_key, r.fingerprint,
                  r.mean_cost if r.is_valid else None, r.to_line().rstrip("\n"))
                 for r in records]
-        with self._conn:
+        with self._writing():
             self._conn.executemany("INSERT INTO records (workload, trace_key, fingerprint, "
                                    "cost, json) VALUES (?, ?, ?, ?, ?)", rows)
 
