@@ -13,8 +13,9 @@ seed:
 
 It prints trials per minute of each and their ratio, then the measured per-candidate
 costs (build, the runner's measurement, Ray handing a runner a module of that size and
-answering, and the search's own time on the tuner per candidate) and, from them, an estimate of trials per
-minute on N machines like this one, each with one runner and all its cores building:
+answering, and the search's own time on the tuner per candidate) and, from them, an
+estimate of trials per minute on N machines like this one, each with one runner and all
+its cores building:
 
     rate(N) = min(N * cores / build, N / (measure + transfer), 1 / search)   [per second]
 

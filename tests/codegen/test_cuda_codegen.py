@@ -42,6 +42,8 @@ ZOO = {
 # keep every kernel kind in the default run.
 FAST_ZOO = [pytest.param(m, marks=pytest.mark.slow) if m in ("resnet50", "mobilenet_v2")
             else m for m in ZOO]
+# Under the SIMT interpreter ResNet-18's kernels take 20 s: bert's cover the default run.
+SIMT_ZOO = [pytest.param(m, marks=pytest.mark.slow) if m != "bert" else m for m in ZOO]
 
 
 @functools.cache
@@ -113,7 +115,7 @@ def _check_under_the_interpreter(model: str, max_work: int) -> None:
     assert checked >= 3
 
 
-@pytest.mark.parametrize("model", FAST_ZOO)
+@pytest.mark.parametrize("model", SIMT_ZOO)
 def test_zoo_kernels_match_under_the_simt_interpreter(model):
     # The smaller kernels of each model (the interpreter runs every GPU thread in Python).
     _check_under_the_interpreter(model, 20_000)
@@ -212,7 +214,7 @@ def _check(model: str, max_work: int) -> set[str]:
 def test_bert_candidates_compile_and_match():
     # Small BERT (hidden 32, sequence 8): matmuls tiled through shared memory, layer
     # norms reduced across threads.
-    kinds = _check("bert", 20_000)
+    kinds = _check("bert", 2_000)  # (the larger ones: -m slow, below)
     assert kinds == {"shared-memory tiling", "cross-thread reduction"}
 
 

@@ -69,6 +69,7 @@ def test_conv_bias_relu_matches_onnxruntime(case):
     _check_against_ort(model, {"x": rng.standard_normal((1, ci, h, w)).astype("float32")})
 
 
+@pytest.mark.slow  # (CI time; the default run checks the smaller cases)
 def test_residual_block_packs_its_weights_and_matches_onnxruntime():
     rng = np.random.default_rng(1)
     c = 32

@@ -33,6 +33,7 @@ def test_resnet50_matches_numpy():
     assert elementwise_after_conv(opt) == []
 
 
+@pytest.mark.slow  # (CI time; the default run checks the smaller cases)
 def test_mobilenet_v2_matches_numpy():
     model = get_model("mobilenet_v2", image_size=64)
     ex, opt = compile_keeping_ir(model.mod, model.bound_params())
