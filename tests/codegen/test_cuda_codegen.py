@@ -40,10 +40,9 @@ ZOO = {
 # other models and leaves ResNet-50 (about 100 s here) to the slow run.
 # ResNet-50 and MobileNet-V2 (36 s and 15 s here) run with -m slow: ResNet-18 and BERT
 # keep every kernel kind in the default run.
-FAST_ZOO = [pytest.param(m, marks=pytest.mark.slow) if m in ("resnet50", "mobilenet_v2")
-            else m for m in ZOO]
-# Under the SIMT interpreter ResNet-18's kernels take 20 s: bert's cover the default run.
-SIMT_ZOO = [pytest.param(m, marks=pytest.mark.slow) if m != "bert" else m for m in ZOO]
+# The CNNs' kernels take 20 s and more each to compile and to interpret (CI time): bert's
+# cover the default run, the others run with -m slow.
+FAST_ZOO = [pytest.param(m, marks=pytest.mark.slow) if m != "bert" else m for m in ZOO]
 
 
 @functools.cache
@@ -115,7 +114,7 @@ def _check_under_the_interpreter(model: str, max_work: int) -> None:
     assert checked >= 3
 
 
-@pytest.mark.parametrize("model", SIMT_ZOO)
+@pytest.mark.parametrize("model", FAST_ZOO)
 def test_zoo_kernels_match_under_the_simt_interpreter(model):
     # The smaller kernels of each model (the interpreter runs every GPU thread in Python).
     _check_under_the_interpreter(model, 20_000)
