@@ -356,8 +356,9 @@ class RunnerPool:
     kind of machine, given to ``ray start --resources``); empty: one actor per node of
     the cluster. ``target``: the targets it measures, a kind (``"llvm"``, ``"cuda"``) or
     a full target string (None: any). ``count``: actors (None: as many as the cluster's
-    resources allow, or one per node). ``num_cpus``: CPUs each actor reserves (default
-    0; reserve the runner machines' CPUs to keep builds off them while measuring).
+    resources allow; without resources, one per node, on the first ``count`` nodes).
+    ``num_cpus``: CPUs each actor reserves (default 0; reserve the runner machines' CPUs
+    to keep builds off them while measuring).
     """
 
     resources: Mapping[str, float] = field(default_factory=dict)
@@ -486,7 +487,8 @@ class RayRunner(AsyncRunner):
         pool = self._pools[i]
         total = self._ray.cluster_resources()
         if not pool.resources:
-            for node in self._alive_nodes():
+            nodes = self._alive_nodes()
+            for node in nodes if pool.count is None else nodes[:pool.count]:
                 self._start_actor(i, node)
             return
         missing = [r for r in pool.resources if total.get(r, 0) < pool.resources[r]]
@@ -571,9 +573,7 @@ class RayRunner(AsyncRunner):
         if builds is None and not isinstance(builder, RayBuilder):
             # Another kind of builder: build here, then measure on the cluster.
             if builder is None:
-                if self._own_builder is None:
-                    self._own_builder = RayBuilder(self.address, **self.init_options)
-                builder = self._own_builder
+                builder = self._ensure_own_builder()
             else:
                 builds = builder.build(inputs)
         if isinstance(builder, RayBuilder) and builds is None:
