@@ -458,10 +458,10 @@ class TuningEngine(TaskTuner):
         st = self.states[task_id]
         if st is not None and st.search is not None and trace is not None:
             st.search.mark_measured_trace(trace_key(trace))
-        if self.database.has_measured(task.workload, trace):
-            return None
         if self.database.get_workload(task.workload.key) is None:
             self.database.commit_workload(task.workload)
+        if not self.database.claim(task.workload, [trace])[0]:
+            return None  # measured (or being measured by another run)
         # A default schedule is measured exactly as the candidates are (the same runner,
         # the same repeats): from one sample, a run that caught a descheduled thread
         # (milliseconds on a shared machine) made the default look 10-40x slower than it
@@ -503,9 +503,11 @@ class TuningEngine(TaskTuner):
         task = st.task
         cands = st.search.generate(num_trials)
         # The search already skips what it knows was measured; the database has the
-        # last word (another run may have written to it meanwhile).
-        cands = [c for c in cands if not self.database.has_measured(task.workload,
-                                                                     c.trace_json)]
+        # last word (another run may have written to it meanwhile, or be about to
+        # measure a candidate: it claims them).
+        if cands:
+            free = self.database.claim(task.workload, [c.trace_json for c in cands])
+            cands = [c for c, ok in zip(cands, free) if ok]
         inputs = [MeasureInput(task.workload, c.trace_json, task.target, features=c.features)
                   for c in cands]
         if inputs:

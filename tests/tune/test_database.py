@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -280,3 +281,32 @@ def test_killed_writer_loses_at_most_the_record_in_flight(tmp_path):
         db.commit_record(record(Workload.from_func(add_one(8)), ["resumed"], [1e-3]))
     with JSONDatabase(path) as db:
         assert db.get_all_records()[-1].trace == ["resumed"]
+
+
+def test_sqlite_claims_keep_concurrent_tuners_off_each_others_candidates(tmp_path):
+    """Two tuning processes on one SQLite file: a candidate one has claimed (and not yet
+    measured) is refused to the other; measured ones are refused to both; a claim of a
+    process that is gone lapses. A JSON database only checks what was measured."""
+    path = str(tmp_path / "shared.db")
+    wl = Workload.from_func(add_one(16))
+    first, second = SQLiteDatabase(path), SQLiteDatabase(path)
+    second._owner = f"{second._owner}-other"  # as if another process
+    assert first.claim(wl, [["a"], ["b"]]) == [True, True]
+    assert second.claim(wl, [["b"], ["c"], None]) == [False, True, True]
+    assert first.claim(wl, [["b"], ["c"]]) == [True, False]  # its own claim holds
+    first.commit_workload(wl)
+    first.commit_record(TuningRecord(wl.key, ["a"], (1e-3,), "llvm", "cpu|x"))
+    assert second.claim(wl, [["a"]]) == [False]  # measured
+    # A claim of a process that no longer exists lapses.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    second._owner = f"{socket.gethostname()}:{dead.pid}"
+    assert second.claim(wl, [["d"]]) == [True]
+    assert first.claim(wl, [["d"]]) == [True]
+    first.close()
+    second.close()
+    db = JSONDatabase(str(tmp_path / "r.json"))
+    db.commit_workload(wl)
+    db.commit_record(TuningRecord(wl.key, ["a"], (1e-3,), "llvm", "cpu|x"))
+    assert db.claim(wl, [["a"], ["b"]]) == [False, True]
+    db.close()

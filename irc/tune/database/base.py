@@ -142,6 +142,13 @@ class Database(ABC):
         """True when a candidate with this trace (None: the unscheduled function) was
         measured for this workload, successfully or not."""
 
+    def claim(self, workload: Any, traces: Sequence[Any]) -> list[bool]:
+        """Reserve candidates (``traces`` of ``workload``) for measuring by this process;
+        False for each one already measured or, in a database several tuning processes
+        write at once (SQLite), claimed by another live one. The base implementation
+        (a database one process writes) only checks :meth:`has_measured`."""
+        return [not self.has_measured(workload, t) for t in traces]
+
     def get_top_k(self, workload: Any, k: int) -> list[TuningRecord]:
         """The ``k`` fastest valid records of the workload, fastest first."""
         valid = [r for r in self.records_of(workload) if r.is_valid]

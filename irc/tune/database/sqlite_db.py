@@ -1,8 +1,11 @@
 """The SQLite database: the same interface as the JSON one, for large record sets.
 
-Two tables: ``workloads(key, name, func)`` (each function once, as irc text) and
+Three tables: ``workloads(key, name, func)`` (each function once, as irc text),
 ``records(id, workload, trace_key, fingerprint, cost, json)`` where ``json`` is the same
-object a JSON-lines record holds and ``cost`` is the mean seconds (NULL for failures).
+object a JSON-lines record holds and ``cost`` is the mean seconds (NULL for failures),
+and ``claims(workload, trace_key, owner, at)``: candidates a tuning process is about to
+measure, so that several processes tuning into one file at once measure each candidate
+once (:meth:`SQLiteDatabase.claim`).
 Indexes make best-record and has-measured queries cheap without loading every record.
 The file uses write-ahead logging with ``synchronous=FULL``: a committed record survives
 a killed process; a row whose JSON cannot be read is skipped and counted, never fatal.
@@ -14,7 +17,9 @@ import contextlib
 import json
 import os
 import pathlib
+import socket
 import sqlite3
+import time
 from typing import Any, Sequence
 
 from ...core.diagnostics import TuningError
@@ -35,9 +40,34 @@ CREATE TABLE IF NOT EXISTS records (
     cost REAL,
     json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS claims (
+    workload TEXT NOT NULL,
+    trace_key TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (workload, trace_key)
+);
 CREATE INDEX IF NOT EXISTS records_best ON records (workload, fingerprint, cost);
 CREATE INDEX IF NOT EXISTS records_trace ON records (workload, trace_key);
 """
+
+
+#: Seconds a claim of another host's process holds (see :meth:`SQLiteDatabase.claim`).
+CLAIM_SECONDS = 600.0
+
+
+def _claim_alive(owner: str, at: float, now: float) -> bool:
+    """True while the process that made a claim may still measure it."""
+    host, _, pid = owner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass  # it exists (another user's)
+        return now - at < CLAIM_SECONDS * 6
+    return now - at < CLAIM_SECONDS
 
 
 class SQLiteDatabase(Database):
@@ -53,6 +83,7 @@ class SQLiteDatabase(Database):
         self.readonly = readonly
         self._conn: sqlite3.Connection | None = None
         self._workloads: dict[str, Workload] = {}
+        self._owner = f"{socket.gethostname()}:{os.getpid()}"
         if readonly:
             self._open_readonly()
             self._count_rows()
@@ -212,6 +243,43 @@ class SQLiteDatabase(Database):
         row = self._conn.execute(f"SELECT 1 FROM records{where} LIMIT 1",
                                  (key_of(workload), trace_key(trace)) + params).fetchone()
         return row is not None
+
+    def claim(self, workload: Any, traces: Sequence[Any]) -> list[bool]:
+        """See :meth:`Database.claim`: one transaction holding the write lock checks the
+        records and the ``claims`` table and claims the free candidates for this
+        process. A claim lapses when its process is gone (same host) or after
+        :data:`CLAIM_SECONDS` (another host), so a killed run holds nothing for long."""
+        self._check_writable()
+        key = key_of(workload)
+        keys = [trace_key(t) for t in traces]
+        now = time.time()
+        out = []
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                for tk in keys:
+                    if self._measured_key(key, tk):
+                        out.append(False)
+                        continue
+                    row = self._conn.execute("SELECT owner, at FROM claims WHERE workload = ? "
+                                             "AND trace_key = ?", (key, tk)).fetchone()
+                    if row is not None and row[0] != self._owner and \
+                            _claim_alive(row[0], row[1], now):
+                        out.append(False)
+                        continue
+                    self._conn.execute("INSERT OR REPLACE INTO claims (workload, trace_key, "
+                                       "owner, at) VALUES (?, ?, ?, ?)",
+                                       (key, tk, self._owner, now))
+                    out.append(True)
+        except sqlite3.Error as err:
+            raise TuningError(f"cannot write to the tuning database {self.path}: {err}; "
+                              "the records committed before are kept") from None
+        return out
+
+    def _measured_key(self, workload: str, key: str) -> bool:
+        where, params = self._where("workload = ? AND trace_key = ?")
+        return self._conn.execute(f"SELECT 1 FROM records{where} LIMIT 1",
+                                  (workload, key) + params).fetchone() is not None
 
     def __len__(self) -> int:
         where, params = self._where()
