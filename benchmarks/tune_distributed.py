@@ -72,13 +72,12 @@ def _transfer_secs(ray, nbytes: int, calls: int = 20) -> float:
 
 def _tune(tasks, trials: int, per_round: int, components, work: str):
     from irc.tune.database import JSONDatabase
+    from irc.tune.measure import measuring_hardware
     from irc.tune.options import TuneConfig
     from irc.tune.tuner import tune_tasks
 
     os.makedirs(work, exist_ok=True)
-    db = JSONDatabase.from_work_dir(work, components.runner.hardware_fingerprint("llvm")
-                                    if hasattr(components.runner, "hardware_fingerprint")
-                                    else "llvm")
+    db = JSONDatabase.from_work_dir(work, measuring_hardware(components.runner, "llvm"))
     t0 = time.perf_counter()
     summary, engine = tune_tasks(tasks, db, TuneConfig(trials, num_trials_per_iter=per_round,
                                                        verbose=0, seed=0), components)

@@ -182,13 +182,14 @@ class RunnerHost:
         self.runner = LocalRunner(**options)
         self.runner.start()
         self._workloads: OrderedDict[str, Any] = OrderedDict()
+        self._fingerprints: dict[str, str] = {}
 
     def identity(self, target: str) -> dict:
         """Who measures: the hardware fingerprint of ``target`` on this machine, the
         host, the Ray node, this process and the resources Ray assigned to it."""
         ray = import_ray()
         ctx = ray.get_runtime_context()
-        return {"fingerprint": Target.canon(target).fingerprint(),
+        return {"fingerprint": self._fingerprint(target),
                 "host": socket.gethostname(), "node": ctx.get_node_id(), "pid": os.getpid(),
                 "resources": {k: float(v) for k, v in ctx.get_assigned_resources().items()}}
 
@@ -208,8 +209,14 @@ class RunnerHost:
         func = pickle.loads(func_blob) if func_blob is not None else None
         inp = MeasureInput(workload, trace, target, func=func)
         res = self.runner.run([inp], [BuildResult(artifact, build_secs=build_secs)])[0]
-        res.fingerprint = Target.canon(target).fingerprint()
+        res.fingerprint = self._fingerprint(target)
         return res
+
+    def _fingerprint(self, target: str) -> str:
+        fp = self._fingerprints.get(target)
+        if fp is None:
+            fp = self._fingerprints[target] = Target.canon(target).fingerprint()
+        return fp
 
     def close(self) -> None:
         self.runner.close()

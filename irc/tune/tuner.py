@@ -133,18 +133,24 @@ class _TaskState:
 
 
 class _Round:
-    """A batch handed to an asynchronous runner: the task (-1: a batch of
-    :meth:`TuningEngine.measure`), its candidates and inputs, results as they come."""
+    """A batch handed to an asynchronous runner: its task (``task_id`` -1 for a batch of
+    :meth:`TuningEngine.measure`, which is not a search round), candidates and inputs,
+    and one result slot per input, filled as results come."""
 
-    __slots__ = ("task_id", "cands", "inputs", "results", "started")
+    __slots__ = ("task", "task_id", "cands", "inputs", "results", "started")
 
-    def __init__(self, task_id: int, cands: list, inputs: list[MeasureInput],
-                 started: float = 0.0):
+    def __init__(self, task: TuneTask, task_id: int, cands: list,
+                 inputs: list[MeasureInput]):
+        self.task = task
         self.task_id = task_id
         self.cands = cands
         self.inputs = inputs
-        self.results: list[MeasureResult | None] = []
-        self.started = started
+        self.results: list[MeasureResult | None] = [None] * len(inputs)
+        self.started = time.perf_counter()
+
+    @property
+    def done(self) -> bool:
+        return all(r is not None for r in self.results)
 
 
 class TuningEngine(TaskTuner):
@@ -376,12 +382,13 @@ class TuningEngine(TaskTuner):
         results: list[MeasureResult | None] = [None] * len(inputs)
         if runner is self.async_runner:
             ticket = self.async_runner.submit(inputs, self.builder)
-            self._rounds[ticket] = _Round(-1, [], inputs)
+            rnd = self._rounds[ticket] = _Round(task, -1, [], inputs)
             try:
-                while any(r is None for r in results):
-                    self._collect(self.async_runner.poll(), {ticket: results})
+                while not rnd.done:
+                    self._collect(self.async_runner.poll())
             finally:
                 del self._rounds[ticket]
+            results = rnd.results
         else:
             builds = self.builder.build(inputs)
             for k, (inp, b) in enumerate(zip(inputs, builds)):
@@ -410,27 +417,13 @@ class TuningEngine(TaskTuner):
         self.log(f"trial {n}: {task.name}: candidate {inp.trace_key}: {outcome}")
         return res
 
-    def _collect(self, finished: Sequence[tuple[int, int, BuildResult, RunResult]],
-                 extra: dict[int, list] | None = None) -> None:
-        """Record candidates an asynchronous runner finished, into their rounds' result
-        lists (``extra``: result lists of batches measured outside rounds)."""
+    def _collect(self, finished: Sequence[tuple[int, int, BuildResult, RunResult]]) -> None:
+        """Record candidates an asynchronous runner finished into their rounds."""
         for ticket, k, build, run in finished:
             rnd = self._rounds.get(ticket)
             if rnd is None:
                 continue  # a batch abandoned by an interrupted run
-            task = self.tasks[rnd.task_id] if rnd.task_id >= 0 else \
-                self._task_of(rnd.inputs[k])
-            res = self._record(task, rnd.inputs[k], build, run)
-            slot = rnd.results if extra is None or ticket not in extra else extra[ticket]
-            if not slot:
-                slot.extend([None] * len(rnd.inputs))
-            slot[k] = res
-
-    def _task_of(self, inp: MeasureInput) -> TuneTask:
-        for t in self.tasks:
-            if t.workload.key == inp.workload.key:
-                return t
-        return self.tasks[0]
+            rnd.results[k] = self._record(rnd.task, rnd.inputs[k], build, run)
 
     def default_trace(self, task_id: int) -> Any:
         """The trace of task ``task_id``'s default schedule: the first default schedule
@@ -538,7 +531,7 @@ class TuningEngine(TaskTuner):
         if not inputs:
             return False
         ticket = self.async_runner.submit(inputs, self.builder)
-        self._rounds[ticket] = _Round(task_id, cands, inputs, time.perf_counter())
+        self._rounds[ticket] = _Round(st.task, task_id, cands, inputs)
         return True
 
     def finish_rounds(self, timeout: float | None = None) -> list[tuple[int, list[float]]]:
@@ -553,8 +546,7 @@ class TuningEngine(TaskTuner):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             self._collect(self.async_runner.poll(left))
             for ticket, rnd in list(self._rounds.items()):
-                if rnd.task_id < 0 or len(rnd.results) != len(rnd.inputs) or \
-                        any(r is None for r in rnd.results):
+                if rnd.task_id < 0 or not rnd.done:
                     continue
                 del self._rounds[ticket]
                 self.measure_seconds += time.perf_counter() - rnd.started

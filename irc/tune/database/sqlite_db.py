@@ -239,10 +239,7 @@ class SQLiteDatabase(Database):
         return out
 
     def has_measured(self, workload: Any, trace: Any) -> bool:
-        where, params = self._where("workload = ? AND trace_key = ?")
-        row = self._conn.execute(f"SELECT 1 FROM records{where} LIMIT 1",
-                                 (key_of(workload), trace_key(trace)) + params).fetchone()
-        return row is not None
+        return self._measured_key(key_of(workload), trace_key(trace))
 
     def claim(self, workload: Any, traces: Sequence[Any]) -> list[bool]:
         """See :meth:`Database.claim`: one transaction holding the write lock checks the
