@@ -56,6 +56,7 @@ from ..ir.ops.call import VM_NATIVE
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..tir import expr as E
 from ..tir.interpreter import run
+from ..tir.interpreter.data_movement import run_data_movement
 from ..tir.stmt import For, PrimFunc
 from .legalize import LegalizeContext
 from .legalize.rules import register_all
@@ -94,6 +95,8 @@ def run_prim_func(func: PrimFunc, inputs: list[np.ndarray],
     outs = [np.zeros(shape, dtype=dt.to_numpy(dtype)) for shape, dtype in outputs]
     # (np.ascontiguousarray would turn 0-d arrays into 1-d ones.)
     args = [a if a.flags.c_contiguous else a.copy(order="C") for a in inputs] + outs
+    if run_data_movement(func, args):  # transposes, reshapes, padding: a numpy gather
+        return outs
     if _work(func) <= _INTERPRETER_WORK:
         run(func, *args)
         return outs

@@ -32,7 +32,9 @@ for_body1:
   br label %for_head1
 for_end1:
   %t.17 = add nsw i32 %i.3, 1
-  br label %for_head0
+  br label %for_head0, !llvm.loop !1
 }
 
 attributes #0 = { nounwind "prefer-vector-width"="256" "frame-pointer"="none" }
+!0 = !{!"llvm.loop.unroll.disable"}
+!1 = distinct !{!1, !0}

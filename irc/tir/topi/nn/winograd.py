@@ -96,16 +96,21 @@ def winograd_matrices(m: int, r: int = KERNEL
 
 def winograd_weight_transform(kernel: np.ndarray, m: int) -> np.ndarray:
     """``U[x, y, ci, co] = (G g[:, :, ci, co] G^T)[x, y]`` of an HWIO 3 x 3 kernel,
-    computed in float64 and returned in the kernel's dtype (``[a, a, Ci, Co]``). Done
-    at compile time on constant weights."""
+    computed in the kernel's precision (at least float32) and returned in its dtype
+    (``[a, a, Ci, Co]``). Done at compile time on constant weights."""
     if kernel.ndim != 4 or kernel.shape[:2] != (KERNEL, KERNEL):
         raise IRTypeError(f"winograd_weight_transform takes an HWIO 3x3 kernel, got shape "
                           f"{kernel.shape}")
     _, _, g = winograd_matrices(m)
     gm = np.array([[float(x) for x in row] for row in g])
-    rows = np.tensordot(gm, kernel.astype(np.float64), axes=(1, 0))   # [x, b, i, o]
-    u = np.tensordot(gm, rows, axes=(1, 1))                            # [y, x, i, o]
-    return np.ascontiguousarray(u.transpose(1, 0, 2, 3).astype(kernel.dtype))
+    a = gm.shape[0]
+    # U[(x, y), :] = sum over (h, w) of G[x, h] G[y, w] g[(h, w), :]: one matrix product
+    # with the Kronecker product of G with itself, in the kernel's precision (at least
+    # float32; each value sums 9 products, so it is within a few float32 roundings).
+    work = np.promote_types(kernel.dtype, np.float32)
+    both = np.kron(gm, gm).astype(work)                                # [(x, y), (h, w)]
+    u = both @ kernel.reshape(KERNEL * KERNEL, -1).astype(work, copy=False)
+    return u.astype(kernel.dtype, copy=False).reshape((a, a) + kernel.shape[2:])
 
 
 def _combine(coefs: Sequence[Fraction], values: Sequence[PrimExpr], dtype: str) -> PrimExpr:
