@@ -139,6 +139,9 @@ class CodeGenLLVM(ExprCodegen):
         self.vars: dict[int, Value] = {}
         self.ptr_align: dict[int, int] = {}
         self.mult_env: dict[int, int] = {}
+        # Loop variables known to be >= 0 (their loop starts at a constant >= 0): floor
+        # division and remainder of them by a positive constant need no sign fix-up.
+        self.nonneg: set[int] = set()
         self.noalias_vars: set[int] = set()
         self.heap_live: list[Value] = []
         self.in_parallel = False
@@ -295,6 +298,7 @@ class CodeGenLLVM(ExprCodegen):
         """Forget the binding of ``var``."""
         self.vars.pop(id(var), None)
         self.mult_env.pop(id(var), None)
+        self.nonneg.discard(id(var))
 
     def message_code(self, message: str) -> int:
         """The return code that reports ``message``."""
@@ -476,7 +480,9 @@ class CodeGenLLVM(ExprCodegen):
             # pay at run time on the model zoo; innermost loops stay LLVM's to unroll.
             props = ['!"llvm.loop.unroll.disable"']
         md = self.module.loop_metadata(props) if props else ""
-        self.emit_loop(s.loop_var, begin, end, s.body, md)
+        start_at = E.as_int(s.min)
+        self.emit_loop(s.loop_var, begin, end, s.body, md,
+                       nonneg=start_at is not None and start_at >= 0)
 
     def _unroll(self, s: S.For, extent: int) -> None:
         start = E.as_int(s.min)
@@ -493,6 +499,8 @@ class CodeGenLLVM(ExprCodegen):
             if start is not None:
                 v = const_int(ty, start + k)
                 self.mult_env[id(s.loop_var)] = abs(start + k) or (1 << 20)
+                if start + k >= 0:
+                    self.nonneg.add(id(s.loop_var))
             else:
                 v = self.b.binop("add", self.expr(s.min), const_int(ty, k),
                                  self._int_flags(s.loop_var.dtype))
@@ -500,8 +508,9 @@ class CodeGenLLVM(ExprCodegen):
             self.stmt(s.body)
 
     def emit_loop(self, var: E.Var, begin: Value, end: Value, body: S.Stmt,
-                  md: str = "") -> None:
-        """``for var in [begin, end): body`` as an LLVM loop (``md``: loop metadata id)."""
+                  md: str = "", nonneg: bool = False) -> None:
+        """``for var in [begin, end): body`` as an LLVM loop (``md``: loop metadata id;
+        ``nonneg``: ``begin`` is known to be >= 0)."""
         b = self.b
         pre = b.cur
         head, loop_body, exit_b = b.block("for_head"), b.block("for_body"), b.block("for_end")
@@ -513,6 +522,8 @@ class CodeGenLLVM(ExprCodegen):
         b.cbr(b.icmp(pred, iv, end), loop_body, exit_b)
         b.goto(loop_body)
         self.vars[id(var)] = iv
+        if nonneg:
+            self.nonneg.add(id(var))
         self.stmt(body)
         latch = b.cur
         nxt = b.binop("add", iv, const_int(iv.ty, 1), self._int_flags(var.dtype))

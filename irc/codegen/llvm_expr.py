@@ -210,6 +210,8 @@ class ExprCodegen:
         if c is not None:
             return b.binop("ashr", x, const_int(x.ty, c.bit_length() - 1))
         y = self.expr(e.b)
+        if self._positive_constant(e.b) and self.nonnegative(e.a):
+            return b.binop("udiv", x, y)  # floor and truncation agree
         q = self._int_divide("sdiv", x, y, e.b)
         r = self._int_divide("srem", x, y, e.b)
         fix = self._floor_fix(x, y, r)
@@ -229,9 +231,38 @@ class ExprCodegen:
         if c is not None:
             return b.binop("and", x, const_int(x.ty, c - 1))
         y = self.expr(e.b)
+        if self._positive_constant(e.b) and self.nonnegative(e.a):
+            return b.binop("urem", x, y)
         r = self._int_divide("srem", x, y, e.b)
         fix = self._floor_fix(x, y, r)
         return b.binop("add", r, b.select(fix, y, const_int(x.ty, 0)))
+
+    @staticmethod
+    def _positive_constant(e: E.PrimExpr) -> bool:
+        if isinstance(e, E.Broadcast):
+            e = e.value
+        return isinstance(e, E.IntImm) and e.value > 0
+
+    def nonnegative(self, e: E.PrimExpr) -> bool:
+        """True when the signed integer ``e`` is known to be >= 0: constants, loop
+        variables of loops starting at a constant >= 0, and sums, products, minima,
+        maxima, quotients and remainders of such values (index arithmetic does not
+        overflow: it carries ``nsw``)."""
+        t = type(e)
+        if t is E.IntImm:
+            return e.value >= 0
+        if t is E.Var:
+            return id(e) in self.nonneg
+        if t in (E.Add, E.Mul, E.Min, E.Max, E.FloorDiv, E.FloorMod, E.Div, E.Mod):
+            return self.nonnegative(e.a) and self.nonnegative(e.b)
+        if t is E.Ramp:
+            return self.nonnegative(e.base) and self.nonnegative(e.stride)
+        if t is E.Broadcast:
+            return self.nonnegative(e.value)
+        if t is E.Cast:
+            return (dt.is_int(e.value.dtype) and dt.bits(e.dtype) >= dt.bits(e.value.dtype)
+                    and self.nonnegative(e.value))
+        return False
 
     def _floor_fix(self, x: Value, y: Value, r: Value) -> Value:
         """True where truncating division must be corrected to floor division: the
@@ -443,6 +474,43 @@ class ExprCodegen:
         name = f"llvm.masked.gather.{mangle(vst)}.{mangle(ptrs.ty)}"
         self.declare_intrinsic(name, vst, [ptrs.ty, "i32", mask.ty, vst])
         v = b.call(vst, name, [ptrs, Value("i32", str(item)), mask, Value(vst, "poison")])
+        return self.from_storage(v, e.dtype)
+
+    def speculated_load(self, e: E.BufferLoad, cond: Value) -> Value | None:
+        """``e`` loaded where the scalar ``cond`` holds and from the buffer's first
+        element where it does not (an address that is always valid), with no branch:
+        the caller selects the value it wants. None when that address is not known to be
+        valid (a multi-dimensional or symbolically sized buffer, one smaller than the
+        vector, a gather) or loads are masked already."""
+        buf = e.buffer
+        if self.mask is not None or len(e.indices) != 1 or len(buf.shape) != 1:
+            return None
+        size = E.as_int(buf.shape[0])
+        base, buf_align, idx = self._access(buf, e.indices)
+        lanes = dt.lanes(idx.dtype)
+        if lanes == 1:
+            start, stride = idx, 0
+        else:
+            ramp = as_ramp(idx)
+            if ramp is None:
+                return None
+            start, stride = ramp[0], E.as_int(ramp[1])
+        if stride not in (0, 1):
+            return None
+        span = lanes if stride == 1 else 1
+        if size is None or size < span:
+            return None
+        st = storage_type(buf.dtype)
+        item = dt.itemsize(buf.dtype)
+        b = self.b
+        # Alignment holds for both addresses: the first element is aligned as the buffer.
+        align = pow2_alignment(known_multiple(start, self.mult_env), item, buf_align)
+        at = self.expr(start)
+        p = b.gep(st, base, b.select(cond, at, const_int(at.ty, 0)))
+        if span == lanes:
+            v = b.load(vec(st, lanes) if lanes > 1 else st, p, align)
+        else:
+            v = b.splat(b.load(st, p, align), lanes)
         return self.from_storage(v, e.dtype)
 
     def store(self, buffer, indices, value: Value, value_dtype: str) -> None:

@@ -137,7 +137,9 @@ def _emit_body(cg, name: str, loop: S.For, free: list[E.Var], values: list[Value
         begin = fb.binop("add", start, first, flags)
         end = fb.binop("add", begin, chunk, flags)
         end = fb.select(fb.icmp("slt", end, stop), end, stop)
-        cg.emit_loop(loop.loop_var, begin, end, loop.body)
+        start_at = E.as_int(loop.min)
+        cg.emit_loop(loop.loop_var, begin, end, loop.body,
+                     nonneg=start_at is not None and start_at >= 0)
         fb.br(take)
         fb.goto(done)
         fb.ret(Value("i32", "0"))

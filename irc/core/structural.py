@@ -190,67 +190,103 @@ def _diff(lhs: Node, rhs: Node) -> str:
 
 
 class _Hasher:
+    """Hashes the stream of tokens, each followed by a NUL byte, and raw bytes. Tokens
+    are collected and hashed in one update (the digest is that of the same stream: the
+    workload keys of tuning records must not change)."""
+
     def __init__(self) -> None:
-        self.h = hashlib.blake2b(digest_size=16)
+        self._h = hashlib.blake2b(digest_size=16)
+        self._tokens: list[str] = []
+        self.tok = self._tokens.append
         self.index: dict[int, int] = {}
         self.keep: list[Any] = []
 
-    def tok(self, s: str) -> None:
-        self.h.update(s.encode())
-        self.h.update(b"\x00")
+    def raw(self, data: bytes) -> None:
+        self._flush()
+        self._h.update(data)
+
+    def _flush(self) -> None:
+        if self._tokens:
+            self._tokens.append("")  # the last token's NUL
+            self._h.update("\x00".join(self._tokens).encode())
+            self._tokens.clear()
+
+    def digest(self) -> bytes:
+        self._flush()
+        return self._h.digest()
+
+    def hexdigest(self) -> str:
+        self._flush()
+        return self._h.hexdigest()
 
     def visit(self, x: Any) -> None:
+        tok = self.tok
         if isinstance(x, Node):
             cls = type(x)
-            if cls._sequal_binding:
+            info = _HASH_INFO.get(cls)
+            if info is None:
+                info = _HASH_INFO[cls] = _hash_info(cls)
+            name, binding, scope, fields = info
+            if binding:
                 idx = self.index.get(id(x))
                 if idx is not None:
-                    self.tok(f"@{idx}")
+                    tok(f"@{idx}")
                     return
                 self.index[id(x)] = len(self.index)
                 self.keep.append(x)
-                self.tok(f"def:{cls.__name__}")
+                tok("def:" + name)
             else:
-                self.tok(cls.__name__)
-            saved = dict(self.index) if cls._sequal_scope else None
-            ignore = cls._sequal_ignore
-            for f in node_fields(cls):
-                if f not in ignore:
-                    self.visit(getattr(x, f))
+                tok(name)
+            saved = dict(self.index) if scope else None
+            visit = self.visit
+            for f in fields:
+                visit(getattr(x, f))
             if saved is not None:
                 self.index = saved  # as equality forgets a function's pairs at its end
-            self.tok(")")
+            tok(")")
         elif isinstance(x, (tuple, list)):
-            self.tok(f"[{len(x)}")
+            tok(f"[{len(x)}")
+            visit = self.visit
             for v in x:
-                self.visit(v)
+                visit(v)
+        elif x is None or isinstance(x, (bool, int, str)):
+            tok(f"{type(x).__name__}:{x}")
         elif isinstance(x, dict):
-            self.tok(f"{{{len(x)}")
+            tok(f"{{{len(x)}")
             items = _ordered(x)
             for k, v in items:
                 self.visit(k)
                 self.visit(v)
         elif _is_ndarray(x):
-            self.tok(f"nd:{x.dtype}:{x.shape}")
-            self.h.update(x.tobytes())
+            tok(f"nd:{x.dtype}:{x.shape}")
+            self.raw(x.tobytes())
         elif isinstance(x, float):
-            self.tok("f")
-            self.h.update(struct.pack("<d", x))
-        elif x is None or isinstance(x, (bool, int, str)):
-            self.tok(f"{type(x).__name__}:{x}")
+            tok("f")
+            self.raw(struct.pack("<d", x))
         else:
-            self.tok(f"{type(x).__name__}:{x!r}")
+            tok(f"{type(x).__name__}:{x!r}")
+
+
+_HASH_INFO: dict[type, tuple[str, bool, bool, tuple[str, ...]]] = {}
+
+
+def _hash_info(cls: type) -> tuple[str, bool, bool, tuple[str, ...]]:
+    """What the hasher needs of a node class: its name, whether it binds (hashed by
+    definition position), whether it opens a scope, and the fields it hashes."""
+    ignore = cls._sequal_ignore
+    return (cls.__name__, bool(cls._sequal_binding), bool(cls._sequal_scope),
+            tuple(f for f in node_fields(cls) if f not in ignore))
 
 
 def structural_hash(x: Any) -> int:
     """A 64-bit hash consistent with :func:`structural_equal`, stable across processes."""
     h = _Hasher()
     h.visit(x)
-    return int.from_bytes(h.h.digest()[:8], "little")
+    return int.from_bytes(h.digest()[:8], "little")
 
 
 def structural_hash_hex(x: Any) -> str:
     """A 128-bit hex digest consistent with :func:`structural_equal` (workload keys)."""
     h = _Hasher()
     h.visit(x)
-    return h.h.hexdigest()
+    return h.hexdigest()
