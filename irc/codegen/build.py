@@ -18,12 +18,14 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from ..core.diagnostics import BuildError
+from ..core.functor import Visitor
 from ..core.module import IRModule
-from ..core.parallel import fork_map, worker_count
+from ..core.parallel import fork_pull, worker_count
 from ..core.structural import structural_hash_hex
 from ..core.target import Target
 from ..core.transform import PassContext
 from ..runtime.module import Module
+from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir import te
 from ..tir.transform import lower_primfunc
@@ -162,24 +164,52 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
 # this much LLVM text: a part costs a forked process, and a small module compiles in a
 # fraction of a second anyway. A whole network's kernels are megabytes.
 PARALLEL_PART_BYTES = 128 * 1024
-# Lowering is shared out to several processes only where each gets this many functions.
+PARTS_PER_JOB = 3
+# Lowering is shared out to several processes only where each gets this many functions
+# on average.
 PARALLEL_LOWER_FUNCS = 8
 
 
 def lower_all(funcs: dict[str, S.PrimFunc]) -> dict[str, S.PrimFunc]:
     """``funcs`` lowered (``lower_for_codegen``); many block-form functions (a network's
-    kernels) are lowered in shares on several cores (``irc.core.parallel.fork_map``),
-    unless the pass context has instruments (they must see every pass run here)."""
+    kernels) are lowered on several cores, each process taking the next function when it
+    has finished one, the costliest first (``irc.core.parallel.fork_pull``), unless the
+    pass context has instruments (they must see every pass run here)."""
     todo = [n for n, f in funcs.items() if is_block_form(f)]
     jobs = min(worker_count(), len(todo) // PARALLEL_LOWER_FUNCS)
     if jobs <= 1 or PassContext.current().instruments:
         return {n: lower_for_codegen(f) for n, f in funcs.items()}
-    shares = [todo[i::jobs] for i in range(jobs)]  # every jobs-th: sizes mix evenly
-    lowered: dict[str, S.PrimFunc] = {}
-    for share in fork_map(lambda names: {n: lower_primfunc(funcs[n]) for n in names},
-                          shares):
-        lowered.update(share)
+    todo.sort(key=lambda n: -_lowering_cost(funcs[n]))
+    lowered = dict(zip(todo, fork_pull(lambda n: lower_primfunc(funcs[n]), todo, jobs)))
     return {n: lowered.get(n, f) for n, f in funcs.items()}
+
+
+class _ExpandedStores(Visitor):
+    """Counts stores, each times the iterations of the unrolled and vectorized loops
+    around it (which lowering expands): a rough measure of the work of lowering."""
+
+    def __init__(self) -> None:
+        self.scale = 1
+        self.total = 0
+
+    def visit_For(self, s: S.For) -> None:
+        extent = E.as_int(s.extent)
+        factor = extent if s.kind in ("unrolled", "vectorized") and extent else 1
+        self.scale *= factor
+        self.visit(s.body)
+        self.scale //= factor
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self.total += self.scale
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> None:
+        return None
+
+
+def _lowering_cost(func: S.PrimFunc) -> int:
+    counter = _ExpandedStores()
+    counter.visit(func.body)
+    return counter.total
 
 
 def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
@@ -189,7 +219,10 @@ def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
     try:
         jobs = worker_count() if len(lowered) > 1 else 1
         if jobs > 1:
-            sources = codegen_llvm_parts(lowered, t, jobs, PARALLEL_PART_BYTES)
+            # More parts than processes, taken the largest first as processes free up:
+            # LLVM's time is not proportional to a part's size.
+            sources = codegen_llvm_parts(lowered, t, PARTS_PER_JOB * jobs,
+                                         PARALLEL_PART_BYTES)
         else:
             sources = [codegen_llvm(lowered, t)]
         objs = compile_sources(sources, t)

@@ -30,9 +30,9 @@ Loop kinds: ``vectorized`` loops of constant extent (up to 64) become vector cod
 constant extent are unrolled here (within a code-size budget), others get unroll
 metadata. Annotations ``pragma_vectorize``/``pragma_unroll`` steer LLVM (see
 ``_loop_properties``); a serial loop without them that has loops inside gets
-``llvm.loop.unroll.disable`` (LLVM unrolls innermost loops only). Allocations up to 64 KiB of constant size are stack slots in the
-function's entry block (SROA turns fully unrolled ones into registers); larger ones use
-``aligned_alloc``/``free``.
+``llvm.loop.unroll.disable`` (LLVM unrolls innermost loops only). Allocations up to
+64 KiB of constant size are stack slots in the function's entry block (SROA turns fully
+unrolled ones into registers); larger ones use ``aligned_alloc``/``free``.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ are what ``Module.save`` writes.
 
 A large module (a whole network's kernels) is compiled in parts at once
 (:func:`compile_sources`): llvmlite serializes every LLVM call in a process behind one
-lock, so the parts go to forked processes (``irc.core.parallel``), one per core, and the
-object files come back through pipes.
+lock, so the parts go to forked processes (``irc.core.parallel``), one per core, each
+taking the next part when it is done, and the object files come back through pipes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..core.diagnostics import CodegenError
-from ..core.parallel import fork_map
+from ..core.parallel import fork_pull
 from ..core.target import Target, llvm_binding
 from ..runtime.engine import check_externals, ensure_llvm, llvm_lock, target_machine
 from ..runtime.signature import KernelSignature
@@ -90,12 +90,17 @@ def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> Com
 
 
 def compile_sources(sources: list[LLVMSource], target) -> list[CompiledObject]:
-    """Compile the parts of one module, each part but the first in a forked process
-    (``irc.core.parallel.fork_map``: serially where forking is not possible). Results are
-    in the order of ``sources``."""
+    """Compile the parts of one module on several cores, each process taking the next
+    part, the largest first, when it has finished one (``irc.core.parallel.fork_pull``:
+    serially where forking is not possible). Results are in the order of ``sources``."""
     if len(sources) > 1:
         ensure_llvm()  # before forking: the children inherit the initialized LLVM
-    return fork_map(lambda src: compile_source(src, target), sources)
+    order = sorted(range(len(sources)), key=lambda i: -len(sources[i].text))
+    objs = fork_pull(lambda i: compile_source(sources[i], target), order)
+    out: list[CompiledObject | None] = [None] * len(sources)
+    for i, obj in zip(order, objs):
+        out[i] = obj
+    return out  # type: ignore[return-value]
 
 
 # LLVM math intrinsics that glibc's libmvec implements on whole vectors.

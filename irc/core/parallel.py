@@ -12,6 +12,10 @@ would stay locked in the child), and for large pieces of work. A child that fail
 or sends back something unreadable costs nothing but time: its piece is done again in
 this process, so an error is raised here exactly as it would be without children.
 
+:func:`fork_pull` shares out many pieces of uneven size: each process takes the next
+piece when it has finished one (from a pipe written before the children start), so the
+processes finish together however the sizes vary.
+
 ``IRC_COMPILE_JOBS`` sets the number of processes (1 turns forking off); by default
 there is one per core this process may run on.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import struct
 import sys
 import threading
 from typing import Any, Callable, Sequence
@@ -74,6 +79,48 @@ def fork_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         for worker in workers:  # left early (an error, Ctrl-C): stop the children
             if worker is not None:
                 _stop(worker)
+
+
+# fork_pull writes every piece's number into a pipe before forking: at most what the
+# pipe holds without a reader (64 KiB on Linux), 4 bytes each.
+_MAX_PULLED = 8192
+
+
+def fork_pull(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int | None = None
+              ) -> list[Any]:
+    """``[fn(x) for x in items]`` on ``jobs`` processes (default :func:`worker_count`):
+    this one and forked children each take the next item when they have finished one,
+    so give the largest items first. An item whose child failed or died is done again
+    here (raising its error as a serial run would); serially where forking is not
+    possible. ``fn``'s results must pickle."""
+    n = len(items)
+    jobs = min(worker_count() if jobs is None else jobs, n)
+    if jobs <= 1 or n > _MAX_PULLED or not can_fork():
+        return [fn(x) for x in items]
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, b"".join(struct.pack("<I", i) for i in range(n)))
+    finally:
+        os.close(write_fd)  # the readers see the end of the queue once it is empty
+
+    def take(_: int) -> dict[int, Any]:
+        done: dict[int, Any] = {}
+        while True:
+            # One read of a pipe takes its bytes whole, whoever else is reading.
+            data = os.read(read_fd, 4)
+            if len(data) < 4:
+                return done
+            i = struct.unpack("<I", data)[0]
+            done[i] = fn(items[i])
+
+    try:
+        shares = fork_map(take, list(range(jobs)))
+    finally:
+        os.close(read_fd)
+    results: dict[int, Any] = {}
+    for share in shares:
+        results.update(share)
+    return [results[i] if i in results else fn(items[i]) for i in range(n)]
 
 
 def _fork(fn: Callable[[Any], Any], item: Any) -> tuple[int, int] | None:

@@ -30,7 +30,7 @@ from typing import NamedTuple, Sequence
 
 from ..core.diagnostics import IRCError
 from ..core.module import IRModule
-from ..core.parallel import fork_map, worker_count
+from ..core.parallel import fork_pull, worker_count
 from ..core.target import Target
 from ..core.transform import Pass, PassContext
 from ..tir.schedule import Schedule, layout_rewrites
@@ -96,18 +96,20 @@ class ApplyDefaultSchedule(Pass):
         return f"ApplyDefaultSchedule({', '.join(map(repr, self.rules))})"
 
 
-# A network's functions are scheduled in shares on several cores (forked processes,
-# irc.core.parallel) only where each share has this many functions.
+# A network's functions are scheduled on several cores (forked processes,
+# irc.core.parallel) only where each process gets this many functions on average.
 PARALLEL_SCHEDULE_FUNCS = 8
 
 
 def _schedule_all(funcs: dict[str, PrimFunc], target: Target,
                   rules: Sequence[ScheduleRule], ctx: PassContext
                   ) -> dict[str, PrimFunc | None]:
-    """:func:`schedule_func` of every function; many functions are scheduled in shares
-    by forked processes, unless the pass context has instruments (they must see every
-    pass run here) or a rule failure would be logged (only this process's log handlers
-    see records, so a failing share is scheduled again here)."""
+    """:func:`schedule_func` of every function; many functions are scheduled on several
+    cores, each process taking the next function when it has finished one
+    (``irc.core.parallel.fork_pull``), unless the pass context has instruments (they
+    must see every pass run here). A rule failure must be logged, and only this
+    process's log handlers see records: a function whose rules failed in a child is
+    scheduled again here."""
     names = list(funcs)
     jobs = min(worker_count(), len(names) // PARALLEL_SCHEDULE_FUNCS)
     if jobs <= 1 or ctx.instruments:
@@ -115,20 +117,14 @@ def _schedule_all(funcs: dict[str, PrimFunc], target: Target,
 
     here = os.getpid()
 
-    def share(part: list[str]) -> dict[str, PrimFunc | None]:
+    def one(n: str) -> PrimFunc | None:
         forked = os.getpid() != here
-        out = {}
-        for n in part:
-            outcome = apply_rules(funcs[n], target, rules, n, log=not forked)
-            if outcome.failures and forked:
-                raise _LogHere  # this process schedules the share again and logs
-            out[n] = _scheduled(outcome)
-        return out
+        outcome = apply_rules(funcs[n], target, rules, n, log=not forked)
+        if outcome.failures and forked:
+            raise _LogHere  # this process schedules the function again and logs
+        return _scheduled(outcome)
 
-    result: dict[str, PrimFunc | None] = {}
-    for part in fork_map(share, [names[i::jobs] for i in range(jobs)]):
-        result.update(part)
-    return result
+    return dict(zip(names, fork_pull(one, names, jobs)))
 
 
 class _LogHere(Exception):

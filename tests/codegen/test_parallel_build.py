@@ -1,6 +1,6 @@
 """A large module compiles in parts on several cores (irc.codegen.build: forked
-lowering, one LLVM module per part) and behaves as one compiled serially: results,
-kernel messages, files, sources."""
+lowering, LLVM modules of a few kernels each, taken by the processes as they free up)
+and behaves as one compiled serially: results, kernel messages, files, sources."""
 
 import importlib
 import sys
@@ -57,8 +57,8 @@ def _check(mod: Module, n_funcs: int) -> None:
 def test_module_in_parts_runs_saves_and_loads(tmp_path):
     n = 7
     mod = irc.build(_kernels(n), target="llvm")
-    if sys.platform.startswith("linux"):
-        assert len(mod.objects) == 3
+    if sys.platform.startswith("linux"):  # up to PARTS_PER_JOB parts per process
+        assert len(mod.objects) == min(n, build_mod.PARTS_PER_JOB * 3)
     assert list(mod.signatures) == [f"k{k}" for k in range(n)]
     _check(mod, n)
     path = str(tmp_path / "parts.o")
@@ -111,7 +111,8 @@ def test_network_compiles_in_parts_like_serially(monkeypatch):
         monkeypatch.setattr(dlight_apply, "PARALLEL_SCHEDULE_FUNCS", 1)
         build_mod.clear_cache()
         ex = irc.compile(mod, "llvm")
-        assert len(ex.lib.objects) == (2 if jobs == "2" and sys.platform.startswith("linux")
+        parts = 2 * build_mod.PARTS_PER_JOB  # (the network has more kernels)
+        assert len(ex.lib.objects) == (parts if jobs == "2" and sys.platform.startswith("linux")
                                        else 1)
         vm = irc.vm.VirtualMachine(ex, irc.cpu())
         outs.append(vm["main"](*ex.random_inputs("main", seed=1)).numpy())

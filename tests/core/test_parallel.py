@@ -1,9 +1,10 @@
-"""irc.core.parallel.fork_map: pieces of work in forked processes, with the calling
-process redoing any piece a child could not deliver."""
+"""irc.core.parallel.fork_map and fork_pull: pieces of work in forked processes, with
+the calling process redoing any piece a child could not deliver."""
 
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -46,6 +47,51 @@ def test_an_error_is_raised_here_as_without_children():
 
     with pytest.raises(irc.IRCError, match="bad piece 1"):
         parallel.fork_map(piece, [0, 1])
+
+
+@linux
+def test_pulled_pieces_come_back_in_order_and_are_shared_out():
+    here = os.getpid()
+    sizes = [40, 30, 20, 10, 10, 5, 5, 1, 1, 1, 1]
+
+    def piece(ms):
+        time.sleep(ms / 1000)
+        return ms * 2, os.getpid()
+
+    got = parallel.fork_pull(piece, sizes, jobs=2)
+    assert [v for v, _ in got] == [2 * s for s in sizes]
+    pids = {p for _, p in got}
+    assert here in pids and len(pids) == 2  # this process and one child took pieces
+
+
+@linux
+def test_pulled_pieces_of_a_dead_child_are_done_here():
+    here = os.getpid()
+
+    def piece(x):
+        if os.getpid() != here and x == 3:
+            os._exit(9)  # the child dies with the pieces it took
+        time.sleep(0.005)
+        return x + 100
+
+    assert parallel.fork_pull(piece, list(range(12)), jobs=3) == [100 + x for x in range(12)]
+
+
+@linux
+def test_a_pulled_piece_error_is_raised_here():
+    def piece(x):
+        if x == 5:
+            raise irc.IRCError(f"bad piece {x}")
+        return x
+
+    with pytest.raises(irc.IRCError, match="bad piece 5"):
+        parallel.fork_pull(piece, list(range(9)), jobs=2)
+
+
+def test_pull_runs_serially_where_it_cannot_share():
+    here = os.getpid()
+    assert parallel.fork_pull(lambda x: os.getpid() == here, [1, 2], jobs=1) == [True, True]
+    assert parallel.fork_pull(lambda x: x, [], jobs=2) == []
 
 
 def test_no_fork_while_other_threads_run():
