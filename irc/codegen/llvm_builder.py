@@ -125,14 +125,17 @@ def const_vector(ty: str, elems: list[str]) -> Value:
 
 
 class Block:
-    """A basic block: a label and its instruction lines."""
+    """A basic block: a label, its instruction lines, and the values of the pure
+    instructions emitted in it so far (``values``: instruction text to value), which a
+    repeated instruction reuses."""
 
-    __slots__ = ("label", "lines", "terminated")
+    __slots__ = ("label", "lines", "terminated", "values")
 
     def __init__(self, label: str):
         self.label = label
         self.lines: list[object] = []
         self.terminated = False
+        self.values: dict[str, Value] = {}
 
 
 class Phi:
@@ -209,6 +212,17 @@ class FunctionBuilder:
         self.cur.lines.append(f"  {ref} = {rhs}")
         return Value(ty, ref)
 
+    def pure(self, rhs: str, ty: str, hint: str = "t") -> Value:
+        """Like :meth:`emit` for an instruction without side effects: the same
+        instruction met again in the same block gives the first one's value (local value
+        numbering: a micro-kernel repeats its index arithmetic in every statement, and
+        LLVM's time grows with the IR it is given)."""
+        values = self.cur.values
+        hit = values.get(rhs)
+        if hit is None:
+            hit = values[rhs] = self.emit(rhs, ty, hint)
+        return hit
+
     def emit_void(self, text: str) -> None:
         """Emit an instruction without a result."""
         self.cur.lines.append(f"  {text}")
@@ -236,28 +250,28 @@ class FunctionBuilder:
         if op == "mul" and a.is_const_int and a.int_value == 1:
             return b
         f = f" {flags}" if flags else ""
-        return self.emit(f"{op}{f} {a.ty} {a.ref}, {b.ref}", a.ty, hint)
+        return self.pure(f"{op}{f} {a.ty} {a.ref}, {b.ref}", a.ty, hint)
 
     def icmp(self, pred: str, a: Value, b: Value) -> Value:
         """Integer comparison."""
-        return self.emit(f"icmp {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)), "c")
+        return self.pure(f"icmp {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)), "c")
 
     def fcmp(self, pred: str, a: Value, b: Value, flags: str = "") -> Value:
         """Float comparison."""
         f = f" {flags}" if flags else ""
-        return self.emit(f"fcmp{f} {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)),
+        return self.pure(f"fcmp{f} {pred} {a.ty} {a.ref}, {b.ref}", vec("i1", lanes_of(a.ty)),
                          "c")
 
     def select(self, cond: Value, a: Value, b: Value) -> Value:
         """``cond ? a : b``."""
-        return self.emit(f"select {cond.ty} {cond.ref}, {a.ty} {a.ref}, {b.ty} {b.ref}", a.ty,
+        return self.pure(f"select {cond.ty} {cond.ref}, {a.ty} {a.ref}, {b.ty} {b.ref}", a.ty,
                          "sel")
 
     def conv(self, op: str, v: Value, ty: str) -> Value:
         """A conversion instruction (sext, zext, trunc, fpext, sitofp, bitcast, ...)."""
         if v.ty == ty and op in ("bitcast", "sext", "zext", "trunc", "fpext", "fptrunc"):
             return v
-        return self.emit(f"{op} {v.ty} {v.ref} to {ty}", ty, "cv")
+        return self.pure(f"{op} {v.ty} {v.ref} to {ty}", ty, "cv")
 
     def load(self, ty: str, ptr: Value, align: int, extra: str = "") -> Value:
         """Load a ``ty`` from ``ptr``."""
@@ -274,7 +288,7 @@ class FunctionBuilder:
             return ptr
         ib = "inbounds " if inbounds else ""
         ty = vec("ptr", lanes_of(index.ty))
-        return self.emit(f"getelementptr {ib}{elem_ty}, ptr {ptr.ref}, {index.ty} {index.ref}",
+        return self.pure(f"getelementptr {ib}{elem_ty}, ptr {ptr.ref}, {index.ty} {index.ref}",
                          ty, "p")
 
     def call(self, ret_ty: str, fn: str, args: list[Value], flags: str = "",
@@ -313,11 +327,11 @@ class FunctionBuilder:
 
     def extract(self, v: Value, i: int) -> Value:
         """Lane ``i`` of vector ``v``."""
-        return self.emit(f"extractelement {v.ty} {v.ref}, i32 {i}", elem_type(v.ty), "ex")
+        return self.pure(f"extractelement {v.ty} {v.ref}, i32 {i}", elem_type(v.ty), "ex")
 
     def insert(self, v: Value, elem: Value, i: int) -> Value:
         """Vector ``v`` with lane ``i`` replaced by ``elem``."""
-        return self.emit(f"insertelement {v.ty} {v.ref}, {elem.ty} {elem.ref}, i32 {i}", v.ty,
+        return self.pure(f"insertelement {v.ty} {v.ref}, {elem.ty} {elem.ref}, i32 {i}", v.ty,
                          "in")
 
     def shuffle(self, a: Value, b: Value, mask: list[int]) -> Value:
@@ -325,14 +339,14 @@ class FunctionBuilder:
         ty = vec(elem_type(a.ty), len(mask))
         m = ", ".join(f"i32 {i}" if i >= 0 else "i32 poison" for i in mask)
         b_ref = b.ref if b is not None else "poison"
-        return self.emit(f"shufflevector {a.ty} {a.ref}, {a.ty} {b_ref}, <{len(mask)} x i32> "
+        return self.pure(f"shufflevector {a.ty} {a.ref}, {a.ty} {b_ref}, <{len(mask)} x i32> "
                          f"<{m}>", ty, "sh")
 
     def splat(self, v: Value, lanes: int) -> Value:
         """Broadcast a scalar to ``lanes`` lanes."""
         ty = vec(v.ty, lanes)
-        one = self.emit(f"insertelement {ty} poison, {v.ty} {v.ref}, i32 0", ty, "bc")
-        return self.emit(f"shufflevector {ty} {one.ref}, {ty} poison, <{lanes} x i32> "
+        one = self.pure(f"insertelement {ty} poison, {v.ty} {v.ref}, i32 0", ty, "bc")
+        return self.pure(f"shufflevector {ty} {one.ref}, {ty} poison, <{lanes} x i32> "
                          f"zeroinitializer", ty, "splat")
 
     def alloca(self, ty: str, count: int | Value, align: int, hint: str = "buf") -> Value:

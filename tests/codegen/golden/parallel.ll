@@ -57,26 +57,25 @@ run0:
 done0:
   ret i32 0
 for_head0:
-  %i.15 = phi i32 [ %first.10, %run0 ], [ %t.31, %for_body0 ]
+  %i.15 = phi i32 [ %first.10, %run0 ], [ %t.30, %for_body0 ]
   %c.16 = icmp slt i32 %i.15, %sel.14
   br i1 %c.16, label %for_body0, label %for_end0
 for_body0:
   %p.17 = getelementptr inbounds i32, ptr %a.3, i32 %i.15
   %ld.18 = load i32, ptr %p.17, align 4
   %t.19 = ashr i32 %ld.18, 2
-  %p.20 = getelementptr inbounds i32, ptr %a.3, i32 %i.15
-  %ld.21 = load i32, ptr %p.20, align 4
-  %t.22 = srem i32 %ld.21, 3
-  %c.23 = icmp ne i32 %t.22, 0
-  %t.24 = xor i32 %t.22, 3
-  %c.25 = icmp slt i32 %t.24, 0
-  %t.26 = and i1 %c.23, %c.25
-  %sel.27 = select i1 %t.26, i32 3, i32 0
-  %t.28 = add i32 %t.22, %sel.27
-  %t.29 = add nsw i32 %t.19, %t.28
-  %p.30 = getelementptr inbounds i32, ptr %b.2, i32 %i.15
-  store i32 %t.29, ptr %p.30, align 4
-  %t.31 = add nsw i32 %i.15, 1
+  %ld.20 = load i32, ptr %p.17, align 4
+  %t.21 = srem i32 %ld.20, 3
+  %c.22 = icmp ne i32 %t.21, 0
+  %t.23 = xor i32 %t.21, 3
+  %c.24 = icmp slt i32 %t.23, 0
+  %t.25 = and i1 %c.22, %c.24
+  %sel.26 = select i1 %t.25, i32 3, i32 0
+  %t.27 = add i32 %t.21, %sel.26
+  %t.28 = add nsw i32 %t.19, %t.27
+  %p.29 = getelementptr inbounds i32, ptr %b.2, i32 %i.15
+  store i32 %t.28, ptr %p.29, align 4
+  %t.30 = add nsw i32 %i.15, 1
   br label %for_head0
 for_end0:
   br label %take0

@@ -5,7 +5,7 @@ define i32 @reduction(ptr noalias nocapture align 64 %a.1, ptr noalias nocapture
 entry:
   br label %for_head0
 for_head0:
-  %i.3 = phi i32 [ 0, %entry ], [ %t.17, %for_end1 ]
+  %i.3 = phi i32 [ 0, %entry ], [ %t.16, %for_end1 ]
   %c.4 = icmp slt i32 %i.3, 8
   br i1 %c.4, label %for_body0, label %for_end0
 for_body0:
@@ -15,7 +15,7 @@ for_body0:
 for_end0:
   ret i32 0
 for_head1:
-  %k.6 = phi i32 [ 0, %for_body0 ], [ %t.16, %for_body1 ]
+  %k.6 = phi i32 [ 0, %for_body0 ], [ %t.15, %for_body1 ]
   %c.7 = icmp slt i32 %k.6, 32
   br i1 %c.7, label %for_body1, label %for_end1
 for_body1:
@@ -26,12 +26,11 @@ for_body1:
   %p.12 = getelementptr inbounds float, ptr %a.1, i32 %t.11
   %ld.13 = load float, ptr %p.12, align 4
   %t.14 = fadd reassoc contract float %ld.9, %ld.13
-  %p.15 = getelementptr inbounds float, ptr %s.2, i32 %i.3
-  store float %t.14, ptr %p.15, align 4
-  %t.16 = add nsw i32 %k.6, 1
+  store float %t.14, ptr %p.8, align 4
+  %t.15 = add nsw i32 %k.6, 1
   br label %for_head1
 for_end1:
-  %t.17 = add nsw i32 %i.3, 1
+  %t.16 = add nsw i32 %i.3, 1
   br label %for_head0, !llvm.loop !1
 }
 

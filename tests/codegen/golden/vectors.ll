@@ -7,7 +7,7 @@ define i32 @vectors(ptr noalias nocapture align 64 %a.1, ptr noalias nocapture a
 entry:
   br label %for_head0
 for_head0:
-  %i.3 = phi i32 [ 0, %entry ], [ %t.18, %for_body0 ]
+  %i.3 = phi i32 [ 0, %entry ], [ %t.17, %for_body0 ]
   %c.4 = icmp slt i32 %i.3, 8
   br i1 %c.4, label %for_body0, label %for_end0
 for_body0:
@@ -22,10 +22,9 @@ for_body0:
   %p.13 = getelementptr inbounds float, ptr %a.1, i32 %t.12
   %ld.14 = load <8 x float>, ptr %p.13, align 32
   %fma.15 = call <8 x float> @llvm.fmuladd.v8f32(<8 x float> %call.9, <8 x float> %splat.11, <8 x float> %ld.14)
-  %t.16 = mul nsw i32 %i.3, 8
-  %p.17 = getelementptr inbounds float, ptr %b.2, i32 %t.16
-  store <8 x float> %fma.15, ptr %p.17, align 32
-  %t.18 = add nsw i32 %i.3, 1
+  %p.16 = getelementptr inbounds float, ptr %b.2, i32 %t.12
+  store <8 x float> %fma.15, ptr %p.16, align 32
+  %t.17 = add nsw i32 %i.3, 1
   br label %for_head0
 for_end0:
   ret i32 0
