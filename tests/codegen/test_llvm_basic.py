@@ -357,3 +357,58 @@ def test_integer_division_by_zero_does_not_crash():
         assert np.all(o[zero] == 0)
     np.testing.assert_array_equal(outs[2][~zero], x[~zero] // y[~zero])
     np.testing.assert_array_equal(outs[3][~zero], x[~zero] % y[~zero])
+
+
+def test_floor_division_of_loop_indices_by_sign():
+    # Loop variables from a start >= 0 divide with udiv/urem; one that starts below zero
+    # keeps the floor fix-up. Both against numpy.
+    n = 24
+    outs = [buf(f"o{k}", (n,), "int64") for k in range(4)]
+    i, j = tir.var("i", "int64"), tir.var("j", "int64")
+    pos = tir.seq(store(outs[0], i, tir.floordiv(i * 5 + 3, 7)),
+                  store(outs[1], i, tir.floormod(i * 5 + 3, 7)))
+    neg = tir.seq(store(outs[2], j + 12, tir.floordiv(j * 5 + 3, 7)),
+                  store(outs[3], j + 12, tir.floormod(j * 5 + 3, 7)))
+    f = func(outs, tir.seq(loop(i, n, pos), loop(j, n, neg, start=-12)))
+    res = [np.zeros(n, "int64") for _ in outs]
+    run(f, *res)
+    k = np.arange(n)
+    m = np.arange(-12, 12)
+    for r, ref in zip(res, [(k * 5 + 3) // 7, (k * 5 + 3) % 7, (m * 5 + 3) // 7,
+                            (m * 5 + 3) % 7]):
+        np.testing.assert_array_equal(r, ref)
+    text = irc.codegen.llvm.codegen_llvm({"main": f}, "llvm").text
+    assert "udiv" in text and "sdiv" in text  # the start decides
+
+
+def test_guarded_loads_without_branches():
+    # if_then_else(scalar guard, load, constant): a load from an always-valid address
+    # and a select, for scalar and vector loads, against numpy.
+    a, small, v = buf("a", (10,)), buf("s", (3,)), buf("v", (16,))
+    b, c, w = buf("b", (16,)), buf("c", (16,)), buf("w", (16,))
+    i, k = tir.var("i"), tir.var("k")
+    guard = tir.all(i >= 2, i < 12)
+    scalar = store(b, i, tir.if_then_else(guard, a[i - 2], tir.const(-1.0, "float32")))
+    tiny = store(c, i, tir.if_then_else(i < 3, small[i], tir.const(7.0, "float32")))
+    lanes = E.Ramp(dtype="int32x8", base=k * 8, stride=tir.const(1), lanes=8)
+    vector = S.BufferStore(buffer=w, indices=(lanes,), value=tir.if_then_else(
+        k < 1, E.BufferLoad(dtype="float32x8", buffer=v, indices=(lanes,)),
+        E.Broadcast(dtype="float32x8", value=tir.const(0.5, "float32"), lanes=8)))
+    f = func([a, small, v, b, c, w], tir.seq(loop(i, 16, tir.seq(scalar, tiny)),
+                                             loop(k, 2, vector)))
+    x = np.arange(1, 11, dtype="float32")
+    s = np.array([5, 6, 7], "float32")
+    y = np.arange(16, dtype="float32") * 3
+    rb, rc, rw = (np.zeros(16, "float32") for _ in range(3))
+    run(f, x, s, y, rb, rc, rw)
+    want_b = np.full(16, -1.0, "float32")
+    want_b[2:12] = x
+    want_c = np.full(16, 7.0, "float32")
+    want_c[:3] = s
+    want_w = np.full(16, 0.5, "float32")
+    want_w[:8] = y[:8]
+    np.testing.assert_array_equal(rb, want_b)
+    np.testing.assert_array_equal(rc, want_c)
+    np.testing.assert_array_equal(rw, want_w)
+    text = irc.codegen.llvm.codegen_llvm({"main": f}, "llvm").text
+    assert "ite_then" not in text  # no branch for any guard
