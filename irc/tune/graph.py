@@ -50,7 +50,12 @@ from ..tir.stmt import PrimFunc
 from ..vm import link
 from .apply import LayoutRewriteOption, schedule_from_record
 from .database import Database, open_database
-from .network_check import RecordsWithout, slower_in_network, tuned_callees
+from .network_check import (
+    RecordsWithout,
+    slower_as_a_whole,
+    slower_in_network,
+    tuned_callees,
+)
 from .record import workload_key
 from .task import TuneTask, flop_count
 
@@ -386,7 +391,8 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     ``Executable.random_inputs`` can make), the tuned build is compared with the default
     build kernel by kernel while the graph function runs (:mod:`irc.tune.network_check`),
     and a tuned kernel slower there than the default one is set aside: its loop function
-    keeps the default schedule."""
+    keeps the default schedule. If the result still runs the graph function slower than
+    the default build, the default build is returned."""
     t = Target.canon(target)
     db = database if isinstance(database, Database) else open_database(database, t)
     try:
@@ -405,15 +411,17 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
             return ex
         default_ex = link(default_schedules(prepared, t), t)
         slower = slower_in_network(default_ex, ex, names, entry, args)
-        if not slower:
-            return ex
-        logger.info("compile_tuned: %d of %d tuned kernels were slower in the network than "
-                    "their default schedule and keep it", len(slower), len(names))
-        hidden = {workload_key(site_function(call, callee))
-                  for call, callee in _call_tir_sites(prepared)
-                  if call.args[0].name_hint in slower}
-        kept = apply_database(prepared, RecordsWithout(db, hidden), t)
-        return link(default_schedules(kept, t), t)
+        if slower:
+            logger.info("compile_tuned: %d of %d tuned kernels were slower in the network "
+                        "than their default schedule and keep it", len(slower), len(names))
+            hidden = {workload_key(site_function(call, callee))
+                      for call, callee in _call_tir_sites(prepared)
+                      if call.args[0].name_hint in slower}
+            kept = apply_database(prepared, RecordsWithout(db, hidden), t)
+            ex = link(default_schedules(kept, t), t)
+        if slower_as_a_whole(default_ex, ex, entry, args):
+            return default_ex  # tuning never makes the network slower
+        return ex
     finally:
         if db is not database:
             db.close()

@@ -9,7 +9,10 @@ executables, runs the graph function on the same seeded random inputs in alterna
 profiled rounds (``vm.profile``), and names the tuned kernels whose median time is above
 the default kernel's by more than ``MARGIN``; ``compile_tuned`` then builds again with
 those kernels' records set aside (:class:`RecordsWithout`), so they keep the default
-schedule.
+schedule. Last, :func:`slower_as_a_whole` times the graph function itself in both builds
+(alternating rounds again, without profiling, as users run it): a tuned build that is
+still slower than the default one as a whole is not kept — tuning never makes the
+network slower.
 
 ``compile_tuned`` runs the check on the CPU for a graph function whose inputs
 ``Executable.random_inputs`` can make (static shapes); otherwise (or when nothing was
@@ -19,6 +22,7 @@ tuned) the tuned build is kept as it is.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -80,6 +84,35 @@ def slower_in_network(default_ex: Any, tuned_ex: Any, tuned_names: set[str],
     return slower
 
 
+def _run_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
+               ) -> list[float]:
+    """Median seconds of one call of ``entry`` for each VM, in alternating rounds."""
+    samples: list[list[float]] = [[] for _ in vms]
+    for _ in range(ROUNDS):
+        for vm, acc in zip(vms, samples):
+            fn = vm[entry]
+            fn(*args)  # warm-up: caches, the thread team
+            for _ in range(RUNS_PER_ROUND):
+                t0 = time.perf_counter()
+                fn(*args)
+                acc.append(time.perf_counter() - t0)
+    return [float(np.median(acc)) for acc in samples]
+
+
+def slower_as_a_whole(default_ex: Any, tuned_ex: Any, entry: str,
+                      args: list[np.ndarray]) -> bool:
+    """True when the graph function ``entry`` runs slower in ``tuned_ex`` than in
+    ``default_ex`` by more than ``MARGIN`` (median of alternating rounds); CPU
+    executables."""
+    before, after = _run_times([VirtualMachine(default_ex), VirtualMachine(tuned_ex)],
+                               entry, args)
+    if after > before * (1 + MARGIN):
+        logger.info("the tuned build runs %s in %.3f ms against %.3f ms for the default "
+                    "build; the default build is kept", entry, after * 1e3, before * 1e3)
+        return True
+    return False
+
+
 def tuned_callees(prepared: IRModule, tuned: IRModule) -> set[str]:
     """Names of the loop functions ``apply_database`` replaced in place (same name, a
     tuned function)."""
@@ -90,4 +123,5 @@ def tuned_callees(prepared: IRModule, tuned: IRModule) -> set[str]:
             and f is not before[gv.name_hint] and f.attrs.get("tir.is_scheduled")}
 
 
-__all__ = ["MARGIN", "RecordsWithout", "slower_in_network", "tuned_callees"]
+__all__ = ["MARGIN", "RecordsWithout", "slower_as_a_whole", "slower_in_network",
+           "tuned_callees"]

@@ -258,6 +258,7 @@ def test_compile_relax_keeps_the_default_of_kernels_slower_in_the_network(
         return [{name: 1e-6}, {name: slow}]
 
     monkeypatch.setattr(nc, "_kernel_times", fake_times)
+    monkeypatch.setattr(nc, "_run_times", lambda vms, entry, args: [1e-3, 1e-3])
     linked = _linked_modules(monkeypatch)
     with caplog.at_level("INFO", logger="irc.tune"):
         ex = ms.compile_relax(db, mod, "llvm", w)
@@ -278,16 +279,44 @@ def test_compile_relax_keeps_the_default_of_kernels_slower_in_the_network(
     db.close()
 
 
+def test_compile_relax_returns_the_default_build_when_the_tuned_one_is_slower(
+        tmp_path, monkeypatch, caplog):
+    import irc.tune.network_check as nc
+
+    mod, w, db, name = _tuned_mlp(tmp_path)
+    # Every tuned kernel passes the kernel check, but the network as a whole is slower.
+    monkeypatch.setattr(nc, "_kernel_times", lambda vms, entry, args: [{name: 1e-6}] * 2)
+    monkeypatch.setattr(nc, "_run_times", lambda vms, entry, args: [1e-3, 1.5e-3])
+    returned = []
+    real = nc.slower_as_a_whole
+
+    def spy(default_ex, tuned_ex, entry, args):
+        returned.append(default_ex)
+        return real(default_ex, tuned_ex, entry, args)
+
+    monkeypatch.setattr("irc.tune.graph.slower_as_a_whole", spy)
+    with caplog.at_level("INFO", logger="irc.tune"):
+        ex = ms.compile_relax(db, mod, "llvm", w)
+    assert ex is returned[0]  # the default build
+    assert "the default build is kept" in caplog.text
+    x = np.random.default_rng(9).random((1, 64), dtype=np.float32)
+    y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
+    np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
+    db.close()
+
+
 def test_network_check_profiles_both_builds_and_can_be_turned_off(tmp_path, monkeypatch):
     mod, w, db, name = _tuned_mlp(tmp_path)
     linked = _linked_modules(monkeypatch)
     ms.compile_relax(db, mod, "llvm", w, check_in_network=False)
     assert len(linked) == 1
     # For real (no fakes): the check runs the network and names only tuned kernels.
-    from irc.tune.network_check import slower_in_network
+    from irc.tune.network_check import slower_as_a_whole, slower_in_network
 
     tuned_ex = irc.vm.link(linked[0], "llvm")
     default_ex = ms.compile_relax(str(tmp_path / "empty"), mod, "llvm", w)
     args = tuned_ex.random_inputs("forward")
     assert slower_in_network(default_ex, tuned_ex, {name}, "forward", args) <= {name}
+    # (and times the whole network for real: which build wins is the machine's call)
+    assert isinstance(slower_as_a_whole(default_ex, tuned_ex, "forward", args), bool)
     db.close()
