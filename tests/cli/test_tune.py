@@ -58,11 +58,18 @@ def test_quiet_prints_the_summary_only(example, tmp_path, name):
     assert (tmp_path / f"{name}.tasks.json").exists()
 
 
+def _interruptible() -> None:
+    # A test run started in the background of a shell without job control inherits an
+    # ignored SIGINT, which Python keeps: the child must take Ctrl-C as a user's does.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_the_records(example, tmp_path):
     work = tmp_path / "work"
     p = subprocess.Popen([sys.executable, "-m", "irc", "tune", str(example), "--records",
                           str(work), "--trials", "40"], env=irc_env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_interruptible)
     try:
         while True:
             line = p.stdout.readline()
