@@ -93,6 +93,14 @@ def test_declines_arithmetic_and_reductions():
                  np.zeros(tuple(int(s) for s in out.shape), "float32"))
 
 
+def test_declines_an_empty_reduction():
+    # A reduction over an empty axis still writes its initial value (the maximum's
+    # lowest value): not a data movement, even though no iteration of it runs.
+    x = te.placeholder((3, 0), name="x")
+    func = te.create_prim_func([x, topi.max(x, axis=1)])
+    declined(func, np.zeros((3, 0), "float32"), np.zeros(3, "float32"))
+
+
 def test_declines_shape_mismatch_and_scalar_params():
     x = te.placeholder((4, 5), name="x")
     func = te.create_prim_func([x, topi.transpose(x)])

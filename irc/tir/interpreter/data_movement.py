@@ -70,20 +70,19 @@ def _plan(func: S.PrimFunc, args: list[np.ndarray]) -> tuple[np.ndarray, tuple, 
         shape[axis] = extent
         env[id(var)] = np.arange(start, start + extent, dtype=np.int64).reshape(shape)
     grid = tuple(extent for _, _, extent in loops)
-    if 0 in grid:  # no iteration runs: nothing is written
-        nothing = np.zeros(0)
-        return nothing, (), nothing
     block = realize.block
     if (block.init is not None or block.alloc_buffers or block.match_buffers
-            or not _is_true(realize.predicate)):
+            or not _is_true(realize.predicate)
+            or any(iv.iter_type != "spatial" for iv in block.iter_vars)):
         raise _Declined
-    for iv, value in zip(block.iter_vars, realize.iter_values):
-        if iv.iter_type != "spatial":
-            raise _Declined
-        env[id(iv.var)] = _Eval(env, arrays, grid).index(value)
     store = block.body
     if not isinstance(store, S.BufferStore) or id(store.buffer) not in arrays:
         raise _Declined
+    if 0 in grid:  # no iteration runs: nothing is written
+        nothing = np.zeros(0)
+        return nothing, (), nothing
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        env[id(iv.var)] = _Eval(env, arrays, grid).index(value)
     # Injective by construction: each stored index is a different block variable bound
     # to a different loop variable, so every iteration writes its own element.
     # Every loop that runs more than once is among them.
