@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.diagnostics import IRCError
+from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError
 from ..core.module import IRModule
 
 
@@ -181,5 +181,5 @@ def _read_arrays(path: str) -> dict[str, np.ndarray]:
             with np.load(path, allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
         return {"": np.load(path, allow_pickle=False)}
-    except (OSError, ValueError) as err:
+    except DAMAGED_FILE_ERRORS as err:
         raise IRCError(f"cannot read {path} as a numpy file (.npy/.npz): {err}") from None

@@ -7,6 +7,9 @@ carry a :class:`Span` and render ``file:line:col``, the offending line and a car
 from __future__ import annotations
 
 import importlib
+import struct
+import zipfile
+import zlib
 from dataclasses import dataclass
 
 
@@ -54,6 +57,16 @@ class Span:
             width = max(1, self.end_column - self.column)
         caret = " " * (self.column - 1) + "^" * min(width, max(1, len(text) - self.column + 1))
         return f"{head}\n    {text}\n    {caret}"
+
+
+# What reading a damaged file raises deep inside zipfile, zlib, numpy's npz reader or
+# json: a reader that catches these names the file and the cause in an irc error instead.
+# RuntimeError covers zipfile's NotImplementedError (a header's "version needed" or
+# compression method) and its RuntimeError for an "encrypted" flag bit; LookupError covers
+# missing members and indices.
+DAMAGED_FILE_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile, zlib.error, EOFError, OSError, LookupError, ValueError, TypeError,
+    AttributeError, struct.error, RuntimeError)
 
 
 class IRCError(Exception):

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
 
-from ..core.diagnostics import IRCError, VMError
+from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError, VMError
 from ..core.dtype import to_numpy
 from ..runtime import Module
 from ..runtime.cuda_program import MAGIC as CUDA_MAGIC
@@ -157,8 +155,7 @@ class Executable:
                 return _read_archive(z, path)
         except VMError:
             raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, IndexError,
-                ValueError, TypeError, AttributeError, struct.error, IRCError) as err:
+        except (*DAMAGED_FILE_ERRORS, IRCError) as err:
             # A damaged archive fails deep inside zipfile, json, numpy or the kernel
             # library's reader; name the file and the cause rather than that stack.
             raise VMError(f"cannot read executable {path!r}: it is truncated or corrupt "

@@ -210,6 +210,7 @@ def _check(model: str, max_work: int) -> set[str]:
     return kinds
 
 
+@pytest.mark.slow  # 26 s; test_gpu_seed003 covers cross-thread reductions by default
 def test_bert_candidates_compile_and_match():
     # Small BERT (hidden 32, sequence 8): matmuls tiled through shared memory, layer
     # norms reduced across threads.

@@ -78,7 +78,7 @@ def _mutate(m, kind: str, i: int, value: int) -> None:
         g.input[0].type.tensor_type.elem_type = value % 17
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(kind=st.sampled_from(MUTATIONS), i=st.integers(0, 4), value=st.integers(-3, 9))
 def test_a_mutated_model_gives_an_irc_error_or_works(kind, i, value):
     m = _model()

@@ -53,7 +53,8 @@ def test_bert_encoder_matches_numpy_with_weights_as_params():
 def test_bert_encoder_rows_are_layer_normalized():
     # The output is the last LayerNorm's: per position, (y - beta) / gamma has mean 0 and
     # variance 1 — a property check independent of the reference.
-    model = get_model("bert", seq_len=16, vocab_size=50, num_layers=1, batch_size=2)
+    model = get_model("bert", seq_len=16, vocab_size=50, num_layers=1, batch_size=2, hidden=64,
+                      num_heads=2, ffn=128)
     ex = irc.compile(model.mod, "llvm", params=model.bound_params())
     x = model.random_input(3)
     y = irc.vm.VirtualMachine(ex)["forward"](irc.tensor(x)).numpy().astype(np.float64)

@@ -121,6 +121,7 @@ def test_checker_sees_unfused_epilogues():
     assert elementwise_after_conv(fused) == []
 
 
+@pytest.mark.slow  # 19 s; the default pipeline runs the NCHW model's convolutions in NHWC
 def test_resnet18_nhwc_matches_numpy_and_fuses():
     model = get_model("resnet18", image_size=IMAGE, layout="NHWC")
     ex, opt = compile_keeping_ir(model.mod, model.bound_params())

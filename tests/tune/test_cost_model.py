@@ -11,7 +11,7 @@ import pytest
 from tune_workloads import add_one, matmul, tiling_trace
 
 import irc.tune.cost_model as cm
-from irc.core.diagnostics import MissingDependencyError
+from irc.core.diagnostics import MissingDependencyError, TuningError
 from irc.target import Target
 from irc.tune import (
     JSONDatabase,
@@ -98,6 +98,25 @@ def test_save_and_load(tmp_path, cls):
         assert other.num_samples == 40
     with pytest.raises(Exception, match="cost model"):
         (NumpyModel if cls is not NumpyModel else XGBModel)().load(path)
+
+
+@pytest.mark.parametrize("cls", [XGBModel, NumpyModel])
+@pytest.mark.parametrize("damage", [
+    lambda d: d[:len(d) // 2],
+    lambda d: b"",
+    # "version needed" of the first central-directory entry, then its compression method.
+    lambda d: d[:d.index(b"PK\x01\x02") + 6] + b"\x54\x00" + d[d.index(b"PK\x01\x02") + 8:],
+    lambda d: d[:d.index(b"PK\x01\x02") + 10] + b"\x63\x00" + d[d.index(b"PK\x01\x02") + 12:],
+], ids=["half", "empty", "zip-version", "compression-method"])
+def test_loading_a_damaged_model_file_is_a_tuning_error(tmp_path, cls, damage):
+    rng = np.random.default_rng(1)
+    model = cls(seed=0)
+    model.update_features(*synthetic(20, "w", rng, rng.normal(size=8)))
+    path = tmp_path / "model.bin"
+    model.save(str(path))
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(TuningError, match="cannot read a cost model from .*model.bin"):
+        cls(seed=0).load(str(path))
 
 
 def test_update_from_measurements_and_record_files(tmp_path):

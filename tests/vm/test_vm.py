@@ -149,6 +149,12 @@ def _other_version(data):
     return _rewrite_member(data, "bytecode.json", bump)
 
 
+def _central_entry(data, offset, value):
+    """The archive with a 16-bit field of its first central-directory entry set."""
+    at = data.index(b"PK\x01\x02") + offset
+    return data[:at] + value.to_bytes(2, "little") + data[at + 2:]
+
+
 def _npz_archive(data):
     out = io.BytesIO()
     np.savez(out, a=np.zeros(3))
@@ -169,8 +175,13 @@ def _npz_archive(data):
     (lambda d: _rewrite_member(d, "bytecode.json", lambda b: b[:-5]), "truncated or corrupt"),
     (lambda d: _rewrite_member(d, "kernels.bin", lambda b: b[:10]), "truncated or corrupt"),
     (lambda d: _rewrite_member(d, "constants.npz", lambda b: b"junk"), "truncated or corrupt"),
+    # Damaged zip headers: zipfile raises NotImplementedError / RuntimeError for these.
+    (lambda d: _central_entry(d, 6, 84), "truncated or corrupt"),
+    (lambda d: _central_entry(d, 10, 99), "truncated or corrupt"),
+    (lambda d: _central_entry(d, 8, 1), "truncated or corrupt"),
 ], ids=["empty", "text", "random-bytes", "ir-text", "half", "header-only", "no-directory",
-        "npz", "wrong-version", "bad-json", "bad-kernels", "bad-constants"])
+        "npz", "wrong-version", "bad-json", "bad-kernels", "bad-constants",
+        "zip-version", "compression-method", "encrypted-flag"])
 def test_loading_a_bad_file_is_a_vm_error_naming_file_and_cause(tmp_path, chain_vm, corrupt,
                                                                   cause):
     path = tmp_path / "bad.ircx"

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core.diagnostics import TuningError
+from ...core.diagnostics import DAMAGED_FILE_ERRORS, TuningError
 from ..features import NUM_FEATURES
 from .base import CostModel, TrainingSet, pairwise_logistic
 
@@ -101,7 +101,7 @@ class NumpyModel(CostModel):
                 weights = data["weights"]
                 self.mean, self.scale = data["mean"], data["scale"]
                 self.data = TrainingSet.from_arrays(data)
-        except (OSError, ValueError, KeyError) as err:
+        except DAMAGED_FILE_ERRORS as err:
             raise TuningError(f"cannot read a cost model from {path}: {err}") from None
         if meta.get("kind") != "numpy":
             raise TuningError(f"{path} holds a {meta.get('kind')!r} cost model, not a NumpyModel")

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core.diagnostics import TuningError, require
+from ...core.diagnostics import DAMAGED_FILE_ERRORS, TuningError, require
 from .base import CostModel, TrainingSet, pack, pairwise_logistic
 
 
@@ -141,7 +141,7 @@ class XGBModel(CostModel):
                 meta = json.loads(str(data["meta"]))
                 raw = data["booster"].tobytes()
                 self.data = TrainingSet.from_arrays(data)
-        except (OSError, ValueError, KeyError) as err:
+        except DAMAGED_FILE_ERRORS as err:
             raise TuningError(f"cannot read a cost model from {path}: {err}") from None
         if meta.get("kind") != "xgb":
             raise TuningError(f"{path} holds a {meta.get('kind')!r} cost model, not an XGBModel")
