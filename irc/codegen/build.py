@@ -24,6 +24,7 @@ from ..core.parallel import fork_pull, worker_count
 from ..core.structural import structural_hash_hex
 from ..core.target import Target
 from ..core.transform import PassContext
+from ..runtime.engine import ensure_llvm
 from ..runtime.module import Module
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -31,7 +32,7 @@ from ..tir import te
 from ..tir.transform import lower_primfunc
 from ..tir.transform.insert_bound_checks import CHECK_BOUNDS, InsertBoundChecks
 from .llvm import codegen_llvm, codegen_llvm_parts, is_block_form
-from .llvm_compile import compile_sources
+from .llvm_compile import CompiledObject, compile_source, compile_sources
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[tuple, Module] = OrderedDict()
@@ -152,7 +153,7 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    mod = build_llvm(lower_all(funcs), t)
+    mod = _build_llvm_target(funcs, t)
     with _cache_lock:
         _cache[key] = mod
         while len(_cache) > _CACHE_SIZE:
@@ -165,23 +166,59 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
 # fraction of a second anyway. A whole network's kernels are megabytes.
 PARALLEL_PART_BYTES = 128 * 1024
 PARTS_PER_JOB = 3
-# Lowering is shared out to several processes only where each gets this many functions
-# on average.
+# Many block-form functions (a network's kernels) are lowered, generated and compiled
+# in pieces on several cores only where each process gets this many on average.
 PARALLEL_LOWER_FUNCS = 8
+# The kernel message codes of piece k start above k times this (codes are i32).
+MESSAGE_CODES_PER_PIECE = 1 << 20
+_MAX_PIECES = 1024
 
 
-def lower_all(funcs: dict[str, S.PrimFunc]) -> dict[str, S.PrimFunc]:
-    """``funcs`` lowered (``lower_for_codegen``); many block-form functions (a network's
-    kernels) are lowered on several cores, each process taking the next function when it
-    has finished one, the costliest first (``irc.core.parallel.fork_pull``), unless the
-    pass context has instruments (they must see every pass run here)."""
-    todo = [n for n, f in funcs.items() if is_block_form(f)]
-    jobs = min(worker_count(), len(todo) // PARALLEL_LOWER_FUNCS)
-    if jobs <= 1 or PassContext.current().instruments:
-        return {n: lower_for_codegen(f) for n, f in funcs.items()}
-    todo.sort(key=lambda n: -_lowering_cost(funcs[n]))
-    lowered = dict(zip(todo, fork_pull(lambda n: lower_primfunc(funcs[n]), todo, jobs)))
-    return {n: lowered.get(n, f) for n, f in funcs.items()}
+def _build_llvm_target(funcs: dict[str, S.PrimFunc], t: Target) -> Module:
+    """``funcs`` lowered and compiled for an llvm target: in pieces on several cores
+    (:func:`build_llvm_in_pieces`) when there are many block-form functions and the pass
+    context has no instruments (they must see every pass run here), else lowered here and
+    compiled by :func:`build_llvm`."""
+    blocks = sum(1 for f in funcs.values() if is_block_form(f))
+    jobs = min(worker_count(), blocks // PARALLEL_LOWER_FUNCS)
+    if jobs > 1 and not PassContext.current().instruments:
+        return build_llvm_in_pieces(funcs, t, jobs)
+    return build_llvm({n: lower_for_codegen(f) for n, f in funcs.items()}, t)
+
+
+def build_llvm_in_pieces(funcs: dict[str, S.PrimFunc], target: Any, jobs: int) -> Module:
+    """Compile block-form (or lowered) PrimFuncs into one runtime Module on ``jobs``
+    processes: the functions are shared into ``PARTS_PER_JOB`` pieces per process of
+    about equal lowering work, and each process takes the next piece, the largest first
+    (``irc.core.parallel.fork_pull``), lowers its functions, generates their LLVM module
+    and compiles it; only the object code comes back. Piece ``k`` numbers its kernel
+    messages above ``k * MESSAGE_CODES_PER_PIECE``, so the pieces' message tables merge.
+
+    Against lowering everything in parallel, then generating one module's text here and
+    compiling its parts in parallel, this spares a barrier between the two parallel
+    steps, the serial code generation and sending the lowered functions back."""
+    t = Target.canon(target)
+    cost = {n: _lowering_cost(f) + 64 if is_block_form(f) else 64 for n, f in funcs.items()}
+    count = max(1, min(PARTS_PER_JOB * jobs, len(funcs), _MAX_PIECES))
+    pieces: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for name in sorted(funcs, key=lambda n: -cost[n]):
+        k = loads.index(min(loads))
+        pieces[k].append(name)
+        loads[k] += cost[name]
+    order = sorted(range(count), key=lambda k: -loads[k])
+
+    def piece(k: int) -> CompiledObject:
+        lowered = {n: lower_for_codegen(funcs[n]) for n in pieces[k]}
+        return compile_source(codegen_llvm(lowered, t, message_base=k * MESSAGE_CODES_PER_PIECE),
+                              t)
+
+    ensure_llvm()  # before forking: the children inherit the initialized LLVM
+    try:
+        objs = fork_pull(piece, order, jobs)
+    except RecursionError:
+        raise BuildError("the function is too deeply nested to compile") from None
+    return _module_of(objs, list(funcs), t)
 
 
 class _ExpandedStores(Visitor):
@@ -228,11 +265,18 @@ def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
         objs = compile_sources(sources, t)
     except RecursionError:
         raise BuildError("the function is too deeply nested to compile") from None
+    return _module_of(objs, list(lowered), t)
+
+
+def _module_of(objs: list[CompiledObject], names: list[str], t: Target) -> Module:
+    """One runtime Module of the objects of a module's parts, its functions in the
+    order of ``names``."""
     signatures = {n: sig for obj in objs for n, sig in obj.signatures.items()}
-    signatures = {n: signatures[n] for n in lowered if n in signatures}  # the given order
+    signatures = {n: signatures[n] for n in names if n in signatures}  # the given order
     externals = list(dict.fromkeys(e for obj in objs for e in obj.externals))
+    messages = {code: text for obj in objs for code, text in obj.messages.items()}
     entry = "main" if "main" in signatures else next(iter(signatures), None)
-    return Module([obj.object_code for obj in objs], signatures, objs[0].messages, str(t),
+    return Module([obj.object_code for obj in objs], signatures, messages, str(t),
                   entry_name=entry, externals=externals,
                   llvm_ir="".join(obj.llvm_ir for obj in objs))
 

@@ -18,9 +18,11 @@ Calling convention (one C function per PrimFunc, named by its global symbol)::
   stride variables are passed with the shape variables and only element alignment is
   assumed (views of other arrays are passed without a copy).
 - Scalars pass as their C type; ``bool`` as a byte; float16/bfloat16 as ``float``.
-- The return value is 0 on success, else ``k`` = 1 + the index of the failed assertion's
-  message in the module's message table (``LLVMSource.messages``), which the runtime turns
-  into an exception. Heap buffers allocated by the function are freed before returning.
+- The return value is 0 on success, else the code of the failed assertion's message in
+  the module's message table (``LLVMSource.messages``, code -> text; codes count from
+  ``message_base + 1``, so modules generated apart can be linked together), which the
+  runtime turns into an exception. Heap buffers allocated by the function are freed
+  before returning.
 - ``parallel`` loops run on ``-num-cores`` threads of the OpenMP runtime (libgomp's
   ``GOMP_parallel``) with static, contiguous chunks; a parallel loop inside another one
   runs serially. See ``llvm_parallel.py``.
@@ -80,7 +82,7 @@ class LLVMSource:
 
     text: str
     signatures: dict[str, KernelSignature]
-    messages: list[str] = field(default_factory=list)
+    messages: dict[int, str] = field(default_factory=dict)  # return code -> message
 
 
 def is_block_form(func: S.PrimFunc) -> bool:
@@ -106,13 +108,14 @@ def is_block_form(func: S.PrimFunc) -> bool:
 class CodeGenLLVM(ExprCodegen):
     """Translates lowered PrimFuncs into one LLVM module (as text)."""
 
-    def __init__(self, target, module_name: str = "irc_module"):
+    def __init__(self, target, module_name: str = "irc_module", message_base: int = 0):
         self.target = Target.canon(target)
         if self.target.kind.name != "llvm":
             raise CodegenError(f"the LLVM code generator needs an llvm target, got "
                                f"{self.target}")
         self.module = ModuleBuilder(module_name)
         self.messages: list[str] = []
+        self.message_base = message_base
         self.signatures: dict[str, KernelSignature] = {}
         self.fn_attrs = self.module.attribute_group(
             f'nounwind "prefer-vector-width"="{self.target.vector_width_bits()}" '
@@ -304,7 +307,11 @@ class CodeGenLLVM(ExprCodegen):
         """The return code that reports ``message``."""
         if message not in self.messages:
             self.messages.append(message)
-        return self.messages.index(message) + 1
+        return self.message_base + self.messages.index(message) + 1
+
+    def message_table(self) -> dict[int, str]:
+        """Return code -> message, for every message generated so far."""
+        return {self.message_base + i + 1: m for i, m in enumerate(self.messages)}
 
     def fail(self, code: Value) -> None:
         """Return ``code`` from the current function, freeing live heap buffers."""
@@ -541,7 +548,7 @@ class CodeGenLLVM(ExprCodegen):
     # -- output -------------------------------------------------------------------------
     def finish(self) -> LLVMSource:
         """The module text and the functions' signatures."""
-        return LLVMSource(self.module.render(), dict(self.signatures), list(self.messages))
+        return LLVMSource(self.module.render(), dict(self.signatures), self.message_table())
 
     def finish_parts(self, parts: int, min_bytes: int = 0) -> list[LLVMSource]:
         """The module as at most ``parts`` modules of whole kernels, each of about
@@ -564,7 +571,7 @@ class CodeGenLLVM(ExprCodegen):
             names.sort(key=order.index)  # the kernels in the order they were added
             out.append(LLVMSource(
                 self.module.render([t for n in names for t in texts[n]]),
-                {n: self.signatures[n] for n in names}, list(self.messages)))
+                {n: self.signatures[n] for n in names}, self.message_table()))
         return out
 
 
@@ -634,10 +641,11 @@ def _is_reduction_update(s: S.BufferStore) -> bool:
     return False
 
 
-def codegen_llvm(funcs: dict[str, S.PrimFunc], target, module_name: str = "irc_module"
-                 ) -> LLVMSource:
-    """LLVM IR for lowered PrimFuncs ``{name: func}`` for an llvm ``target``."""
-    cg = CodeGenLLVM(target, module_name)
+def codegen_llvm(funcs: dict[str, S.PrimFunc], target, module_name: str = "irc_module",
+                 message_base: int = 0) -> LLVMSource:
+    """LLVM IR for lowered PrimFuncs ``{name: func}`` for an llvm ``target`` (its kernel
+    message codes above ``message_base``)."""
+    cg = CodeGenLLVM(target, module_name, message_base)
     for name, f in funcs.items():
         cg.add_function(name, f)
     return cg.finish()

@@ -31,7 +31,7 @@ class CompiledObject:
 
     object_code: bytes
     signatures: dict[str, KernelSignature]
-    messages: list[str]
+    messages: dict[int, str]  # return code -> message
     target: str
     externals: list[str] = field(default_factory=list)
     llvm_ir: str = ""  # the optimized LLVM IR text (for get_source)
@@ -85,7 +85,7 @@ def compile_source(src: LLVMSource, target, opt_level: int | None = None) -> Com
                                    f"{_excerpt(ir_text, str(err))}") from None
         obj = tm.emit_object(mod)
     return CompiledObject(object_code=bytes(obj), signatures=dict(src.signatures),
-                          messages=list(src.messages), target=str(t), externals=externals,
+                          messages=dict(src.messages), target=str(t), externals=externals,
                           llvm_ir=ir_text)
 
 

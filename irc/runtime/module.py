@@ -378,7 +378,8 @@ class Module(FunctionTable):
     """Compiled kernels for one target: ``mod[name]`` or ``mod(*args)`` for the entry."""
 
     def __init__(self, object_code: bytes | list[bytes],
-                 signatures: dict[str, KernelSignature], messages: list[str], target: str,
+                 signatures: dict[str, KernelSignature],
+                 messages: list[str] | dict[int, str], target: str,
                  entry_name: str | None = None, externals: list[str] | None = None,
                  llvm_ir: str = ""):
         # One object file, or several when the module was compiled in parts (in parallel,
@@ -386,7 +387,8 @@ class Module(FunctionTable):
         self.objects = ([bytes(object_code)] if isinstance(object_code, (bytes, bytearray))
                         else [bytes(o) for o in object_code])
         self.signatures = dict(signatures)
-        self.messages = list(messages)
+        # A kernel's nonzero return code -> its message (a list: codes 1, 2, ...).
+        self.messages = message_table(messages)
         self.target = target
         self.externals = list(externals or [])
         self.llvm_ir = llvm_ir
@@ -431,8 +433,9 @@ class Module(FunctionTable):
         return list(self.signatures)
 
     def _error(self, name: str, code: int) -> IRCError:
-        if 1 <= code <= len(self.messages):
-            return KernelAssertionError(f"{name}: {self.messages[code - 1]}")
+        message = self.messages.get(code)
+        if message is not None:
+            return KernelAssertionError(f"{name}: {message}")
         return KernelAssertionError(f"{name}: kernel failed with code {code}")
 
     def __repr__(self) -> str:
@@ -468,7 +471,7 @@ class Module(FunctionTable):
     def _metadata(self, with_ir: bool = True) -> dict:
         meta = {"format": FORMAT, "target": self.target, "entry": self.entry_name,
                 "functions": [s.to_json() for s in self.signatures.values()],
-                "messages": self.messages, "externals": self.externals,
+                "messages": _messages_json(self.messages), "externals": self.externals,
                 "llvm_ir": self.llvm_ir if with_ir else ""}
         if len(self.objects) > 1:
             meta["objects"] = [len(o) for o in self.objects]
@@ -520,6 +523,22 @@ def unpack_blob(blob: bytes, magic: bytes, what: str) -> tuple[dict, bytes]:
     return meta, payload
 
 
+def message_table(messages: Any) -> dict[int, str]:
+    """Kernel return code -> message, from a dict or a list (codes 1, 2, ... in order:
+    how a module compiled as one piece numbers them)."""
+    if isinstance(messages, dict):
+        return {int(code): str(text) for code, text in messages.items()}
+    return {i + 1: str(text) for i, text in enumerate(messages)}
+
+
+def _messages_json(messages: dict[int, str]) -> list[str] | dict[str, str]:
+    """The message table for the JSON sidecar: a list when the codes are 1..n (every
+    module compiled as one piece), else an object keyed by code."""
+    if sorted(messages) == list(range(1, len(messages) + 1)):
+        return [messages[code] for code in range(1, len(messages) + 1)]
+    return {str(code): text for code, text in messages.items()}
+
+
 def _from_metadata(meta: dict, obj: bytes) -> Module:
     if meta.get("format") != FORMAT:
         raise BuildError(f"unknown module format {meta.get('format')!r}; expected {FORMAT}")
@@ -535,7 +554,16 @@ def _from_metadata(meta: dict, obj: bytes) -> Module:
             parts.append(obj[at:at + n])
             at += n
         obj = parts
-    return Module(obj, sigs, meta.get("messages", []), meta["target"],
+    messages = meta.get("messages", [])
+    if not isinstance(messages, (list, dict)):
+        raise BuildError(f"the module's message table is a {type(messages).__name__}, not a "
+                         "list or an object (a damaged file)")
+    try:
+        messages = message_table(messages)
+    except ValueError:
+        raise BuildError("the module's message table has a code that is not a whole number "
+                         "(a damaged file)") from None
+    return Module(obj, sigs, messages, meta["target"],
                   entry_name=meta.get("entry") or None, externals=meta.get("externals", []),
                   llvm_ir=meta.get("llvm_ir", ""))
 

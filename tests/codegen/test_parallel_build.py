@@ -117,3 +117,48 @@ def test_network_compiles_in_parts_like_serially(monkeypatch):
         vm = irc.vm.VirtualMachine(ex, irc.cpu())
         outs.append(vm["main"](*ex.random_inputs("main", seed=1)).numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_pieces_number_their_messages_apart_and_the_tables_merge(tmp_path, monkeypatch):
+    """Lowered, generated and compiled in pieces on 3 processes: each piece numbers its
+    kernel messages above its own base, and the module's table holds them all, through
+    files and blobs too (a sparse table is written as an object keyed by code)."""
+    monkeypatch.setenv("IRC_COMPILE_JOBS", "3")
+    n = 7
+    funcs = build_mod.collect_prim_funcs(_kernels(n))
+    mod = build_mod.build_llvm_in_pieces(funcs, "llvm", 3)
+    assert list(mod.signatures) == [f"k{k}" for k in range(n)]
+    assert len(mod.objects) == min(n, 3 * build_mod.PARTS_PER_JOB)
+    assert list(mod.messages.values()) == [f"kernel {n - 1} wants a[0] > 0"]
+    _check(mod, n)
+    for loaded in (Module.deserialize(mod.serialize()), _saved_and_loaded(mod, tmp_path)):
+        assert loaded.messages == mod.messages
+        _check(loaded, n)
+
+
+def _saved_and_loaded(mod, tmp_path):
+    path = str(tmp_path / "pieces.o")
+    mod.save(path)
+    return load_module(path)
+
+
+@pytest.mark.parametrize("table, message", [
+    (["first", "second"], None),                      # the list form: codes 1, 2
+    ({"3": "third", "1048577": "far"}, None),         # the object form
+    ("text", "is a str, not a list or an object"),
+    ({"x": "bad code"}, "not a whole number"),
+])
+def test_message_tables_in_module_files(table, message):
+    from irc.runtime.module import _from_metadata
+    mod = irc.build(_kernels(2), target="llvm")
+    meta = mod._metadata()
+    meta["messages"] = table
+    if message is not None:
+        with pytest.raises(irc.BuildError, match=message):
+            _from_metadata(meta, mod.object_code)
+        return
+    loaded = _from_metadata(meta, mod.object_code)
+    want = ({1: "first", 2: "second"} if isinstance(table, list)
+            else {int(k): v for k, v in table.items()})
+    assert loaded.messages == want
+    assert loaded._metadata()["messages"] == table
