@@ -316,3 +316,27 @@ def test_partial_row_tiles_compute_the_right_convolution(hw, cin, cout, k, strid
     want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
     np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("k,n", [(1280, 1000), (37, 200), (64, 24)])
+def test_matrix_vector_products_take_several_accumulators(k, n):
+    # One row: each accumulator is a chain of dependent FMAs, so a 1000-wide classifier
+    # (125 vectors of 8 lanes) takes 5 vectors per micro-kernel instead of 1.
+    from irc.dlight.cpu.tiling import MAX_ROW_VECTORS, choose_micro_tile, plan_output_tile
+    from irc.tir.schedule.block_info import get_block_infos
+
+    assert choose_micro_tile(1, 125, 16, allow_row_tail=False,
+                             max_nvec=MAX_ROW_VECTORS) == (1, 5, False)
+    assert choose_micro_tile(1, 125, 16, allow_row_tail=False) == (1, 1, False)
+    ks = kernels(graph({"x": (1, k), "w": (k, n)}, 'gv = R.matmul(x, w, out_dtype="void")',
+                       (1, n)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    sch = Schedule(func)
+    info = next(b for b in get_block_infos(sch) if b.block.init is not None)
+    plan = plan_output_tile(info, Target(target))
+    assert plan.mr == 1 and plan.nvec == {1000: 5, 200: 5, 24: 3}[n]
+    after = schedule(func, dl.cpu.Matmul(), target)
+    args = random_args(func)
+    np.testing.assert_allclose(compiled_output(after, args, target), args[0] @ args[1],
+                               rtol=1e-4, atol=1e-4)

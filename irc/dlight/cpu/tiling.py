@@ -50,6 +50,9 @@ from .utils import (
 # `fits_registers`): 16 of AVX-512's 32 registers, 12 of AVX2's 16.
 MAX_ACCUMULATORS = 16
 MAX_ROWS = 8
+# Vectors of a one-row micro-kernel (a matrix-vector product), registers permitting: a
+# 1000-wide classifier (125 vectors of 8) takes 5 accumulators instead of 1.
+MAX_ROW_VECTORS = 8
 MACRO_ROWS = 64
 MACRO_COLS = 256
 # A gather of more than this stride per lane is not worth vectorizing for.
@@ -137,8 +140,12 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
     lanes = vector_lanes(target, store.buffer.dtype)
     width = vector_split(ev, lanes) or largest_divisor(ev, lanes)
     er = info.iters[reg].const_extent if reg is not None else 1
+    # A single row with a broadcast operand (a matrix-vector product): its only
+    # accumulators are its vectors, each a dependent chain of FMAs, so it may take more.
+    single_row = er == 1 and len(vector_operands) < len(ld)
     mr, nvec, row_tail = choose_micro_tile(er, ev // width, target.vector_registers(),
-                                           allow_row_tail=reg is not None)
+                                           allow_row_tail=reg is not None,
+                                           max_nvec=MAX_ROW_VECTORS if single_row else 4)
     gather_ok = reg is not None or all(abs(a.stride(v_var)) <= 1 for a in ld)
     if not gather_ok:
         # Left to LLVM's vectorizer: a power-of-two row it handles with full vectors.
@@ -197,8 +204,8 @@ def tile_cycles(mr: int, nvec: int) -> float:
     return max(mr * nvec / 2, 4.0) + 0.25 * (mr + nvec)
 
 
-def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool
-                      ) -> tuple[int, int, bool]:
+def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
+                      max_nvec: int = 4) -> tuple[int, int, bool]:
     """The micro-kernel ``(mr, nvec, row_tail)`` for ``er`` rows and ``nv`` vectors:
     ``nvec`` divides ``nv`` and the tile fits the registers (:func:`fits_registers`);
     the cheapest by :func:`tile_cycles` per FMA, summed over the row tiles. ``mr`` need
@@ -207,7 +214,7 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool
     exact tile: 7 output columns take 4 + 3 rows of two vectors (0.77 cycles per FMA)
     instead of 7 rows of one (0.86), 49 Winograd tiles 9 x 5 + 4 rows (0.68)."""
     best: dict[bool, tuple] = {}
-    for nvec in (4, 3, 2, 1):
+    for nvec in range(max_nvec, 0, -1):
         if nv % nvec:
             continue
         for mr in range(1, MAX_ROWS + 1):
