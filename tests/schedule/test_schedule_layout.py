@@ -180,3 +180,19 @@ def test_pack_weight_split_transpose_declines_other_maps(text, shape, new_shape)
 
     a = np.zeros(shape, "float32")
     assert layout._split_transpose(IndexMap.parse(text), a, new_shape) is None
+
+
+@pytest.mark.parametrize("shape", [[3, 3, 8, 4, 2, 8], [2, 3, 4, 5], [6], [1, 4, 1, 3]])
+def test_coalesced_transpose_is_numpys_transpose(shape):
+    # Weight packing merges the axes that stay adjacent before copying; every
+    # permutation must give numpy's transpose, C-contiguous.
+    import itertools
+
+    from irc.tir.schedule.layout import coalesced_transpose
+
+    a = np.random.default_rng(0).random(int(np.prod(shape))).astype("float32")
+    for perm in itertools.permutations(range(len(shape))):
+        want = np.ascontiguousarray(a.reshape(shape).transpose(perm))
+        got = coalesced_transpose(a, list(shape), list(perm))
+        assert got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
