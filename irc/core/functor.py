@@ -17,38 +17,69 @@ from typing import Any, Callable
 from .node import Node, node_fields
 
 
-def _handler_name(visitor_cls: type, node_cls: type) -> str | None:
-    # The cache lives on the visitor class itself, so classes defined inside functions
-    # are freed with their cache (a global cache keyed by class would keep them alive).
-    cache = visitor_cls.__dict__.get("_irc_handler_cache")
-    if cache is None:
-        cache = {}
-        visitor_cls._irc_handler_cache = cache
-    if node_cls in cache:
+def _handler(visitor_cls: type, node_cls: type) -> Callable[[Any, Any], Any] | None:
+    """The visitor class's handler function for a node class (None: generic), cached in
+    the class's own table (see :class:`_Handlers`)."""
+    cache = visitor_cls._irc_handlers
+    try:
         return cache[node_cls]
+    except KeyError:
+        pass
     found = None
     for klass in node_cls.__mro__:
-        name = f"visit_{klass.__name__}"
         if klass is Node or klass is object:
             break
-        if hasattr(visitor_cls, name):
-            found = name
+        found = getattr(visitor_cls, f"visit_{klass.__name__}", None)
+        if found is not None:
             break
     cache[node_cls] = found
     return found
 
 
-class Visitor:
+class _Handlers:
+    """Gives every visitor class its own handler table (node class -> handler function
+    or None), created with the class: it lives on the class itself, so classes defined
+    inside functions are freed with their table (a global table keyed by class would
+    keep them alive). Dispatch is then one dictionary lookup and a plain call."""
+
+    _irc_handlers: dict[type, Any] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._irc_handlers = {}
+
+
+# Fields the generic traversals skip.
+_SKIPPED = frozenset(["span"])
+
+
+def _child_fields(node_cls: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(node_cls)
+    if fields is None:
+        fields = tuple(f for f in node_fields(node_cls) if f not in _SKIPPED)
+        _CHILD_FIELDS[node_cls] = fields
+    return fields
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_CONTAINERS = (Node, tuple, list, dict)
+
+
+class Visitor(_Handlers):
     """Read-only traversal. Override ``visit_<Class>`` and call ``generic_visit`` inside
     it to keep descending."""
 
     def visit(self, n: Any) -> None:
         if isinstance(n, Node):
-            name = _handler_name(type(self), type(n))
-            if name is None:
+            cls = type(n)
+            try:
+                fn = self._irc_handlers[cls]
+            except KeyError:
+                fn = _handler(type(self), cls)
+            if fn is None:
                 self.generic_visit(n)
             else:
-                getattr(self, name)(n)
+                fn(self, n)
         elif isinstance(n, (tuple, list)):
             for x in n:
                 self.visit(x)
@@ -59,15 +90,14 @@ class Visitor:
                 self.visit(v)
 
     def generic_visit(self, n: Node) -> None:
-        for f in node_fields(type(n)):
-            if f == "span":
-                continue
+        fields = _CHILD_FIELDS.get(type(n)) or _child_fields(type(n))
+        for f in fields:
             v = getattr(n, f)
-            if isinstance(v, (Node, tuple, list, dict)):
+            if isinstance(v, _CONTAINERS):
                 self.visit(v)
 
 
-class Mutator:
+class Mutator(_Handlers):
     """Copy-on-write rewriting. ``visit_<Class>`` returns the replacement node."""
 
     def __init__(self) -> None:
@@ -80,8 +110,12 @@ class Mutator:
                 hit = self._memo.get(id(n))
                 if hit is not None:
                     return hit[1]
-            name = _handler_name(type(self), type(n))
-            result = self.generic_visit(n) if name is None else getattr(self, name)(n)
+            cls = type(n)
+            try:
+                fn = self._irc_handlers[cls]
+            except KeyError:
+                fn = _handler(type(self), cls)
+            result = self.generic_visit(n) if fn is None else fn(self, n)
             if binding:
                 self._memo[id(n)] = (n, result)
             return result
@@ -104,11 +138,10 @@ class Mutator:
 
     def generic_visit(self, n: Node) -> Node:
         changes = {}
-        for f in node_fields(type(n)):
-            if f == "span":
-                continue
+        fields = _CHILD_FIELDS.get(type(n)) or _child_fields(type(n))
+        for f in fields:
             v = getattr(n, f)
-            if isinstance(v, (Node, tuple, list, dict)):
+            if isinstance(v, _CONTAINERS):
                 nv = self.visit(v)
                 if nv is not v:
                     changes[f] = nv
