@@ -340,3 +340,20 @@ def test_matrix_vector_products_take_several_accumulators(k, n):
     args = random_args(func)
     np.testing.assert_allclose(compiled_output(after, args, target), args[0] @ args[1],
                                rtol=1e-4, atol=1e-4)
+
+
+def test_a_mid_sized_depthwise_convolution_runs_on_both_cores():
+    # 7 x 7 x 960 depthwise (MobileNet-V2's last): 0.4M multiply-adds, each loading both
+    # operands, so it counts as 4x that against the threshold for going parallel.
+    attrs = ('padding=[1, 1, 1, 1], groups=960, data_layout="NHWC", '
+             'kernel_layout="HWIO"')
+    ks = kernels(graph({"x": (1, 7, 7, 960), "w": (3, 3, 1, 960)},
+                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, 7, 7, 960)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    after = schedule(func, dl.cpu.Matmul(), target)
+    assert "parallel" in loop_kinds(after)
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], padding=1, groups=960)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)

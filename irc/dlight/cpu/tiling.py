@@ -71,6 +71,11 @@ MIN_KC = 96
 # A micro-kernel with a partial row tile is chosen over the best exact one only when it
 # is estimated this much cheaper (the estimate is rough; partial tiles cost code size).
 ROW_TAIL_GAIN = 0.05
+# Without a register loop (a depthwise convolution, pooling) a step loads both of its
+# operands: it counts as this many steps of a register-blocked micro-kernel when deciding
+# whether to run on all cores (MobileNet-V2's 7 x 7 x 960 depthwise layer: 0.4M
+# multiply-adds, 60-70 us on one Zen 3 core, where a micro-kernel does 0.5M in 15).
+UNBLOCKED_WORK = 4
 
 
 @dataclass
@@ -330,6 +335,8 @@ def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
             last = sch.split(last, [None, plan.width])[1]
         try_vectorize(sch, last)
     work = work_of([it.extent for it in iters])
+    if plan.reg is None:
+        work *= UNBLOCKED_WORK  # each multiply-add loads its own operands
     if wants_parallel(target, work):
         few = (_count(sch, outer) < 2 * target.num_cores and plan.kc is None
                and not plan.row_tail)
