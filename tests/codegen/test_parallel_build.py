@@ -19,14 +19,15 @@ from irc.tir import stmt as S
 build_mod = importlib.import_module("irc.codegen.build")
 
 
-def _kernels(n_funcs: int) -> IRModule:
-    """``n_funcs`` kernels ``b = a * (k + 1)``; the last one checks ``a[0] > 0``."""
+def _kernels(n_funcs: int, every_one_checks: bool = False) -> IRModule:
+    """``n_funcs`` kernels ``b = a * (k + 1)``; the last one (or, with
+    ``every_one_checks``, each one) checks ``a[0] > 0``."""
     funcs = {}
     for k in range(n_funcs):
         a, b = buf("a", (16,)), buf("b", (16,))
         i = tir.var("i")
         body: S.Stmt = loop(i, 16, store(b, i, a[i] * float(k + 1)))
-        if k == n_funcs - 1:  # a kernel message from the last part
+        if k == n_funcs - 1 or every_one_checks:  # a kernel message from the last part
             body = S.AssertStmt(condition=a[0] > 0.0, message=f"kernel {k} wants a[0] > 0",
                                 body=body)
         funcs[f"k{k}"] = func([a, b], body, name=f"k{k}")
@@ -125,15 +126,20 @@ def test_pieces_number_their_messages_apart_and_the_tables_merge(tmp_path, monke
     files and blobs too (a sparse table is written as an object keyed by code)."""
     monkeypatch.setenv("IRC_COMPILE_JOBS", "3")
     n = 7
-    funcs = build_mod.collect_prim_funcs(_kernels(n))
+    funcs = build_mod.collect_prim_funcs(_kernels(n, every_one_checks=True))
     mod = build_mod.build_llvm_in_pieces(funcs, "llvm", 3)
     assert list(mod.signatures) == [f"k{k}" for k in range(n)]
     assert len(mod.objects) == min(n, 3 * build_mod.PARTS_PER_JOB)
-    assert list(mod.messages.values()) == [f"kernel {n - 1} wants a[0] > 0"]
-    _check(mod, n)
-    for loaded in (Module.deserialize(mod.serialize()), _saved_and_loaded(mod, tmp_path)):
+    # Every piece has a message of its own: with codes numbered alike they would collide.
+    assert sorted(mod.messages.values()) == sorted(f"kernel {k} wants a[0] > 0"
+                                                   for k in range(n))
+    for loaded in (mod, Module.deserialize(mod.serialize()), _saved_and_loaded(mod, tmp_path)):
         assert loaded.messages == mod.messages
         _check(loaded, n)
+        for k in range(n - 1):  # (_check tries the last one)
+            with pytest.raises(irc.runtime.KernelAssertionError,
+                               match=f"k{k}: kernel {k} wants a\\[0\\] > 0"):
+                loaded[f"k{k}"](-np.arange(1, 17, dtype="float32"), np.zeros(16, "float32"))
 
 
 def _saved_and_loaded(mod, tmp_path):
