@@ -357,3 +357,29 @@ def test_a_mid_sized_depthwise_convolution_runs_on_both_cores():
     want = ref.conv2d_nhwc(args[0], args[1], padding=1, groups=960)
     np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("hw,cin,cout,k,stride,grp_macro", [(14, 256, 512, 1, 1, 2),
+                                                            (9, 24, 40, 3, 1, 3)])
+def test_output_rows_join_the_macro_tile_of_narrow_images(hw, cin, cout, k, stride, grp_macro):
+    # 14 output columns make a small macro tile: two output rows share each panel of a
+    # blocked reduction; 9 columns (8 + a partial tile) take three rows.
+    from irc.dlight.cpu.tiling import plan_output_tile
+    from irc.tir.schedule.block_info import get_block_infos
+
+    pad = k // 2
+    out = (hw + 2 * pad - k) // stride + 1
+    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
+             'data_layout="NHWC", kernel_layout="HWIO"')
+    ks = kernels(graph({"x": (1, hw, hw, cin), "w": (k, k, cin, cout)},
+                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, cout)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    info = next(b for b in get_block_infos(Schedule(func)) if b.block.init is not None)
+    plan = plan_output_tile(info, Target(target))
+    assert plan.grp == 1 and plan.grp_macro == grp_macro  # the output rows
+    after = schedule(func, dl.cpu.Matmul(), target)
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)

@@ -12,12 +12,15 @@ sized to the target's vector registers and chosen by an estimate of its cycles,
 :func:`choose_micro_tile`; ``mr`` may leave a partial last row tile). Around the
 micro-kernel, a macro tile (up to 64 rows x 256 columns) keeps the operands in cache,
 and the loops outside it run in parallel. A long reduction whose weight panel would not
-stay in L1 is blocked (:func:`reduction_block`).
+stay in L1 is blocked (:func:`reduction_block`). Where the register loop is short (a
+14 x 14 or 7 x 7 convolution's output columns), the *group loop* ``g`` (the next loop
+that reuses the vector operands: the output rows) adds rows to the macro tile, so more
+row tiles share each panel.
 
 Schedule (:func:`apply_output_tile`): split and reorder to
-``[outer spatial..., r0, v0] [r1a, v1a] [reductions...] [r1, v1]``; the epilogue (or a
-local accumulator's write-back) goes under ``v1a`` so the accumulator shrinks to the
-``mr x nr`` tile (blocked: ``[outer...] [reductions, k0] [v1a, r1a] [k1] [r1, v1]`` with
+``[outer spatial..., g0, r0, v0] [g1, r1a, v1a] [reductions...] [r1, v1]``; the epilogue
+(or a local accumulator's write-back) goes under ``v1a`` so the accumulator shrinks to the
+``mr x nr`` tile (blocked: ``[outer...] [reductions, k0] [v1a, g1, r1a] [k1] [r1, v1]`` with
 the epilogue per macro tile; a partial row tile is the last ``r1a`` iteration, where the
 split's predicate holds, and LoopPartition cuts it off at lowering); the init is
 decomposed before the reductions; ``r1`` is unrolled and ``v1`` vectorized in the init,
@@ -71,6 +74,10 @@ MIN_KC = 96
 # A micro-kernel with a partial row tile is chosen over the best exact one only when it
 # is estimated this much cheaper (the estimate is rough; partial tiles cost code size).
 ROW_TAIL_GAIN = 0.05
+# Rows a macro tile may gather from its register loop and the group loop together (see
+# `TilePlan.grp`): a 14 x 14 convolution's macro tile spans two output rows, a 7 x 7
+# one all seven.
+GROUP_ROWS = 56
 # Without a register loop (a depthwise convolution, pooling) a step loads both of its
 # operands: it counts as this many steps of a register-blocked micro-kernel when deciding
 # whether to run on all cores (MobileNet-V2's 7 x 7 x 960 depthwise layer: 0.4M
@@ -101,6 +108,11 @@ class TilePlan:
     # Whether ``mr`` leaves a partial last row tile (all row tiles then form one macro
     # tile, and LoopPartition cuts the partial one off at lowering).
     row_tail: bool = False
+    # A second spatial loop along which the vector operands stay the same (a conv's
+    # output rows, beside its columns in ``reg``), and how many of its iterations join
+    # the macro tile (at most ``GROUP_ROWS`` rows with the register loop's).
+    grp: int | None = None
+    grp_macro: int = 1
 
     @property
     def nr(self) -> int:
@@ -132,14 +144,14 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
             return None
         if s != 0:
             vector_operands.append(a)
-    reg = None
+    reg = grp = None
     for k, it in enumerate(info.iters):
         if k == vec or it.kind != "S" or it.var is None:
             continue
         if (it.const_extent or 0) < 2:
             continue
         if all(a.stride(it.var) == 0 for a in vector_operands):
-            reg = k  # the innermost qualifying loop wins
+            grp, reg = reg, k  # the innermost qualifying loop wins, the next one groups
     if need_reuse and reg is None:
         return None
     lanes = vector_lanes(target, store.buffer.dtype)
@@ -159,10 +171,11 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
         nvec = 1
     outer = 1
     for k, it in enumerate(info.iters):
-        if it.kind == "S" and k not in (vec, reg):
+        if it.kind == "S" and k not in (vec, reg, grp):
             outer *= it.const_extent or 64
+    eg = info.iters[grp].const_extent if grp is not None else 1
     cores = max(1, target.num_cores)
-    if row_tail and outer * ceil(ev / (width * nvec)) < 2 * cores:
+    if row_tail and outer * eg * ceil(ev / (width * nvec)) < 2 * cores:
         # The partial tile's loop must stay out of the parallel loop (LoopPartition
         # cuts serial loops only): without enough other parallel work, tile exactly.
         mr, nvec, row_tail = choose_micro_tile(er, ev // width, target.vector_registers(),
@@ -183,8 +196,11 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
     else:
         reg_macro = largest_divisor(er // mr, max(1, MACRO_ROWS // mr)) if reg is not None else 1
 
+    grp_macro = 1
+
     def outer_count() -> int:
-        return outer * ceil(er / (mr * reg_macro)) * max(1, ceil(ev / (nr * vec_macro)))
+        return (outer * (eg // grp_macro) * ceil(er / (mr * reg_macro))
+                * max(1, ceil(ev / (nr * vec_macro))))
 
     # Keep at least a few parallel tasks per core: shrink the macro tile if needed.
     while outer_count() < 4 * cores and (vec_macro > 1 or (reg_macro > 1 and not row_tail)):
@@ -192,12 +208,31 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
             vec_macro = largest_divisor(ev // nr, vec_macro - 1) or 1
         else:
             reg_macro = largest_divisor(er // mr, reg_macro - 1) or 1
-    kc = None
-    if (reg is not None and reg_macro >= MIN_BLOCKED_ROW_TILES
-            and outer_count() >= 2 * cores):
-        kc = reduction_block(info, nr, mr * reg_macro, max(1, dt.bits(store.buffer.dtype) // 8))
+    elem = max(1, dt.bits(store.buffer.dtype) // 8)
+
+    def block() -> int | None:
+        if (reg is not None and reg_macro * grp_macro >= MIN_BLOCKED_ROW_TILES
+                and outer_count() >= 2 * cores):
+            return reduction_block(info, nr, mr * reg_macro * grp_macro, elem)
+        return None
+
+    kc = block()
+    if grp is not None and (kc is not None or vec_macro == 1):
+        # Rows of the group loop join the macro tile of a blocked reduction (sharing
+        # each panel) or of a single column tile (sharing its weights in cache), while
+        # the tile keeps enough parallel tasks and a blocked reduction keeps its block.
+        rows = er if row_tail else mr * reg_macro
+        for g in sorted((d for d in range(2, eg + 1) if eg % d == 0), reverse=True):
+            if g * rows > GROUP_ROWS:
+                continue
+            grp_macro = g
+            if outer_count() >= 4 * cores and (kc is None or block() == kc):
+                kc = block()
+                break
+            grp_macro = 1
     return TilePlan(vec=vec, width=width, nvec=nvec, reg=reg, mr=mr, vec_macro=vec_macro,
-                    reg_macro=reg_macro, gather_ok=gather_ok, kc=kc, row_tail=row_tail)
+                    reg_macro=reg_macro, gather_ok=gather_ok, kc=kc, row_tail=row_tail,
+                    grp=grp if grp_macro > 1 else None, grp_macro=grp_macro)
 
 
 def tile_cycles(mr: int, nvec: int) -> float:
@@ -286,19 +321,23 @@ def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
     r0 = r1a = r1 = None
     if plan.reg is not None:
         r0, r1a, r1 = sch.split(iters[plan.reg].loop_rv, [None, plan.reg_macro, plan.mr])
+    g1 = None
     outer = []
     big = _largest_load(info)
     for k, it in enumerate(iters):
         if it.kind != "S":
             continue
         loop = v0 if k == plan.vec else (r0 if k == plan.reg else it.loop_rv)
+        if k == plan.grp:
+            loop, g1 = sch.split(it.loop_rv, [None, plan.grp_macro])
         # The loops along which the largest input stays the same go inside the others,
         # so its tile stays in cache across them (a conv's weights across output rows).
         reuses = big is not None and big.stride(it.var) == 0
         outer.append((reuses, loop))
     outer = [loop for _, loop in sorted(outer, key=lambda x: x[0])]
     red = [it.loop_rv for it in iters if it.kind == "R"]
-    mid = ([r1a] if r1a is not None else []) + [v1a]
+    rows = [lp for lp in (g1, r1a) if lp is not None]
+    mid = rows + [v1a]
     inner = ([r1] if r1 is not None else []) + [vu, v1]
     k1 = None
     if plan.kc is not None:
@@ -310,7 +349,7 @@ def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
             red = red[:-1] + [k0]
         else:
             red, k1 = red[:-1], red[-1]
-        mid = mid[::-1]
+        mid = [v1a] + rows
         sch.reorder(*outer, *red, *mid, k1, *inner)
         tile_loop = outer[-1]
     else:
