@@ -297,18 +297,24 @@ def test_micro_tile_choice_takes_a_partial_row_tile_only_where_it_pays():
     assert choose_micro_tile(7, 4, 32, allow_row_tail=True) == (7, 2, False)
 
 
-@pytest.mark.parametrize("hw,cin,cout,k,stride", [(7, 64, 64, 1, 1), (13, 24, 48, 3, 1),
-                                                  (14, 32, 32, 3, 2)])
-def test_partial_row_tiles_compute_the_right_convolution(hw, cin, cout, k, stride):
-    # A 16-register target takes 4 + 3 rows for 7 output columns (and so on): the
-    # partial tile is cut off at lowering (LoopPartition) and must not write past the row.
+def _nhwc_conv(hw, cin, cout, k, stride):
+    """The kernel of a square NHWC convolution padded to keep its size at stride 1, and
+    the padding."""
     pad = k // 2
     out = (hw + 2 * pad - k) // stride + 1
     attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
              'data_layout="NHWC", kernel_layout="HWIO"')
     ks = kernels(graph({"x": (1, hw, hw, cin), "w": (k, k, cin, cout)},
                        f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, cout)))
-    func = next(iter(ks.values()))
+    return next(iter(ks.values())), pad
+
+
+@pytest.mark.parametrize("hw,cin,cout,k,stride", [(7, 64, 64, 1, 1), (13, 24, 48, 3, 1),
+                                                  (14, 32, 32, 3, 2)])
+def test_partial_row_tiles_compute_the_right_convolution(hw, cin, cout, k, stride):
+    # A 16-register target takes 4 + 3 rows for 7 output columns (and so on): the
+    # partial tile is cut off at lowering (LoopPartition) and must not write past the row.
+    func, pad = _nhwc_conv(hw, cin, cout, k, stride)
     target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
     after = schedule(func, dl.cpu.Matmul(), target)
     assert after is not None and "T.where" in after.script()
@@ -367,13 +373,7 @@ def test_output_rows_join_the_macro_tile_of_narrow_images(hw, cin, cout, k, stri
     from irc.dlight.cpu.tiling import plan_output_tile
     from irc.tir.schedule.block_info import get_block_infos
 
-    pad = k // 2
-    out = (hw + 2 * pad - k) // stride + 1
-    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
-             'data_layout="NHWC", kernel_layout="HWIO"')
-    ks = kernels(graph({"x": (1, hw, hw, cin), "w": (k, k, cin, cout)},
-                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, cout)))
-    func = next(iter(ks.values()))
+    func, pad = _nhwc_conv(hw, cin, cout, k, stride)
     target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
     info = next(b for b in get_block_infos(Schedule(func)) if b.block.init is not None)
     plan = plan_output_tile(info, Target(target))
