@@ -383,3 +383,31 @@ def test_output_rows_join_the_macro_tile_of_narrow_images(hw, cin, cout, k, stri
     want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
     np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("hw,c,k,stride,dilation", [(13, 20, 3, 1, 1), (13, 20, 3, 2, 1),
+                                                     (11, 12, 3, 1, 2), (9, 7, 5, 2, 1)])
+def test_depthwise_padding_guards_are_unswitched_and_match_at_the_border(hw, c, k, stride,
+                                                                        dilation):
+    # Tiles inside the image take a copy without the guards (UnswitchGuards); odd sizes,
+    # channels not a multiple of the vector width, stride 2 and dilation cross the border.
+    from irc.tir.transform import lower_primfunc
+
+    pad = dilation * (k // 2)
+    out = (hw + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
+             f'dilation=[{dilation}, {dilation}], groups={c}, data_layout="NHWC", '
+             'kernel_layout="HWIO"')
+    ks = kernels(graph({"x": (1, hw, hw, c), "w": (k, k, 1, c)},
+                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, c)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    after = schedule(func, dl.cpu.Matmul(), target)
+    assert "irc.unswitch_guards" in after.script()
+    lowered = lower_primfunc(after)
+    assert "irc.unswitch_guards" not in lowered.script()
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad,
+                           dilation=dilation, groups=c)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)

@@ -37,7 +37,15 @@ from math import ceil
 from ...core import dtype as dt
 from ...core.target import Target
 from ...tir.schedule import BlockRV, Schedule
-from ...tir.schedule.block_info import BlockInfo, const_int, innermost_spatial_var, loads, store_of
+from ...tir.schedule.block_info import (
+    BlockInfo,
+    const_int,
+    has_if_then_else,
+    innermost_spatial_var,
+    loads,
+    store_of,
+)
+from ...tir.transform.unswitch_guards import UNSWITCH_KEY
 from .utils import (
     largest_divisor,
     try_parallel,
@@ -376,12 +384,22 @@ def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
     work = work_of([it.extent for it in iters])
     if plan.reg is None:
         work *= UNBLOCKED_WORK  # each multiply-add loads its own operands
+    tile = mid[-1]
     if wants_parallel(target, work):
         few = (_count(sch, outer) < 2 * target.num_cores and plan.kc is None
                and not plan.row_tail)
         chain = outer + (mid if few else [])
         fused = sch.fuse(*chain) if len(chain) > 1 else chain[0]
         try_parallel(sch, fused)
+        if few:
+            tile = fused
+    store = store_of(info.block)
+    if plan.reg is None and store is not None and has_if_then_else(store.value):
+        # Padding guards of a reduction without a register loop (a depthwise
+        # convolution: one guard per multiply-add): tiles inside the image get a copy
+        # without them. (Register-blocked micro-kernels guard one broadcast per row and
+        # ran no faster versioned.)
+        sch.annotate(tile, UNSWITCH_KEY, 1)
 
 
 def _largest_load(info: BlockInfo):

@@ -31,6 +31,7 @@ from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, StmtSimplifier, simplify
 from .thread_sync import ThreadSync
 from .unroll_loop import UnrollLoop, unroll_loop
+from .unswitch_guards import UNSWITCH_KEY, UnswitchGuards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "Simplify",
     "StmtSimplifier",
     "UnrollLoop",
+    "UnswitchGuards",
+    "UNSWITCH_KEY",
     "VectorizeLoop",
     "compact_buffer_allocation",
     "convert_blocks_to_opaque",

@@ -11,15 +11,17 @@ The passes run in this order (each is documented in its own module):
 6. Simplify
 7. LowerOpaqueBlock — blocks disappear; Allocate/DeclBuffer, predicates become ifs
 8. LoopPartition — loops are cut where a predicate changes (partial tiles)
-9. InsertBoundChecks — index checks, in functions built with ``check_bounds``
-10. FlattenBuffer — every access is 1-D
-11. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
+9. UnswitchGuards — annotated tiles get a copy without padding guards, for the tiles
+   inside the image
+10. InsertBoundChecks — index checks, in functions built with ``check_bounds``
+11. FlattenBuffer — every access is 1-D
+12. LowerNarrowDTypes — float8/float4/int4/int2 values compute in float32/int32, stored
     as bytes
-12. Simplify
-13. VectorizeLoop — vectorized loops become vector expressions
-14. UnrollLoop — unrolled loops and auto-unroll pragmas expand
-15. Simplify
-16. RemoveNoOp
+13. Simplify
+14. VectorizeLoop — vectorized loops become vector expressions
+15. UnrollLoop — unrolled loops and auto-unroll pragmas expand
+16. Simplify
+17. RemoveNoOp
 
 The passes form one ``Sequential`` named ``LowerTIR`` (:data:`LOWER_TIR`), so the
 instruments of the current ``PassContext`` (timing, printing, round-trip and
@@ -52,6 +54,7 @@ from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
 from .thread_sync import ThreadSync
 from .unroll_loop import UnrollLoop
+from .unswitch_guards import UnswitchGuards
 from .vectorize_loop import VectorizeLoop
 
 LOWERING_PASSES = (
@@ -63,6 +66,7 @@ LOWERING_PASSES = (
     Simplify(),
     LowerOpaqueBlock(),
     LoopPartition(),
+    UnswitchGuards(),
     InsertBoundChecks(),
     FlattenBuffer(),
     LowerNarrowDTypes(),
