@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 from ...core.node import node_fields
 from ..expr import IntImm
@@ -44,3 +44,18 @@ def flat_seq(stmts) -> Stmt:
     if len(flat) == 1:
         return flat[0]
     return SeqStmt(seq=tuple(flat))
+
+
+def iter_stmts(s: Stmt) -> Iterator[Stmt]:
+    """Every statement of ``s`` (pre-order by a stack; the order is not to be relied
+    on), blocks' bodies excluded."""
+    stack = [s]
+    while stack:
+        x = stack.pop()
+        yield x
+        for f in ("body", "then_case", "else_case", "seq"):
+            v = getattr(x, f, None)
+            if isinstance(v, Stmt):
+                stack.append(v)
+            elif isinstance(v, (list, tuple)):
+                stack.extend(y for y in v if isinstance(y, Stmt))

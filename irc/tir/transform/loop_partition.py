@@ -33,12 +33,11 @@ provably true or false on its range (run :class:`Simplify` next to remove them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..analysis.var_use import uses_var
 from ..arith import Analyzer
 from ..expr import GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var
-from ..functor.stmt_util import flat_seq, map_stmt_children
+from ..functor.stmt_util import flat_seq, iter_stmts, map_stmt_children
 from ..stmt import For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
 from .unroll_loop import fresh_copy
@@ -56,29 +55,15 @@ def _const(e: PrimExpr) -> int | None:
     return e.value if type(e) is IntImm else None
 
 
-def _statements(s: Stmt) -> Iterator[Stmt]:
-    """Every statement of ``s`` (pre-order by a stack; the order does not matter here)."""
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        yield x
-        for f in ("body", "then_case", "else_case", "seq"):
-            v = getattr(x, f, None)
-            if isinstance(v, Stmt):
-                stack.append(v)
-            elif isinstance(v, (list, tuple)):
-                stack.extend(y for y in v if isinstance(y, Stmt))
-
-
 def _has_if(s: Stmt) -> bool:
-    return any(type(x) is IfThenElse for x in _statements(s))
+    return any(type(x) is IfThenElse for x in iter_stmts(s))
 
 
 def _conditions(s: Stmt, var: Var, an: Analyzer) -> list[PrimExpr]:
     """The bounds in ``if`` conditions below ``s`` that mention ``var``; binds the
     constant-bounded loops below ``s`` to their ranges on the way."""
     found: list[PrimExpr] = []
-    for x in _statements(s):
+    for x in iter_stmts(s):
         t = type(x)
         if t is For:
             lo, ext = _const(x.min), _const(x.extent)

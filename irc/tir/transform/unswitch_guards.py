@@ -31,7 +31,7 @@ from ..analysis.var_use import uses_var
 from ..arith import Analyzer
 from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Var
 from ..functor.rewriter import IRRewriter
-from ..functor.stmt_util import map_stmt_children
+from ..functor.stmt_util import iter_stmts, map_stmt_children
 from ..stmt import Allocate, For, IfThenElse, LetStmt, PrimFunc, Stmt
 from .base import PrimFuncPass
 from .unroll_loop import fresh_copy
@@ -63,9 +63,7 @@ def _inner_scope(body: Stmt) -> tuple[dict[Var, Range], list[Var]]:
     defines (lets, allocations)."""
     loops: dict[Var, Range] = {}
     other: list[Var] = []
-    stack: list = [body]
-    while stack:
-        x = stack.pop()
+    for x in iter_stmts(body):
         t = type(x)
         if t is For:
             loops[x.loop_var] = Range(min=x.min, extent=x.extent)
@@ -73,13 +71,6 @@ def _inner_scope(body: Stmt) -> tuple[dict[Var, Range], list[Var]]:
             other.append(x.var)
         elif t is Allocate:
             other.append(x.buffer_var)
-        for f in ("body", "then_case", "else_case"):
-            v = getattr(x, f, None)
-            if isinstance(v, Stmt):
-                stack.append(v)
-        seq = getattr(x, "seq", None)
-        if isinstance(seq, (list, tuple)):
-            stack.extend(seq)
     return loops, other
 
 
@@ -168,19 +159,8 @@ def _visit(s: Stmt) -> Stmt:
 
 
 def _annotated(s: Stmt) -> bool:
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        if type(x) is For and x.annotations and UNSWITCH_KEY in x.annotations:
-            return True
-        for f in ("body", "then_case", "else_case"):
-            v = getattr(x, f, None)
-            if isinstance(v, Stmt):
-                stack.append(v)
-        seq = getattr(x, "seq", None)
-        if isinstance(seq, (list, tuple)):
-            stack.extend(seq)
-    return False
+    return any(type(x) is For and x.annotations and UNSWITCH_KEY in x.annotations
+               for x in iter_stmts(s))
 
 
 @dataclass(frozen=True)
