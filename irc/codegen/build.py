@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..core.diagnostics import BuildError
 from ..core.functor import Visitor
+from ..core.gc_pauses import with_fewer_gc_pauses
 from ..core.module import IRModule
 from ..core.parallel import fork_pull, worker_count
 from ..core.structural import structural_hash_hex
@@ -117,6 +118,7 @@ def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -
     return (structural_hash_hex(list(funcs.items())), names, str(target), options, checked)
 
 
+@with_fewer_gc_pauses
 def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None,
           check_bounds: bool = False) -> Any:
     """Compile loop functions for ``target`` (default: the current target, else "llvm")

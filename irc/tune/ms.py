@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence, TextIO
 
 from ..core.diagnostics import TuningError
+from ..core.gc_pauses import with_fewer_gc_pauses
 from ..core.module import IRModule
 from ..core.target import Target
 from ..core.transform import Pass, PassContext
@@ -58,6 +59,7 @@ def _run(tasks: Sequence[TuneTask], work_dir: str, target: Target, max_trials_gl
     return db
 
 
+@with_fewer_gc_pauses
 def tune_tir(mod: IRModule | PrimFunc, target: Any, work_dir: str, max_trials_global: int,
              *, num_trials_per_iter: int | None = None, time_budget: float | None = None,
              database: Database | None = None, builder: Any = None, runner: Any = None,
@@ -91,6 +93,7 @@ def network_runner(log_dir: str | None = None) -> LocalRunner:
     return LocalRunner(**NETWORK_RUNNER_OPTIONS, log_dir=log_dir)
 
 
+@with_fewer_gc_pauses
 def tune_relax(mod: Any, params: Any, target: Any, work_dir: str, max_trials_global: int,
                time_budget: float | None = None, *, num_trials_per_iter: int | None = None,
                database: Database | None = None, builder: Any = None, runner: Any = None,

@@ -13,6 +13,7 @@ from typing import Any
 from .. import passes
 from ..codegen import build as build_kernels
 from ..core.diagnostics import BuildError, MissingDependencyError
+from ..core.gc_pauses import with_fewer_gc_pauses
 from ..core.module import IRModule
 from ..core.target import Target
 from ..dispatch import (
@@ -30,6 +31,7 @@ from .compiler import ConstantPool, compile_functions
 from .executable import Executable
 
 
+@with_fewer_gc_pauses
 def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
             params: dict | None = None, dispatch: Any = None,
             check_bounds: bool = False) -> Executable:

@@ -37,6 +37,7 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRCError, MissingDependencyError, UnsupportedOperatorError
+from ...core.gc_pauses import with_fewer_gc_pauses
 from ...core.module import IRModule
 from ...ir import ops
 from ...ir.block_builder import BlockBuilder
@@ -912,6 +913,7 @@ def _reference_run(onnx: Any, node: Any, arrays: list[np.ndarray | None],
     return [np.asarray(r) for r in res]
 
 
+@with_fewer_gc_pauses
 def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: dict | None = None,
               opset: int | None = None, keep_params_in_input: bool = False) -> Any:
     """Import an ONNX model (``onnx.ModelProto``, a path, with external data files next to
