@@ -229,3 +229,21 @@ def test_rule_schedules_both_transforms(channels):
             assert ("T.vectorized" in text) == (channels != 17)
             kinds.append("input" if "input" in gv.name_hint else "output")
     assert sorted(kinds) == ["input", "output"]
+
+
+def test_resnet_sized_transforms_run_on_all_cores():
+    """Each transformed element sums several loads: a 56 x 56 x 64 layer's transforms
+    (451,584 and 200,704 elements) run in parallel on a 2-core target, where they were
+    counted as one operation each and stayed on one core."""
+    model, _ = _conv_model(64, 64, 56, 56, [1] * 4)
+    with Target("llvm"), PassContext(config={"winograd.tile": 4}):
+        mod = passes.Sequential(list(passes.get_pipeline("default").passes[:-1]))(
+            from_onnx(model))
+    target = Target("llvm -num-cores 2")
+    kinds = []
+    for gv, f in mod.functions.items():
+        if isinstance(f, PrimFunc) and "winograd" in gv.name_hint:
+            sch = WinogradTransform().apply(f, target)
+            assert "T.parallel" in sch.mod.script(), gv.name_hint
+            kinds.append("input" if "input" in gv.name_hint else "output")
+    assert sorted(kinds) == ["input", "output"]
