@@ -411,3 +411,17 @@ def test_depthwise_padding_guards_are_unswitched_and_match_at_the_border(hw, c, 
                            dilation=dilation, groups=c)
     np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
                                atol=1e-4)
+
+
+def test_a_transposing_copy_runs_on_both_cores():
+    # BERT's key transpose (128 x 768 into 12 x 64 x 128): 98k elements, each a load of
+    # its own row, count as 8 operations each against the threshold for going parallel.
+    ks = kernels(graph({"x": (128, 12, 64)}, "gv = R.permute_dims(x, axes=[1, 2, 0])",
+                       (12, 64, 128)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    after = schedule(func, dl.cpu.Elementwise(), target)
+    assert "parallel" in loop_kinds(after)
+    args = random_args(func)
+    np.testing.assert_allclose(compiled_output(after, args, target),
+                               args[0].transpose(1, 2, 0))

@@ -25,6 +25,11 @@ from ...tir.stmt import PrimFunc
 # when another process holds the other core, a scheduler time slice (milliseconds) for
 # the late thread to reach the barrier.
 PARALLEL_MIN_WORK = 1 << 19
+# An element of an injective block that reads across rows (a transpose, a layout
+# change) counts as this many operations: each is a load of its own cache line, and
+# BERT's 98k-element key transposes and MobileNet-V2's input transpose took 100-200 us
+# on one core.
+GATHER_WORK = 8
 # Symbolic extents count as this many iterations when estimating work.
 SYMBOLIC_EXTENT_GUESS = 64
 
@@ -143,6 +148,8 @@ def schedule_injective_block(sch: Schedule, info: BlockInfo, target: Target,
     store = store_of(info.block)
     lanes = vector_lanes(target, store.buffer.dtype if store is not None else "float32")
     work = work_of([it.extent for it in iters])
+    if _gathers(info, iters[-1]):
+        work *= GATHER_WORK
     parallel = allow_parallel and wants_parallel(target, work)
     pair = _transposed_pair(info, iters)
     if pair is not None and all(iters[k].const_extent for k in pair):
@@ -190,6 +197,19 @@ def _parallel_prefix(sch: Schedule, loops: list[LoopRV], target: Target) -> list
         if count >= 8 * target.num_cores:
             break
     return out
+
+
+def _gathers(info: BlockInfo, it) -> bool:
+    """Whether a read of the block moves along ``it`` (the innermost loop of its store)
+    by other than 0 or 1 elements, or by no constant stride."""
+    if it.var is None:
+        return False
+    for a in block_accesses(info.block):
+        if a.kind == "read":
+            s = a.stride(it.var)
+            if s is None or s not in (0, 1):
+                return True
+    return False
 
 
 def _store_contiguous_in(info: BlockInfo, it) -> bool:
