@@ -425,3 +425,20 @@ def test_a_transposing_copy_runs_on_both_cores():
     args = random_args(func)
     np.testing.assert_allclose(compiled_output(after, args, target),
                                args[0].transpose(1, 2, 0))
+
+
+def test_parallel_row_reductions_keep_vectorized_stages_and_one_init():
+    # Attention's softmax (12 heads x 128 rows): its rows run in parallel, and each row's
+    # elementwise stages are still vectorized and each reduction initialized once before
+    # its loop (fusing the row loops first used to hide the rows from those steps).
+    ks = kernels(graph({"x": (1, 12, 128, 128)}, "gv = R.nn.softmax(x, axis=-1)",
+                       (1, 12, 128, 128)))
+    func = next(iter(ks.values()))
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    after = schedule(func, dl.cpu.Reduction(), target)
+    kinds = loop_kinds(after)
+    assert "parallel" in kinds and "vectorized" in kinds
+    assert "T.init()" not in after.script()
+    args = random_args(func)
+    np.testing.assert_allclose(compiled_output(after, args, target), ref.softmax(args[0]),
+                               rtol=1e-5, atol=1e-6)

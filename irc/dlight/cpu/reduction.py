@@ -74,12 +74,14 @@ def schedule_rows(sch: Schedule, target: Target) -> Schedule | None:
                              "loop: %s", b.name, err.message)
                 return None
     total = sum(work_of([it.extent for it in b.iters]) for b in infos) * ROW_WORK
-    if depth and wants_parallel(target, total):
-        fused = sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0]
-        try_parallel(sch, fused)
+    # The stages first: fused, the row loops would become one iterator of each block
+    # and ``depth`` would no longer count them.
     for b in get_block_infos(sch) or []:
         _vectorize_row(sch, b, target, depth)
         _decompose_row(sch, b, depth)
+    if depth and wants_parallel(target, total):
+        fused = sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0]
+        try_parallel(sch, fused)
     return sch
 
 
