@@ -13,15 +13,16 @@ from irc.core.gc_pauses import GC_THRESHOLD, fewer_gc_pauses, with_fewer_gc_paus
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "convnet.ir"
 
 
-@pytest.fixture
-def threshold():
+@pytest.fixture(autouse=True)
+def default_threshold():
+    """Every test starts from CPython's default thresholds and leaves them as found."""
     old = gc.get_threshold()
     gc.set_threshold(700, 10, 10)
     yield
     gc.set_threshold(*old)
 
 
-def test_raised_inside_and_restored_after(threshold):
+def test_raised_inside_and_restored_after():
     with fewer_gc_pauses():
         assert gc.get_threshold() == (GC_THRESHOLD, 10, 10)
         with fewer_gc_pauses():  # nested: the outer setting stays
@@ -30,7 +31,7 @@ def test_raised_inside_and_restored_after(threshold):
     assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_restored_when_the_call_raises(threshold):
+def test_restored_when_the_call_raises():
     @with_fewer_gc_pauses
     def fails():
         assert gc.get_threshold()[0] == GC_THRESHOLD
@@ -42,7 +43,7 @@ def test_restored_when_the_call_raises(threshold):
 
 
 @pytest.mark.parametrize("user", [0, 2 * GC_THRESHOLD])
-def test_a_programs_own_setting_is_kept(threshold, user):
+def test_a_programs_own_setting_is_kept(user):
     # 0 disables automatic collection; a higher threshold was chosen on purpose.
     gc.set_threshold(user, 10, 10)
     with fewer_gc_pauses():
@@ -50,7 +51,7 @@ def test_a_programs_own_setting_is_kept(threshold, user):
     assert gc.get_threshold() == (user, 10, 10)
 
 
-def test_compile_raises_it_and_leaves_it_as_it_was(threshold, monkeypatch):
+def test_compile_raises_it_and_leaves_it_as_it_was(monkeypatch):
     import irc
     import irc.vm.build as vb
 
