@@ -124,13 +124,14 @@ def unswitch(loop: For) -> For:
     if not finder.found:
         return loop.replace(annotations=ann)
     loops, other = _inner_scope(body)
-    inner = {id(v) for v in loops} | {id(v) for v in other}
+    defined = {id(v) for v in other}
+    inner = {id(v) for v in loops} | defined
     an = Analyzer()
     replace: dict[int, PrimExpr] = {}
     conds: dict[str, PrimExpr] = {}
     for call in {id(c): c for c in finder.found}.values():
         cond, value = call.args[0], call.args[1]
-        if uses_var(cond, lambda v: id(v) in {id(x) for x in other}):
+        if uses_var(cond, lambda v: id(v) in defined):
             continue
         holds = _always(an, cond, loops, inner)
         if holds is None:
