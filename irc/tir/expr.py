@@ -726,6 +726,16 @@ def select(condition: ExprLike, true_value: ExprLike, false_value: ExprLike) -> 
     return Select(dtype=t.dtype, condition=cond, true_value=t, false_value=f)
 
 
+def conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    """The terms of a conjunction ``a and b and ...`` (a literal true contributes none):
+    a tile's predicate joins one bound per split loop, a padding guard one per edge."""
+    if type(cond) is And:
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    if type(cond) is IntImm and cond.value == 1 and cond.dtype == "bool":
+        return []
+    return [cond]
+
+
 def if_then_else(condition: ExprLike, true_value: ExprLike, false_value: ExprLike) -> PrimExpr:
     """Like select, but only the chosen side is evaluated (safe for guarded loads)."""
     cond = _as_bool(condition)

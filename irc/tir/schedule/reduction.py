@@ -14,7 +14,6 @@ from ...core.structural import structural_equal
 from ..buffer import Buffer
 from ..expr import (
     Add,
-    And,
     BufferLoad,
     IntImm,
     IterVar,
@@ -24,6 +23,7 @@ from ..expr import (
     PrimExpr,
     Range,
     Var,
+    conjuncts,
     const,
     max_,
     min_,
@@ -43,18 +43,10 @@ from .state import FuncIndex, buffer_names, child_blocks, fresh_name, var_ids
 _REDUCERS = {Add: "sum", Mul: "prod", Max: "max", Min: "min"}
 
 
-def _conjuncts(p: PrimExpr) -> list[PrimExpr]:
-    if type(p) is And:
-        return _conjuncts(p.a) + _conjuncts(p.b)
-    if type(p) is IntImm and p.value == 1:
-        return []
-    return [p]
-
-
 def _predicate_over(p: PrimExpr, allowed: set[int], vmap: dict[int, PrimExpr]) -> PrimExpr:
     """The conjuncts of ``p`` that only use variables in ``allowed``, substituted."""
     out: PrimExpr = const(True)
-    for c in _conjuncts(p):
+    for c in conjuncts(p):
         if var_ids(c) <= allowed:
             out = and_predicate(out, substitute_vars(c, vmap))
     return out
@@ -175,7 +167,7 @@ def _check_no_empty_slice(P: str, block: Block, r: BlockRealize, loops: list[For
                                       if id(lp.loop_var) in reduce_ids and lp is not loop}
     probe_map[id(loop.loop_var)] = simplify(loop.min + loop.extent - 1)
     watched = set(probe_map)
-    for c in _conjuncts(r.predicate):
+    for c in conjuncts(r.predicate):
         if not var_ids(c) & watched:
             continue
         probe = simplify(substitute_vars(c, probe_map))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ..analysis.var_use import uses_var
 from ..arith import Analyzer
-from ..expr import GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var
+from ..expr import GE, GT, LE, LT, IntImm, PrimExpr, Range, Var, conjuncts
 from ..functor.stmt_util import flat_seq, iter_stmts, map_stmt_children
 from ..stmt import For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
@@ -70,16 +70,9 @@ def _conditions(s: Stmt, var: Var, an: Analyzer) -> list[PrimExpr]:
             if lo is not None and ext is not None and ext > 0:
                 an.bind(x.loop_var, Range(min=x.min, extent=x.extent), allow_override=True)
         elif t is IfThenElse:
-            found.extend(c for c in _conjuncts(x.condition)
+            found.extend(c for c in conjuncts(x.condition)
                          if type(c) in _BOUNDS and uses_var(c, lambda v: v is var))
     return found
-
-
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    """The terms of a conjunction (a tile's predicate joins one bound per split loop)."""
-    if type(cond) is And:
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
 
 
 def _holds_on(an: Analyzer, cond: PrimExpr, var: Var, lo: int, hi: int) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..analysis.var_use import uses_var
 from ..arith import Analyzer
-from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Var
+from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Var, conjuncts
 from ..functor.rewriter import IRRewriter
 from ..functor.stmt_util import iter_stmts, map_stmt_children
 from ..stmt import Allocate, For, IfThenElse, LetStmt, PrimFunc, Stmt
@@ -74,12 +74,6 @@ def _inner_scope(body: Stmt) -> tuple[dict[Var, Range], list[Var]]:
     return loops, other
 
 
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    if type(cond) is And:
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
 def _slack(c: PrimExpr) -> tuple[PrimExpr, int] | None:
     """``(d, k)`` such that the bound ``c`` holds exactly when ``d >= k``."""
     t = type(c)
@@ -99,7 +93,7 @@ def _always(an: Analyzer, cond: PrimExpr, loops: dict[Var, Range],
     """Conditions on the outer variables under which ``cond`` holds for every value of
     the inner ``loops``, or None when there are none to state."""
     out = []
-    for c in _conjuncts(cond):
+    for c in conjuncts(cond):
         s = _slack(c)
         if s is None:
             return None
