@@ -38,12 +38,6 @@ from .utils import (
 
 logger = logging.getLogger(__name__)
 
-# Each element of a row reduction's stages counts as this many operations against the
-# threshold for running the rows on all cores: a reduction's elements feed one chain of
-# dependent adds per row (BERT's 128 x 768 layer norms, three stages of 98k elements,
-# took 80-90 us each on one core).
-ROW_WORK = 2
-
 
 def schedule_rows(sch: Schedule, target: Target) -> Schedule | None:
     """The row-reduction schedule (see the module docstring); None when the blocks do
@@ -73,13 +67,13 @@ def schedule_rows(sch: Schedule, target: Target) -> Schedule | None:
                 logger.debug("cpu.Reduction declines: block %s cannot move into the row "
                              "loop: %s", b.name, err.message)
                 return None
-    total = sum(work_of([it.extent for it in b.iters]) for b in infos) * ROW_WORK
+    total = sum(work_of([it.extent for it in b.iters]) for b in infos)
     # The stages first: fused, the row loops would become one iterator of each block
     # and ``depth`` would no longer count them.
     for b in get_block_infos(sch) or []:
         _vectorize_row(sch, b, target, depth)
         _decompose_row(sch, b, depth)
-    if depth and wants_parallel(target, total):
+    if depth and wants_parallel(target, total, "row"):
         fused = sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0]
         try_parallel(sch, fused)
     return sch

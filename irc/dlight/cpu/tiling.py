@@ -86,11 +86,6 @@ ROW_TAIL_GAIN = 0.05
 # `TilePlan.grp`): a 14 x 14 convolution's macro tile spans two output rows, a 7 x 7
 # one all seven.
 GROUP_ROWS = 56
-# Without a register loop (a depthwise convolution, pooling) a step loads both of its
-# operands: it counts as this many steps of a register-blocked micro-kernel when deciding
-# whether to run on all cores (MobileNet-V2's 7 x 7 x 960 depthwise layer: 0.4M
-# multiply-adds, 60-70 us on one Zen 3 core, where a micro-kernel does 0.5M in 15).
-UNBLOCKED_WORK = 4
 
 
 @dataclass
@@ -382,10 +377,9 @@ def apply_output_tile(sch: Schedule, info: BlockInfo, plan: TilePlan,
             last = sch.split(last, [None, plan.width])[1]
         try_vectorize(sch, last)
     work = work_of([it.extent for it in iters])
-    if plan.reg is None:
-        work *= UNBLOCKED_WORK  # each multiply-add loads its own operands
     tile = mid[-1]
-    if wants_parallel(target, work):
+    # Without a register loop each multiply-add loads its own operands.
+    if wants_parallel(target, work, "unblocked" if plan.reg is None else None):
         few = (_count(sch, outer) < 2 * target.num_cores and plan.kc is None
                and not plan.row_tail)
         chain = outer + (mid if few else [])

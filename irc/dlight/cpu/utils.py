@@ -25,11 +25,26 @@ from ...tir.stmt import PrimFunc
 # when another process holds the other core, a scheduler time slice (milliseconds) for
 # the late thread to reach the barrier.
 PARALLEL_MIN_WORK = 1 << 19
-# An element of an injective block that reads across rows (a transpose, a layout
-# change) counts as this many operations: each is a load of its own cache line, and
-# BERT's 98k-element key transposes and MobileNet-V2's input transpose took 100-200 us
-# on one core.
-GATHER_WORK = 8
+# What one iteration costs, in register-blocked multiply-adds, for the kinds of nests
+# lighter than a micro-kernel (``wants_parallel(target, work, per_element)``); each
+# counted as one, these nests stayed on one core while taking 60-200 us there:
+PER_ELEMENT_WORK = {
+    # A reduction step without a register loop (depthwise convolution, pooling) loads
+    # both operands (MobileNet-V2's 7 x 7 x 960 depthwise layer: 0.4M multiply-adds,
+    # 60-70 us on one Zen 3 core, where a micro-kernel does 0.5M in 15).
+    "unblocked": 4,
+    # A Winograd transform element sums several loads in each of its two stages (about
+    # 10 multiply-adds per element of a 4 x 4 tile's output transform): ResNet-50's
+    # transforms (200k-450k elements) had run on one core; ResNet-18's 14 x 14 output
+    # transforms (50k) run 12-29% faster on two.
+    "transform": 16,
+    # An injective element read across rows (a transpose, a layout change) loads its own
+    # cache line: BERT's 98k-element key transposes, MobileNet-V2's input transpose.
+    "gather": 8,
+    # A row reduction's element feeds one chain of dependent adds per row (BERT's
+    # 128 x 768 layer norms, three stages of 98k elements, 80-90 us each on one core).
+    "row": 2,
+}
 # Symbolic extents count as this many iterations when estimating work.
 SYMBOLIC_EXTENT_GUESS = 64
 
@@ -45,9 +60,11 @@ def work_of(extents) -> int:
     return prod(e.value if type(e) is IntImm else SYMBOLIC_EXTENT_GUESS for e in extents)
 
 
-def wants_parallel(target: Target, work: int) -> bool:
-    """True when a loop nest of ``work`` operations is worth running on all cores."""
-    return target.num_cores > 1 and work >= PARALLEL_MIN_WORK
+def wants_parallel(target: Target, work: int, per_element: str | None = None) -> bool:
+    """True when a loop nest of ``work`` iterations, each costing ``PER_ELEMENT_WORK
+    [per_element]`` operations (one when None), is worth running on all cores."""
+    cost = PER_ELEMENT_WORK[per_element] if per_element is not None else 1
+    return target.num_cores > 1 and work * cost >= PARALLEL_MIN_WORK
 
 
 def largest_divisor(n: int, limit: int, multiple_of: int = 1) -> int:
@@ -148,9 +165,8 @@ def schedule_injective_block(sch: Schedule, info: BlockInfo, target: Target,
     store = store_of(info.block)
     lanes = vector_lanes(target, store.buffer.dtype if store is not None else "float32")
     work = work_of([it.extent for it in iters])
-    if _gathers(info, iters[-1]):
-        work *= GATHER_WORK
-    parallel = allow_parallel and wants_parallel(target, work)
+    parallel = allow_parallel and wants_parallel(
+        target, work, "gather" if _gathers(info, iters[-1]) else None)
     pair = _transposed_pair(info, iters)
     if pair is not None and all(iters[k].const_extent for k in pair):
         p, q = pair

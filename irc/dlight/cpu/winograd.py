@@ -34,13 +34,6 @@ from .utils import (
     wants_parallel,
 )
 
-# Each element of a transform sums several loaded values, in each of the two stages
-# (about 10 multiply-adds per element of a 4 x 4 tile's output transform): it counts as
-# this many operations against the threshold for running on all cores. Counted as one,
-# ResNet-50's transforms (200k-450k elements) ran on one core; as 16, ResNet-18's
-# 14 x 14 output transforms (50k) run on both, 12-29% faster than on one.
-ELEMENT_WORK = 16
-
 
 def _channel_loops(sch: Schedule, loop: LoopRV, extent: int, lanes: int
                    ) -> tuple[list[LoopRV], LoopRV | None]:
@@ -116,7 +109,7 @@ class WinogradTransform(ScheduleRule):
         if vec is not None:
             try_vectorize(sch, inner[-1])
             try_vectorize(sch, vec)
-        work = extents[0] * extents[1] * extents[2] * extents[3] * ELEMENT_WORK
-        if wants_parallel(target, work) and par:
+        work = extents[0] * extents[1] * extents[2] * extents[3]
+        if wants_parallel(target, work, "transform") and par:
             try_parallel(sch, sch.fuse(*par) if len(par) > 1 else par[0])
         return sch
