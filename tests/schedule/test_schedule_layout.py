@@ -196,3 +196,18 @@ def test_coalesced_transpose_is_numpys_transpose(shape):
         got = coalesced_transpose(a, list(shape), list(perm))
         assert got.shape == want.shape and got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8", "bool", "float64"])
+def test_coalesced_transpose_other_dtypes_and_strided_input(dtype):
+    # Rows that stay last move as raw bytes: every element size must come back intact,
+    # also from a non-contiguous source.
+    from irc.tir.schedule.layout import coalesced_transpose
+
+    base = np.random.default_rng(1).integers(0, 2, size=(2, 3, 4, 5 * 2)).astype(dtype)
+    a = base[..., ::2]  # strided
+    for perm in ([2, 0, 1, 3], [1, 0, 2, 3], [3, 2, 1, 0]):
+        want = np.ascontiguousarray(a.transpose(perm))
+        got = coalesced_transpose(a, [2, 3, 4, 5], perm)
+        assert got.dtype == a.dtype and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)

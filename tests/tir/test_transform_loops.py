@@ -210,6 +210,35 @@ def main(A: T.Buffer((64,), "float32")):
     assert first.loop_var is not second.loop_var
 
 
+
+def test_unroll_copies_only_the_branch_a_constant_condition_takes():
+    # A select or if_then_else decided by the unrolled variable keeps the branch taken
+    # (Winograd transforms pick one of six sums so); one that depends on another
+    # variable stays whole, unless the constant part alone decides it.
+    check(T.UnrollLoop(), '''
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"),
+         C: T.Buffer((4,), "float32"), X: T.Buffer((16,), "float32"), n: T.int32):
+    for i in T.unroll(3):
+        A[i] = T.Select(i == 0 or i == 2, X[0], T.Select(not i < 1 and i <= 1, X[1], X[2]))
+        B[i] = T.if_then_else(i != 1, X[3], X[4]) + T.if_then_else(i < n, X[5], X[6])
+        C[i] = T.Select(i == 1 and n > 0, X[7], X[8])
+''', '''
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"),
+         C: T.Buffer((4,), "float32"), X: T.Buffer((16,), "float32"), n: T.int32):
+    A[0] = X[0]
+    B[0] = X[3] + T.if_then_else(0 < n, X[5], X[6])
+    C[0] = X[8]
+    A[1] = X[1]
+    B[1] = X[4] + T.if_then_else(1 < n, X[5], X[6])
+    C[1] = T.Select(1 == 1 and n > 0, X[7], X[8])
+    A[2] = X[0]
+    B[2] = X[3] + T.if_then_else(2 < n, X[5], X[6])
+    C[2] = X[8]
+''')
+
+
 # -- Simplify and RemoveNoOp ---------------------------------------------------------------
 
 def test_simplify_statements():

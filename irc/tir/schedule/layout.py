@@ -382,7 +382,10 @@ def coalesced_transpose(array: np.ndarray, shape: list[int], perm: list[int]) ->
     """``array.reshape(shape).transpose(perm)`` as a new C-contiguous array, with the
     axes that stay next to each other in the same order merged first: numpy's copy runs
     its innermost loop along the last axis, and a panel's digits (2 x 8 lanes) would
-    make that loop a few elements long (ResNet-50's weights packed 1.5x faster)."""
+    make that loop a few elements long (ResNet-50's weights packed 1.5x faster). When the
+    last merged axis stays last, its rows move as single items (viewed as raw bytes of
+    the row's size): numpy then copies one item per row instead of looping over its
+    elements (another 1.5-2x on ResNet-50's weights)."""
     groups: list[list[int]] = []
     for a in perm:
         if groups and groups[-1][-1] + 1 == a:
@@ -392,8 +395,14 @@ def coalesced_transpose(array: np.ndarray, shape: list[int], perm: list[int]) ->
     order = sorted(range(len(groups)), key=lambda g: groups[g][0])  # source order
     merged = [int(np.prod([shape[a] for a in groups[g]])) for g in order]
     rank = {g: k for k, g in enumerate(order)}
-    moved = array.reshape(merged).transpose([rank[g] for g in range(len(groups))])
-    return np.ascontiguousarray(moved).reshape([shape[a] for a in perm])
+    axes = [rank[g] for g in range(len(groups))]
+    src = np.ascontiguousarray(array).reshape(merged)
+    if len(merged) > 1 and axes[-1] == len(merged) - 1 and src.size and not src.dtype.hasobject:
+        rows = src.view(np.dtype((np.void, merged[-1] * src.itemsize)))
+        moved = np.ascontiguousarray(rows.transpose(axes)).view(src.dtype)
+    else:
+        moved = np.ascontiguousarray(src.transpose(axes))
+    return moved.reshape([shape[a] for a in perm])
 
 
 def pack_params(func: PrimFunc, *arrays: np.ndarray) -> list[np.ndarray]:

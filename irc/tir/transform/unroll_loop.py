@@ -21,7 +21,21 @@ from dataclasses import dataclass
 
 from ...core.node import Node, node_fields
 from ..arith.int_set import expr_children
-from ..expr import BufferLoad, IntImm, PrimExpr, Var
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    And,
+    BufferLoad,
+    IntImm,
+    Not,
+    Or,
+    PrimExpr,
+    Var,
+)
 from ..functor.stmt_util import flat_seq, map_stmt_children
 from ..functor.substitute import Substituter
 from ..stmt import (
@@ -62,8 +76,41 @@ def _defined_vars(s: Stmt) -> list[Var]:
     return out
 
 
+_COMPARE = {
+    EQ: lambda a, b: a == b, NE: lambda a, b: a != b, LT: lambda a, b: a < b,
+    LE: lambda a, b: a <= b, GT: lambda a, b: a > b, GE: lambda a, b: a >= b,
+}
+
+
+def _decided(c: PrimExpr) -> bool | None:
+    """The value of a condition made of integer constants (comparisons, and, or, not),
+    or None when it depends on anything else."""
+    t = type(c)
+    if t is IntImm:
+        return bool(c.value)
+    cmp = _COMPARE.get(t)
+    if cmp is not None:
+        if type(c.a) is IntImm and type(c.b) is IntImm:
+            return cmp(c.a.value, c.b.value)
+        return None
+    if t is Not:
+        a = _decided(c.a)
+        return None if a is None else not a
+    if t is And or t is Or:
+        a, b = _decided(c.a), _decided(c.b)
+        stop = t is Or  # the value that decides the whole: False for and, True for or
+        if a is stop or b is stop:
+            return stop
+        return None if a is None or b is None else not stop
+    return None
+
+
 class _Copier(Substituter):
-    """Substitutes only inside expressions known to mention a replaced variable."""
+    """Substitutes only inside expressions known to mention a replaced variable. A
+    select (or ``if_then_else``) whose condition becomes constant keeps only the branch
+    taken, which is copied alone: a Winograd transform picks one of six sums by its
+    unrolled coordinate, and copying the five others would only give Simplify more to
+    drop."""
 
     def __init__(self, vmap: dict[int, object], dirty: set[int]):
         super().__init__(lambda v: vmap.get(id(v)))
@@ -73,6 +120,19 @@ class _Copier(Substituter):
         if id(e) not in self.dirty:
             return e
         return super().expr(e)
+
+    def _select(self, e):
+        taken = _decided(self.expr(e.condition))
+        if taken is None:
+            return super()._select(e)
+        return self.expr(e.true_value if taken else e.false_value)
+
+    def _call(self, e):
+        if e.op == "if_then_else" and len(e.args) == 3:
+            taken = _decided(self.expr(e.args[0]))
+            if taken is not None:
+                return self.expr(e.args[1] if taken else e.args[2])
+        return super()._call(e)
 
 
 def _dirty_exprs(body: Stmt, targets: set[int]) -> set[int]:
