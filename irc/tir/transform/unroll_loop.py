@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.node import Node, node_fields
+from ..arith.fold import COMPARE
 from ..arith.int_set import expr_children
 from ..expr import (
     EQ,
@@ -76,10 +77,7 @@ def _defined_vars(s: Stmt) -> list[Var]:
     return out
 
 
-_COMPARE = {
-    EQ: lambda a, b: a == b, NE: lambda a, b: a != b, LT: lambda a, b: a < b,
-    LE: lambda a, b: a <= b, GT: lambda a, b: a > b, GE: lambda a, b: a >= b,
-}
+_COMPARISONS = (EQ, NE, LT, LE, GT, GE)
 
 
 def _decided(c: PrimExpr) -> bool | None:
@@ -88,10 +86,9 @@ def _decided(c: PrimExpr) -> bool | None:
     t = type(c)
     if t is IntImm:
         return bool(c.value)
-    cmp = _COMPARE.get(t)
-    if cmp is not None:
+    if t in _COMPARISONS:
         if type(c.a) is IntImm and type(c.b) is IntImm:
-            return cmp(c.a.value, c.b.value)
+            return COMPARE[t.__name__](c.a.value, c.b.value)
         return None
     if t is Not:
         a = _decided(c.a)
