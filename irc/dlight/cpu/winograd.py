@@ -6,12 +6,15 @@ coordinates ``(eps, nu)`` of the input transform, ``(h % m, w % m)`` of the outp
 transform. The rule
 
 1. inlines the injective producers into the transform and the injective consumers
-   (bias, residual add, activation) into it, so one block writes the function's output;
+   (bias, residual add, activation) into it, so one block writes the function's output
+   (the transform's own early stages stay: the input tile and its column transform, or
+   the output's row transform);
 2. for the output transform, splits ``h`` and ``w`` by the tile size (the remainders
    are then the loop variables: ``(ho * m + hi) % m`` simplifies to ``hi``);
-3. moves the tile-local loops inside, just outside the channel loop, and unrolls them:
-   each copy's selects fold to one sparse sum, and the row sums shared by the copies are
-   computed once;
+3. moves the tile-local loops inside, just outside the channel loop, computes the early
+   stages there (one tile's channel vector), and unrolls the tile-local loops: each
+   copy's selects fold to one sparse sum, each input value is read once, and the row
+   sums shared by the copies are computed once;
 4. vectorizes the channels (contiguous in both the input and the output) and runs the
    tiles in parallel.
 """
@@ -61,14 +64,17 @@ class WinogradTransform(ScheduleRule):
         stages = {b.block.annotations.get(ANNOTATION): b for b in infos
                   if b.block.annotations.get(ANNOTATION)}
         kind = "input" if "input" in stages else "output"
-        first_kind = "input_cols" if kind == "input" else "output_rows"
-        if set(stages) != {kind, first_kind}:
+        # The stages before the last one, in order: the input transform reads its tile
+        # first (the bounds checks, once per input value), then transforms the columns.
+        early_kinds = ["input_tile", "input_cols"] if kind == "input" else ["output_rows"]
+        if set(stages) != {kind, *early_kinds}:
             return None
-        name, first = stages[kind].name, stages[first_kind].name
+        name = stages[kind].name
+        early = [stages[k].name for k in early_kinds]
         m = stages[kind].block.annotations.get(TILE_ANNOTATION)
         if not isinstance(m, int) or m < 1:
             return None
-        inline_injective_producers(sch, keep={name, first})
+        inline_injective_producers(sch, keep={name, *early})
         while True:
             infos = get_block_infos(sch)
             pos = next(k for k, b in enumerate(infos) if b.name == name)
@@ -77,9 +83,9 @@ class WinogradTransform(ScheduleRule):
             if not try_reverse_compute_inline(sch, infos[pos + 1].block_rv):
                 return None
         infos = get_block_infos(sch)
-        if [b.name for b in infos] != [first, name] or not is_output(sch, name):
+        if [b.name for b in infos] != [*early, name] or not is_output(sch, name):
             return None
-        info = infos[1]
+        info = infos[-1]
         extents = [it.const_extent for it in info.iters]
         if len(extents) != 4 or any(e is None for e in extents):
             return None
@@ -97,17 +103,19 @@ class WinogradTransform(ScheduleRule):
             tiles, outer = [hi, wi], [n, ho, wo]
         c_outer, vec = _channel_loops(sch, ci, extents[3], lanes)
         sch.reorder(*(outer + c_outer + tiles + ([vec] if vec is not None else [])))
-        # The first stage computes one tile's channel vector right before its use.
+        # The early stages compute one tile's channel vector right before its use.
         par = outer + c_outer
-        first_rv = sch.get_block(first)
-        sch.compute_at(first_rv, par[-1])
-        inner = sch.get_loops(first_rv)[len(par):]
-        for t in inner[:-1] if vec is not None else inner:
-            sch.unroll(t)
+        for stage in reversed(early):
+            rv = sch.get_block(stage)
+            sch.compute_at(rv, par[-1])
+            inner = sch.get_loops(rv)[len(par):]
+            for t in inner[:-1] if vec is not None else inner:
+                sch.unroll(t)
+            if vec is not None:
+                try_vectorize(sch, inner[-1])
         for t in tiles:
             sch.unroll(t)
         if vec is not None:
-            try_vectorize(sch, inner[-1])
             try_vectorize(sch, vec)
         work = extents[0] * extents[1] * extents[2] * extents[3]
         if wants_parallel(target, work, "transform") and par:

@@ -158,9 +158,11 @@ def winograd_input_transform_nhwc(data: Tensor, m: int, padding: Sequence[int],
     """``V[x, y, p, c] = (BT d_p BT^T)[x, y]`` for each input tile ``d_p`` (a x a, read
     from ``data`` with ``padding`` = (top, left, bottom, right) applied by bounds
     checks) of the output tiles ``p = (n * th + i) * tw + j`` of an ``out_hw`` output:
-    shape ``[a, a, N * th * tw, C]``. Two stages: the columns of each tile are
-    transformed first (``winograd_input_cols``, ``[a, a, P, C]`` indexed by transform
-    row and tile column), then its rows."""
+    shape ``[a, a, N * th * tw, C]``. Three stages, each ``[a, a, P, C]``: the input
+    tile, read once with its bounds checks (``winograd_input_tile``, indexed by tile
+    row and column); its columns transformed (``winograd_input_cols``, by transform
+    row and tile column); then its rows. Each input value is read, and its bounds
+    checked, once per tile, though it enters several sums."""
     n, h, w, c = _static(data, "input transform")
     a = m + KERNEL - 1
     _, bt, _ = winograd_matrices(m)
@@ -170,21 +172,22 @@ def winograd_input_transform_nhwc(data: Tensor, m: int, padding: Sequence[int],
     dtype = data.dtype
     zero = const(0.0, dtype)
 
-    def cols_fn(x: PrimExpr, j: PrimExpr, p: PrimExpr, ch: PrimExpr) -> PrimExpr:
+    def tile_fn(i: PrimExpr, j: PrimExpr, p: PrimExpr, ch: PrimExpr) -> PrimExpr:
         b = floordiv(p, as_index(th * tw, idt))
-        row0 = floormod(floordiv(p, as_index(tw, idt)), as_index(th, idt)) * m - top
+        row = floormod(floordiv(p, as_index(tw, idt)), as_index(th, idt)) * m - top + i
         col = floormod(p, as_index(tw, idt)) * m - left + j
-        col_ok = all(col >= 0, col < as_index(w, idt))
-
-        def d(i: int) -> PrimExpr:
-            r = row0 + i
-            return if_then_else(all(col_ok, r >= 0, r < as_index(h, idt)),
-                                data[b, r, col, ch], zero)
-
-        rows = [d(i) for i in range(a)]
-        return _select_by(x, [_combine(bt[k], rows, dtype) for k in range(a)])
+        inside = all(row >= 0, row < as_index(h, idt), col >= 0, col < as_index(w, idt))
+        return if_then_else(inside, data[b, row, col, ch], zero)
 
     shape = tuple(as_index(s, idt) for s in (a, a, n * th * tw, c))
+    tile = compute(shape, tile_fn, name=INPUT_BLOCK + "_tile", tag="injective",
+                   attrs={ANNOTATION: "input_tile", TILE_ANNOTATION: m},
+                   axis_names=("i", "j", "p", "ci"))
+
+    def cols_fn(x: PrimExpr, j: PrimExpr, p: PrimExpr, ch: PrimExpr) -> PrimExpr:
+        rows = [tile[i, j, p, ch] for i in range(a)]
+        return _select_by(x, [_combine(bt[k], rows, dtype) for k in range(a)])
+
     cols = compute(shape, cols_fn, name=INPUT_BLOCK + "_cols", tag="injective",
                    attrs={ANNOTATION: "input_cols", TILE_ANNOTATION: m},
                    axis_names=("eps", "j", "p", "ci"))
