@@ -12,10 +12,12 @@ import pytest
 import irc
 from irc import passes
 from irc.core.diagnostics import IRCError
+from irc.core.functor import post_order_visit
 from irc.core.transform import PassContext
 from irc.dlight.cpu import WinogradTransform
 from irc.passes.winograd import choose_tile
 from irc.target import Target
+from irc.tir.expr import BufferLoad
 from irc.tir.schedule.block_info import get_block_infos
 from irc.tir.stmt import PrimFunc
 from irc.tir.topi.nn.winograd import winograd_matrices, winograd_weight_transform
@@ -247,3 +249,28 @@ def test_resnet_sized_transforms_run_on_all_cores():
             assert "T.parallel" in sch.mod.script(), gv.name_hint
             kinds.append("input" if "input" in gv.name_hint else "output")
     assert sorted(kinds) == ["input", "output"]
+
+
+def test_input_transform_reads_each_input_value_once():
+    """The input tile is its own stage, computed per tile before the column transform:
+    lowered, the function loads the input a x a times per tile (36 for F(4x4)), each
+    load behind its bounds check once, though each value enters several sums."""
+    from irc.tir.transform.lower import lower_primfunc
+
+    model, _ = _conv_model(16, 16, 10, 10, [1] * 4)
+    with Target("llvm"), PassContext(config={"winograd.tile": 4}):
+        mod = passes.Sequential(list(passes.get_pipeline("default").passes[:-1]))(
+            from_onnx(model))
+    (f,) = [f for gv, f in mod.functions.items()
+            if isinstance(f, PrimFunc) and "winograd_input" in gv.name_hint]
+    sch = WinogradTransform().apply(f, Target("llvm"))
+    low = lower_primfunc(sch.mod["main"])
+    data = low.params[0]
+    loads = []
+
+    def visit(e):
+        if isinstance(e, BufferLoad) and e.buffer.data is low.buffer_map[data].data:
+            loads.append(e)
+
+    post_order_visit(low.body, visit)
+    assert len(loads) == 36
