@@ -7,8 +7,9 @@ expands to ``s`` statements is unrolled when ``e * s <= N``: expanded when
 ``pragma_unroll_explicit`` is true (the default), otherwise only marked ``unrolled`` for
 the code generator to unroll. Each copy substitutes the loop variable by
 ``min + k`` and gets fresh variables for everything its body defines (inner loop and
-let variables, allocations), so every variable keeps a single definition. The two
-pragmas are consumed (removed from the annotations).
+let variables, allocations), so every variable keeps a single definition; a select or
+``if_then_else`` whose condition the substitution makes constant is copied as the branch
+it takes. The two pragmas are consumed (removed from the annotations).
 
 Preconditions: none (usually after FlattenBuffer and VectorizeLoop).
 Postconditions: no ``unrolled`` loop with a constant extent remains; constant indices
