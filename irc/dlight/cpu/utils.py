@@ -33,7 +33,7 @@ PER_ELEMENT_WORK = {
     # both operands (MobileNet-V2's 7 x 7 x 960 depthwise layer: 0.4M multiply-adds,
     # 60-70 us on one Zen 3 core, where a micro-kernel does 0.5M in 15).
     "unblocked": 4,
-    # A Winograd transform element sums several loads in each of its two stages (about
+    # A Winograd transform element sums several loads in each of its stages (about
     # 10 multiply-adds per element of a 4 x 4 tile's output transform): ResNet-50's
     # transforms (200k-450k elements) had run on one core; ResNet-18's 14 x 14 output
     # transforms (50k) run 12-29% faster on two.
