@@ -297,6 +297,15 @@ def test_micro_tile_choice_takes_a_partial_row_tile_only_where_it_pays():
     assert choose_micro_tile(7, 4, 32, allow_row_tail=True) == (7, 2, False)
 
 
+def test_micro_tile_ties_go_to_more_rows_unless_the_rows_are_guarded():
+    from irc.dlight.cpu.tiling import choose_micro_tile
+
+    # 28 output columns, 16 vectors of output channels: 2 x 4 and 4 x 2 are estimated
+    # alike; the narrower panel wins, but padding guards cost one select per row.
+    assert choose_micro_tile(28, 16, 16, allow_row_tail=False) == (4, 2, False)
+    assert choose_micro_tile(28, 16, 16, allow_row_tail=False, guarded=True) == (2, 4, False)
+
+
 def _nhwc_conv(hw, cin, cout, k, stride):
     """The kernel of a square NHWC convolution padded to keep its size at stride 1, and
     the padding."""
