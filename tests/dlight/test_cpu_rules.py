@@ -290,8 +290,15 @@ def test_micro_tile_choice_takes_a_partial_row_tile_only_where_it_pays():
     # AVX2 (16 registers), 8 vectors of output channels.
     assert choose_micro_tile(7, 8, 16, allow_row_tail=True) == (4, 2, True)
     assert choose_micro_tile(49, 8, 16, allow_row_tail=True) == (5, 2, True)
-    mr, nvec, tail = choose_micro_tile(56, 8, 16, allow_row_tail=True)
-    assert not tail and 56 % mr == 0 and mr * nvec == 8
+    # 14 output columns: 5 + 5 + 4 rows of two vectors (10 accumulators) beat 7 exact
+    # tiles of 2 x 4 (8, which a 4.5-cycle FMA latency leaves short of busy) ...
+    assert choose_micro_tile(14, 32, 16, allow_row_tail=True) == (5, 2, True)
+    # ... but not where each row is guarded (a padded convolution).
+    assert choose_micro_tile(14, 32, 16, allow_row_tail=True, guarded=True) == (2, 4, False)
+    # A tail that is a small part of the rows costs little: 56 = 9 x 6 + 2.
+    assert choose_micro_tile(56, 8, 16, allow_row_tail=True) == (6, 2, True)
+    # Where 4 x 3 fits exactly (12 accumulators), it wins.
+    assert choose_micro_tile(28, 12, 16, allow_row_tail=True) == (4, 3, False)
     assert choose_micro_tile(7, 8, 16, allow_row_tail=False)[2] is False
     # AVX-512 (32 registers): 7 rows of two vectors fit exactly.
     assert choose_micro_tile(7, 4, 32, allow_row_tail=True) == (7, 2, False)

@@ -86,6 +86,16 @@ ROW_TAIL_GAIN = 0.05
 # `TilePlan.grp`): a 14 x 14 convolution's macro tile spans two output rows, a 7 x 7
 # one all seven.
 GROUP_ROWS = 56
+# The cycles between dependent FMAs that the micro-kernel estimate assumes
+# (`tile_cycles`). Zen 3's latency is 4, but a tile of exactly 8 accumulators (2 x 4 or
+# 4 x 2, which 4 cycles at two FMAs per cycle would keep busy) reached about 70% of the
+# FMA peak, and 5 x 2 tiles with a partial last one ran ResNet-50's 14 x 14 1 x 1
+# convolutions 8-12% faster; 4.5 makes 9 or more accumulators count. Guarded tiles (a
+# padded convolution's select per row) are estimated with the bare latency
+# (`GUARDED_FMA_LATENCY`), which keeps them at 2 x 4: their 4 x 2, 5 x 2 and 6 x 2 tiles
+# ran stride-2 3 x 3 convolutions 1.3-2.9x slower (LLVM spills the guarded broadcasts).
+FMA_LATENCY = 4.5
+GUARDED_FMA_LATENCY = 4.0
 
 
 @dataclass
@@ -240,13 +250,13 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False
                     grp=grp if grp_macro > 1 else None, grp_macro=grp_macro)
 
 
-def tile_cycles(mr: int, nvec: int) -> float:
+def tile_cycles(mr: int, nvec: int, latency: float = FMA_LATENCY) -> float:
     """Estimated cycles of one reduction step of an ``mr x nvec`` micro-kernel: its
-    ``mr * nvec`` FMAs at two per cycle, but no faster than one FMA latency (4 cycles:
-    each accumulator depends on its previous step), plus a quarter cycle per load (``mr``
+    ``mr * nvec`` FMAs at two per cycle, but no faster than one FMA ``latency`` (each
+    accumulator depends on its previous step), plus a quarter cycle per load (``mr``
     broadcasts, ``nvec`` vector loads). Fitted on a Zen 3 (AVX2): 4 x 3 and 6 x 2 tiles
     reach 75-90% of the FMA peak, 4 x 2 and 2 x 4 about 70%, 7 x 1 and 2 x 2 less."""
-    return max(mr * nvec / 2, 4.0) + 0.25 * (mr + nvec)
+    return max(mr * nvec / 2, latency) + 0.25 * (mr + nvec)
 
 
 def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
@@ -256,8 +266,9 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
     the cheapest by :func:`tile_cycles` per FMA, summed over the row tiles. ``mr`` need
     not divide ``er`` (``row_tail``: the last row tile is partial) when
     ``allow_row_tail`` and that is at least ``ROW_TAIL_GAIN`` cheaper than the best
-    exact tile: 7 output columns take 4 + 3 rows of two vectors (0.77 cycles per FMA)
-    instead of 7 rows of one (0.86), 49 Winograd tiles 9 x 5 + 4 rows (0.68).
+    exact tile: 7 output columns take 4 + 3 rows of two vectors (0.84 cycles per FMA)
+    instead of 7 rows of one (0.93), 14 take 5 + 5 + 4 rows (0.70) instead of 7 tiles
+    of 2 x 4 (0.75), 49 Winograd tiles 9 x 5 + 4 rows (0.68).
 
     Between tiles estimated alike (2 x 4 and 4 x 2), the one with more rows and fewer
     vectors wins: its weight panel is half as wide, and on a Zen 3 six of ResNet-50's
@@ -265,6 +276,7 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
     with 2 x 4 (64 to 64 channels, 3-10% slower). Where the broadcast
     operand is ``guarded`` (a padded convolution's select per row and step), the one
     with fewer rows wins: 4 x 2 ran a stride-2 3 x 3 convolution 1.9x slower."""
+    latency = GUARDED_FMA_LATENCY if guarded else FMA_LATENCY
     best: dict[bool, tuple] = {}
     for nvec in range(max_nvec, 0, -1):
         if nv % nvec:
@@ -275,8 +287,8 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
             tail = er % mr
             if tail and not allow_row_tail:
                 continue
-            cycles = (er // mr) * tile_cycles(mr, nvec) + (tile_cycles(tail, nvec)
-                                                           if tail else 0.0)
+            cycles = (er // mr) * tile_cycles(mr, nvec, latency) + (
+                tile_cycles(tail, nvec, latency) if tail else 0.0)
             key = (cycles / (er * nvec), -mr * nvec, mr if guarded else nvec)
             kind = bool(tail)
             if kind not in best or key < best[kind][0]:
