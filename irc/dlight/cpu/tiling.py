@@ -273,9 +273,10 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
     Between tiles estimated alike (2 x 4 and 4 x 2), the one with more rows and fewer
     vectors wins: its weight panel is half as wide, and on a Zen 3 six of ResNet-50's
     seven 1 x 1 convolutions at 56 x 56 and 28 x 28 ran 4-15% faster with 4 x 2 than
-    with 2 x 4 (64 to 64 channels, 3-10% slower). Where the broadcast
-    operand is ``guarded`` (a padded convolution's select per row and step), the one
-    with fewer rows wins: 4 x 2 ran a stride-2 3 x 3 convolution 1.9x slower."""
+    with 2 x 4 (64 to 64 channels, 3-10% slower). Where the broadcast operand is
+    ``guarded`` (a padded convolution's select per row and step), the estimate takes
+    the bare latency (``GUARDED_FMA_LATENCY``) and ties go to fewer rows: 4 x 2 ran a
+    stride-2 3 x 3 convolution 1.9x slower than 2 x 4."""
     latency = GUARDED_FMA_LATENCY if guarded else FMA_LATENCY
     best: dict[bool, tuple] = {}
     for nvec in range(max_nvec, 0, -1):
