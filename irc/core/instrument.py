@@ -15,7 +15,9 @@ The well-formedness instrument checks graph and loop IR, so it lives with the gr
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
@@ -101,6 +103,13 @@ class RoundTripInstrument(PassInstrument):
     ``skip`` names passes whose output is not checked. ``checked`` counts the modules
     round-tripped; a module object just checked is not checked again (modules are
     immutable; a pass that changes nothing returns the same object).
+
+    Parsing is most of a round trip's cost, and the same text comes back often (a pass
+    that rebuilt a module without changing it; the same kernels lowered again by
+    another compile). The parser is a pure function of the text and the metadata
+    objects, so its results are kept (:data:`PARSE_CACHE_SIZE` of them, shared by all
+    instruments) and reused for the same text and the same metadata objects; the
+    structural comparison with the module at hand is made every time.
     """
 
     def __init__(self, skip: Sequence[str] = (), max_meta_bytes: int | None = 1 << 20) -> None:
@@ -115,8 +124,7 @@ class RoundTripInstrument(PassInstrument):
         metadata: dict[str, list] = {}
         text = mod.script(show_meta=True, meta_limit=self.max_meta_bytes, metadata=metadata)
         try:
-            again = IRModule.from_script(text, source_name=f"<after {info.name}>",
-                                         metadata=metadata)
+            again = _parse_cached(text, metadata, f"<after {info.name}>")
             assert_structural_equal(again, mod)
         except StructuralMismatchError as err:
             raise IRCError(f"after pass {info.name}: the printed module does not parse back "
@@ -126,3 +134,28 @@ class RoundTripInstrument(PassInstrument):
                            f"back:\n{err}") from None
         self._last = mod
         self.checked += 1
+
+
+# How many parsed modules RoundTripInstrument keeps for reuse (most recently used).
+PARSE_CACHE_SIZE = 256
+_parsed: OrderedDict[tuple, tuple[IRModule, dict]] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
+def _parse_cached(text: str, metadata: dict[str, list], source_name: str) -> IRModule:
+    """``IRModule.from_script(text, metadata=metadata)``, reused where the same text was
+    parsed with the very same metadata objects (the cache holds them, so their ids stay
+    theirs). A text that fails to parse is not kept: it fails again each time."""
+    key = (text, tuple((kind, tuple(id(o) for o in objs))
+                       for kind, objs in sorted(metadata.items())))
+    with _parsed_lock:
+        hit = _parsed.get(key)
+        if hit is not None:
+            _parsed.move_to_end(key)
+            return hit[0]
+    mod = IRModule.from_script(text, source_name=source_name, metadata=metadata)
+    with _parsed_lock:
+        _parsed[key] = (mod, metadata)
+        while len(_parsed) > PARSE_CACHE_SIZE:
+            _parsed.popitem(last=False)
+    return mod

@@ -164,3 +164,38 @@ def test_round_trip_instrument_hands_large_constants_and_objects_to_the_parser()
         with passes.PassContext(instruments=[inst]):
             out = add(IRModule(functions={}))
         assert inst.checked == 1 and out.attrs["external_mods"] == [lib]
+
+
+def test_round_trip_instrument_parses_a_text_once_and_compares_every_time(monkeypatch):
+    parsed = []
+    from_script = IRModule.from_script
+    monkeypatch.setattr(IRModule, "from_script", staticmethod(
+        lambda text, **kw: parsed.append(text) or from_script(text, **kw)))
+    twice = passes.module_pass(lambda mod, ctx: IRModule(functions={"main": _prim(41)}),
+                               opt_level=0, name="RebuildsTheSameModule")
+    inst = passes.RoundTripInstrument()
+    with passes.PassContext(instruments=[inst]):
+        a = twice(IRModule(functions={}))
+        b = twice(a)
+    assert a is not b and inst.checked == 2  # both checked...
+    assert len(parsed) == 1  # ...from one parse of their common text
+
+    # The same text with other metadata objects (constants left out of the text) is
+    # parsed again: the parse refers to those very objects.
+    def weights(value):
+        @passes.module_pass(opt_level=0, name="BindsWeights")
+        def bind(mod, ctx):
+            x = Var(name_hint="x", struct_info=tensor_sinfo((64,)))
+            bb = BlockBuilder()
+            with bb.function("main", [x]):
+                c = Constant.from_numpy(np.full(64, value, "float32"))
+                bb.emit_func_output(bb.emit(ops.add(x, c)))
+            return bb.get()
+        return bind
+
+    parsed.clear()
+    inst = passes.RoundTripInstrument(max_meta_bytes=0)
+    with passes.PassContext(instruments=[inst]):
+        weights(1.0)(IRModule(functions={}))
+        weights(2.0)(IRModule(functions={}))
+    assert inst.checked == 2 and len(parsed) == 2 and parsed[0] == parsed[1]
