@@ -277,3 +277,47 @@ def test_a_kernel_named_like_the_libm_function_it_calls_runs():
     out = tensor(np.zeros((3, 4)))
     lib["exp"](tensor(a), out)
     np.testing.assert_allclose(out.numpy(), np.exp(a), rtol=1e-12)
+
+
+@pytest.mark.parametrize("lanes", [8, 16, 4])
+def test_vector_exp_beyond_the_normal_range_matches_numpy(lanes):
+    """libmvec's float exp has a slow path for lanes beyond about +-87.3 (a softmax under
+    an attention mask of -10000 took it on every row); irc moves such arguments into the
+    fast range. The results must stay exp's: zeros, infinities, denormals and NaN."""
+    n = 4096
+    x = te.placeholder((n,), name="x")
+    y = te.compute((n,), lambda i: intrin.exp(x[i]), name="y")
+    sch = Schedule(te.create_prim_func([x, y]))
+    (i,) = sch.get_loops(sch.get_block("y"))
+    sch.vectorize(sch.split(i, [None, lanes])[1])
+    rt = irc.build(sch.mod, target="llvm")
+    a = np.random.default_rng(1).uniform(-120, 120, n).astype("float32")
+    a[:12] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 87.0, -87.0, 88.72, 88.73, -103.97,
+              -1e4, 3e38]
+    a[64:64 + lanes] = np.linspace(-5, 5, lanes)  # a vector with every lane inside
+    out = np.zeros(n, "float32")
+    rt(a, out)
+    with np.errstate(over="ignore", under="ignore"):
+        ref = np.exp(a.astype(np.float64))
+    normal = (ref > np.finfo(np.float32).tiny) & (ref < np.finfo(np.float32).max)
+    np.testing.assert_allclose(out[normal], ref[normal], rtol=1e-6)
+    tiny = ref <= np.finfo(np.float32).tiny
+    np.testing.assert_allclose(out[tiny], ref[tiny], rtol=0, atol=3e-45)
+    assert np.isposinf(out[ref >= float(np.finfo(np.float32).max) * 1.001]).all()
+    assert np.isnan(out[2]) and out[1] == 0.0 and out[10] == 0.0 and np.isposinf(out[0])
+
+
+def test_masked_softmax_gives_exact_zeros():
+    x = te.placeholder((4, 64), name="x")
+    z = topi.nn.softmax(x)
+    sch = Schedule(te.create_prim_func([x, z]))
+    _, j = sch.get_loops(sch.get_block("T_softmax_exp"))
+    sch.vectorize(sch.split(j, [None, 8])[1])
+    rt = irc.build(sch.mod, target="llvm")
+    a = np.random.default_rng(0).random((4, 64), dtype=np.float32)
+    a[:, 40:] -= 10000.0  # an attention mask
+    out = np.zeros((4, 64), "float32")
+    rt(a, out)
+    assert (out[:, 40:] == 0.0).all()
+    e = np.exp(a[:, :40] - a[:, :40].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out[:, :40], e / e.sum(axis=1, keepdims=True), rtol=1e-5)
