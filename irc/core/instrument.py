@@ -108,8 +108,9 @@ class RoundTripInstrument(PassInstrument):
     that rebuilt a module without changing it; the same kernels lowered again by
     another compile). The parser is a pure function of the text and the metadata
     objects, so its results are kept (:data:`PARSE_CACHE_SIZE` of them, shared by all
-    instruments) and reused for the same text and the same metadata objects; the
-    structural comparison with the module at hand is made every time.
+    instruments; not those of modules whose constants are left out of the text) and
+    reused for the same text and the same metadata objects; the structural comparison
+    with the module at hand is made every time.
     """
 
     def __init__(self, skip: Sequence[str] = (), max_meta_bytes: int | None = 1 << 20) -> None:
@@ -145,7 +146,11 @@ _parsed_lock = threading.Lock()
 def _parse_cached(text: str, metadata: dict[str, list], source_name: str) -> IRModule:
     """``IRModule.from_script(text, metadata=metadata)``, reused where the same text was
     parsed with the very same metadata objects (the cache holds them, so their ids stay
-    theirs). A text that fails to parse is not kept: it fails again each time."""
+    theirs). A text that fails to parse is not kept: it fails again each time, and
+    neither is one with constants left out of the text (bound weights beyond
+    ``max_meta_bytes``): the cache would keep a model's weights alive."""
+    if metadata.get("relax.expr.Constant"):
+        return IRModule.from_script(text, source_name=source_name, metadata=metadata)
     key = (text, tuple((kind, tuple(id(o) for o in objs))
                        for kind, objs in sorted(metadata.items())))
     with _parsed_lock:
