@@ -29,7 +29,12 @@ from tune_workloads import matmul
 ray = pytest.importorskip("ray", reason="tuning on a cluster needs the 'cluster' extra "
                                         "(pip install 'irc[cluster]')")
 
-RUNNER = {"number": 1, "repeat": 1, "min_repeat_ms": 5.0, "check_correctness": True}
+# Generous time limits: these tests are about routing and losing workers, not about
+# timeouts, and under a parallel test run (pytest -n) a build or measurement can wait
+# for a core well past the defaults (a run had 2 of 10 candidates time out).
+RUNNER = {"number": 1, "repeat": 1, "min_repeat_ms": 5.0, "check_correctness": True,
+          "timeout": 60.0}
+BUILD_TIMEOUT = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +61,7 @@ def _trace_keys(db) -> list[str]:
 def test_tune_on_the_cluster_routes_by_resource(tmp_path):
     runner = RayRunner(pools=[RunnerPool({"gpu_host": 1}, target="cuda"),
                               RunnerPool({"cpu_host": 1}, target="llvm")], **RUNNER)
-    builder = RayBuilder()
+    builder = RayBuilder(timeout=BUILD_TIMEOUT)
     func = matmul(32)
     try:
         db = ms.tune_tir(func, "llvm", str(tmp_path), 10, builder=builder, runner=runner,
@@ -88,7 +93,7 @@ def test_killed_runner_costs_at_most_its_candidate_and_resume_measures_nothing_t
     killed = []
 
     with RayCluster(pools=[RunnerPool({"cpu_host": 1}, target="llvm")],
-                    **RUNNER) as cluster:
+                    build_timeout=BUILD_TIMEOUT, **RUNNER) as cluster:
         runner = cluster.runner
 
         def kill_a_runner(inputs, results):
@@ -192,8 +197,8 @@ def test_a_node_lost_mid_run_costs_only_its_candidates(tmp_path):
 
         db = JSONDatabase.from_work_dir(str(tmp_path))
         summary, _ = tune_tasks([TuneTask(matmul(24), "llvm")], db, TuneConfig(12, verbose=0),
-                                TuneComponents(builder=RayBuilder(), runner=runner,
-                                               callbacks=(remove_a_node,)))
+                                TuneComponents(builder=RayBuilder(timeout=BUILD_TIMEOUT),
+                                               runner=runner, callbacks=(remove_a_node,)))
         assert removed
         assert summary.total_trials == 12
         keys = _trace_keys(db)
