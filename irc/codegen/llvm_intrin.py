@@ -112,21 +112,29 @@ def _exp_in_fast_range(cg, call: Callable[[Value], Value], x: Value) -> Value:
     any_name = f"llvm.vector.reduce.or.{mangle(outside.ty)}"
     cg.declare_intrinsic(any_name, "i1", [outside.ty])
     any_outside = b.call("i1", any_name, [outside])
-    moved_b, plain_b, end_b = b.block("exp_moved"), b.block("exp_plain"), b.block("exp_end")
-    b.cbr(any_outside, moved_b, plain_b)
-    b.goto(moved_b)
-    moved = _exp_moved(cg, call, x)
-    moved_end = b.cur
+    return _branches(cg, any_outside, lambda: _exp_moved(cg, call, x), lambda: call(x), "exp")
+
+
+def _branches(cg, cond: Value, then: Callable[[], Value], other: Callable[[], Value],
+              hint: str) -> Value:
+    """``cond ? then() : other()`` with a branch: each side is emitted in its own block
+    (only the taken one runs) and the results meet in a phi."""
+    b = cg.b
+    then_b, else_b, end_b = b.block(f"{hint}_then"), b.block(f"{hint}_else"), b.block(f"{hint}_end")
+    b.cbr(cond, then_b, else_b)
+    b.goto(then_b)
+    tv = then()
+    then_end = b.cur
     b.br(end_b)
-    b.goto(plain_b)
-    plain = call(x)
-    plain_end = b.cur
+    b.goto(else_b)
+    fv = other()
+    else_end = b.cur
     b.br(end_b)
     b.goto(end_b)
-    phi = b.phi(ty, "exp")
-    phi.add(moved, moved_end)
-    phi.add(plain, plain_end)
-    return Value(ty, phi.name)
+    phi = b.phi(tv.ty, hint)
+    phi.add(tv, then_end)
+    phi.add(fv, else_end)
+    return Value(tv.ty, phi.name)
 
 
 def _exp_moved(cg, call: Callable[[Value], Value], x: Value) -> Value:
@@ -416,21 +424,7 @@ def _if_then_else(cg, e):
         v = cg.speculated_load(t, c)
         if v is not None:
             return b.select(c, v, cg.expr(f))
-    then_b, else_b, end_b = b.block("ite_then"), b.block("ite_else"), b.block("ite_end")
-    b.cbr(c, then_b, else_b)
-    b.goto(then_b)
-    tv = cg.expr(t)
-    then_end = b.cur
-    b.br(end_b)
-    b.goto(else_b)
-    fv = cg.expr(f)
-    else_end = b.cur
-    b.br(end_b)
-    b.goto(end_b)
-    phi = b.phi(tv.ty, "ite")
-    phi.add(tv, then_end)
-    phi.add(fv, else_end)
-    return Value(tv.ty, phi.name)
+    return _branches(cg, c, lambda: cg.expr(t), lambda: cg.expr(f), "ite")
 
 
 def _is_constant(e) -> bool:
