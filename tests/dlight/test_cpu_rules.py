@@ -401,6 +401,27 @@ def test_output_rows_join_the_macro_tile_of_narrow_images(hw, cin, cout, k, stri
                                atol=1e-4)
 
 
+def _depthwise(hw, c, k, stride, dilation):
+    """An NHWC depthwise convolution's kernel (square, "same"-style padding) and its
+    padding."""
+    pad = dilation * (k // 2)
+    out = (hw + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
+             f'dilation=[{dilation}, {dilation}], groups={c}, data_layout="NHWC", '
+             'kernel_layout="HWIO"')
+    ks = kernels(graph({"x": (1, hw, hw, c), "w": (k, k, 1, c)},
+                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, c)))
+    return next(iter(ks.values())), pad
+
+
+def _check_depthwise(func, after, target, stride, pad, dilation, c):
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad,
+                           dilation=dilation, groups=c)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)
+
+
 @pytest.mark.parametrize("hw,c,k,stride,dilation", [(13, 20, 3, 1, 1), (13, 20, 3, 2, 1),
                                                      (11, 12, 3, 1, 2), (9, 7, 5, 2, 1)])
 def test_depthwise_padding_guards_are_unswitched_and_match_at_the_border(hw, c, k, stride,
@@ -409,24 +430,13 @@ def test_depthwise_padding_guards_are_unswitched_and_match_at_the_border(hw, c, 
     # channels not a multiple of the vector width, stride 2 and dilation cross the border.
     from irc.tir.transform import lower_primfunc
 
-    pad = dilation * (k // 2)
-    out = (hw + 2 * pad - dilation * (k - 1) - 1) // stride + 1
-    attrs = (f'strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], '
-             f'dilation=[{dilation}, {dilation}], groups={c}, data_layout="NHWC", '
-             'kernel_layout="HWIO"')
-    ks = kernels(graph({"x": (1, hw, hw, c), "w": (k, k, 1, c)},
-                       f"gv = R.nn.conv2d(x, w, {attrs})", (1, out, out, c)))
-    func = next(iter(ks.values()))
+    func, pad = _depthwise(hw, c, k, stride, dilation)
     target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
     after = schedule(func, dl.cpu.Matmul(), target)
     assert "irc.unswitch_guards" in after.script()
     lowered = lower_primfunc(after)
     assert "irc.unswitch_guards" not in lowered.script()
-    args = random_args(func)
-    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad,
-                           dilation=dilation, groups=c)
-    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
-                               atol=1e-4)
+    _check_depthwise(func, after, target, stride, pad, dilation, c)
 
 
 def test_a_transposing_copy_runs_on_both_cores():
@@ -458,3 +468,33 @@ def test_parallel_row_reductions_keep_vectorized_stages_and_one_init():
     args = random_args(func)
     np.testing.assert_allclose(compiled_output(after, args, target), ref.softmax(args[0]),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("hw,c,k,stride,dilation,partial", [
+    (13, 20, 3, 1, 1, True), (17, 48, 3, 1, 1, True), (11, 7, 5, 1, 1, True),
+    (13, 20, 3, 2, 1, False), (11, 12, 3, 1, 2, False)])
+@pytest.mark.parametrize("bits,registers", [(256, 16), (512, 32)])
+def test_stride_one_depthwise_convolutions_get_a_register_tile_of_output_columns(
+        hw, c, k, stride, dilation, partial, bits, registers):
+    # A depthwise convolution reads its input and weight along the channels (no loop
+    # reuses both), but its output columns share each weight load and, with stride 1
+    # and no dilation, the next column's input at the neighbouring tap: those get a
+    # register tile of columns (`TilePlan.partial`); strided or dilated windows do not.
+    from irc.dlight.cpu.tiling import plan_output_tile
+    from irc.tir.schedule.block_info import get_block_infos
+
+    func, pad = _depthwise(hw, c, k, stride, dilation)
+    target = f"llvm -num-cores 2 -vector-width {bits} -vector-registers {registers}"
+    sch = Schedule(func)
+    sch = dl.cpu.matmul.inline_producers(sch, "group_conv2d_nhwc", varying_guard=False)
+    info = next(b for b in get_block_infos(sch) if b.block.init is not None)
+    plan = plan_output_tile(info, Target(target))
+    assert plan.partial is partial
+    if partial:
+        assert plan.reg == 2 and plan.mr > 1  # output columns, several per tile
+        assert plan.mr * plan.nvec + plan.nvec + 1 <= registers
+    else:
+        assert plan.reg is None
+    after = schedule(func, dl.cpu.Matmul(), target)
+    assert "irc.unswitch_guards" in after.script()
+    _check_depthwise(func, after, target, stride, pad, dilation, c)
