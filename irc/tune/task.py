@@ -16,7 +16,6 @@ import logging
 from typing import Any
 
 from .. import passes
-from ..core import dtype as dt
 from ..core.diagnostics import TuningError
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule
@@ -26,84 +25,12 @@ from ..dlight.weights import mark_packable
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.analysis.flops import flop_count
 from ..tir.stmt import PrimFunc
 from ..tir.te.compute_dag import MAX_LINE_WIDTH, expr_repr
 from .record import Workload, workload_key
 
 logger = logging.getLogger("irc.tune")
-
-
-# ---------------------------------------------------------------------------------------
-# FLOP counting on loop IR
-# ---------------------------------------------------------------------------------------
-
-
-class _Flops:
-    """Floating-point operations of a function: for each store, the arithmetic of the
-    stored value whose dtype kind matches the stored buffer's (loads, casts and intrinsic
-    calls themselves are free; a select counts its costlier side), times the enclosing
-    loop extents. This agrees with ``te.ComputeDAG.flop_count`` on te functions."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.symbolic = False
-        self.code = "float"
-
-    def stmt(self, s: Any, trips: float) -> None:
-        t = type(s)
-        if t is S.SeqStmt:
-            for x in s.seq:
-                self.stmt(x, trips)
-        elif t is S.For:
-            ext = s.extent
-            if type(ext) is not E.IntImm:
-                self.symbolic = True
-                return
-            self.stmt(s.body, trips * ext.value)
-        elif t is S.BlockRealize:
-            self.stmt(s.block.body, trips)
-        elif t is S.Block:
-            for child in (s.init, s.body):
-                if child is not None:
-                    self.stmt(child, trips)
-        elif t is S.BufferStore:
-            self.code = dt.parse(s.buffer.dtype).code
-            self.total += trips * self.expr(s.value)
-        elif t is S.IfThenElse:
-            self.stmt(s.then_case, trips)
-            if s.else_case is not None:
-                self.stmt(s.else_case, trips)
-        elif t in (S.LetStmt, S.AttrStmt, S.AssertStmt, S.Allocate, S.DeclBuffer, S.While):
-            self.stmt(s.body, trips)
-
-    def own(self, e: Any) -> float:
-        return 1.0 if dt.parse(e.dtype).code == self.code else 0.0
-
-    def expr(self, e: Any) -> float:
-        if isinstance(e, (E.BinaryOp, E.CmpOp, E.And, E.Or)):
-            return self.own(e) + self.expr(e.a) + self.expr(e.b)
-        if isinstance(e, E.Not):
-            return self.own(e) + self.expr(e.a)
-        if isinstance(e, E.Select):
-            return self.expr(e.condition) + max(self.expr(e.true_value),
-                                                self.expr(e.false_value))
-        if isinstance(e, E.Cast):
-            return self.expr(e.value)
-        if isinstance(e, E.Call):
-            return sum(self.expr(a) for a in e.args)
-        if isinstance(e, E.Let):
-            return self.expr(e.value) + self.expr(e.body)
-        if isinstance(e, (E.Ramp, E.Broadcast)):
-            return 0.0
-        return 0.0
-
-
-def flop_count(func: PrimFunc) -> float:
-    """Floating-point operations of one call of ``func`` (-1.0 when a loop extent is
-    symbolic)."""
-    f = _Flops()
-    f.stmt(func.body, 1.0)
-    return -1.0 if f.symbolic else f.total
 
 
 def default_schedule_trace(func: PrimFunc, target: Target, rules: Any = None,

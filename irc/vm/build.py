@@ -25,6 +25,7 @@ from ..dispatch import (
 from ..ir.expr import Function
 from ..runtime import Module
 from ..runtime.external import ExternalModule
+from ..tir.analysis.flops import flop_count
 from ..tir.stmt import PrimFunc
 from .auto_dispatch import auto_dispatch, candidate_patterns
 from .compiler import ConstantPool, compile_functions
@@ -133,9 +134,13 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
     checks in every kernel when ``check_bounds``)."""
     t = Target.canon(target)
     kernels = {}
+    flops = {}
     for gv, f in mod.functions.items():
         if isinstance(f, PrimFunc):
             kernels[gv.name_hint] = f.with_attr("global_symbol", gv.name_hint)
+            n = kernel_flop_count(f)
+            if n is not None:
+                flops[gv.name_hint] = n
     consts = ConstantPool()
     functions = compile_functions(mod, consts)
     if not functions:
@@ -150,4 +155,11 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
         if not isinstance(m, ExternalModule):
             raise BuildError(f"the module attribute external_mods holds a "
                              f"{type(m).__name__}, not a library module made by RunCodegen")
-    return Executable(functions, consts.values, lib, str(t), external)
+    return Executable(functions, consts.values, lib, str(t), external, flops)
+
+
+def kernel_flop_count(func: PrimFunc) -> float | None:
+    """Floating-point operations of one call of a kernel (:func:`flop_count`), or None
+    when unknown (symbolic extents)."""
+    n = flop_count(func)
+    return n if n >= 0 else None

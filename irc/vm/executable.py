@@ -1,6 +1,7 @@
 """Executable: VM bytecode + constants + the compiled kernel library, savable to one file.
 
-The file is a zip archive: ``bytecode.json`` (functions, target, format version),
+The file is a zip archive: ``bytecode.json`` (functions, target, format version, and
+each kernel's floating-point operations per call where known),
 ``constants.npz`` (tensor constants) with ``constants.json`` (scalar and string
 constants), ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
 Module, object code and signatures; for CUDA a CUDAProgramModule, cubin, source and host
@@ -35,13 +36,17 @@ class Executable:
 
     def __init__(self, functions: dict[str, VMFunction], constants: list[Any],
                  lib: Module | CUDAProgramModule,
-                 target: str, external: list[ExternalModule] | None = None):
+                 target: str, external: list[ExternalModule] | None = None,
+                 kernel_flops: dict[str, float] | None = None):
         self.functions = functions
         self.constants = constants
         self.lib = lib
         self.target = target
         # Library modules made by RunCodegen (irc.dispatch), called by packed calls.
         self.external = list(external or [])
+        # Floating-point operations of one call of each kernel (by name) whose count is
+        # known: the VM's profile reports their GFLOPS.
+        self.kernel_flops = dict(kernel_flops or {})
 
     def __repr__(self) -> str:
         return (f"<irc.vm.Executable target={self.target!r} functions="
@@ -116,7 +121,8 @@ class Executable:
         buf = io.BytesIO()
         np.savez(buf, **arrays)
         meta = {"format": FORMAT, "target": self.target, "num_constants": len(self.constants),
-                "functions": [f.to_json() for f in self.functions.values()]}
+                "functions": [f.to_json() for f in self.functions.values()],
+                "kernel_flops": self.kernel_flops}
         try:
             with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
                 z.writestr("bytecode.json", json.dumps(meta))
@@ -200,7 +206,8 @@ def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
     functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
     kinds = json.loads(z.read("external.json")) if "external.json" in names else []
     external = [load_external(kind, z.read(f"external/{i}.bin")) for i, kind in enumerate(kinds)]
-    return Executable(functions, constants, lib, meta["target"], external)
+    return Executable(functions, constants, lib, meta["target"], external,
+                      meta.get("kernel_flops"))
 
 
 def load_executable(path: str) -> Executable:

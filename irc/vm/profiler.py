@@ -7,11 +7,15 @@ shape arithmetic) is the VM's own time. The report sums each kernel over its cal
 over ``repeat`` runs of the function, so it shows where a model's time goes:
 
     >>> print(vm.profile("main", x))          # doctest: +SKIP
-    kernel                                   calls   total ms   mean us      %
-    fused_conv2d_add_relu                        8      4.210     526.2   38.1
+    kernel                                 calls        ms   us/call      %   GFLOPS
+    fused_conv2d_add_relu                      8     4.210     526.2   38.1    187.3
     ...
-    VM (checks, allocations, dispatch)                  0.120                1.1
-    total (median run 11.05 ms)                        11.050              100.0
+    VM (checks, allocations, dispatch)               0.120                1.1
+    total                                           11.050              100.0
+
+A kernel's GFLOPS are its floating-point operations (counted on its loops before they
+were scheduled, ``Executable.kernel_flops``) over its time; library and runtime
+functions, and kernels whose count is unknown (symbolic shapes), show none.
 """
 
 from __future__ import annotations
@@ -29,11 +33,21 @@ class KernelStat:
     kind: str  # "kernel" (compiled by irc) or "packed" (a library or runtime function)
     calls: int = 0
     seconds: float = 0.0
+    # Floating-point operations of one call, where known.
+    flops: float | None = None
 
     @property
     def mean_seconds(self) -> float:
         """Seconds per call."""
         return self.seconds / self.calls if self.calls else 0.0
+
+    @property
+    def gflops(self) -> float | None:
+        """Billions of floating-point operations per second, where the count is known
+        (and not zero) and the kernel took time."""
+        if not self.flops or not self.seconds:
+            return None
+        return self.flops * self.calls / self.seconds / 1e9
 
 
 class Recorder:
@@ -93,14 +107,18 @@ class ProfileReport:
         summed into one line)."""
         total = self.total_seconds or 1e-30
         per_run = 1e3 / max(self.runs, 1)
-        lines = [f"profile of {self.function!r}: {self.runs} run(s); times per run",
-                 f"{'kernel':48s} {'calls':>5s} {'ms':>9s} {'us/call':>9s} {'%':>6s}"]
         shown = self.kernels if top is None else self.kernels[:top]
+        rate = any(k.gflops is not None for k in shown)
+        lines = [f"profile of {self.function!r}: {self.runs} run(s); times per run",
+                 f"{'kernel':48s} {'calls':>5s} {'ms':>9s} {'us/call':>9s} {'%':>6s}"
+                 + (f" {'GFLOPS':>8s}" if rate else "")]
         for k in shown:
             name = k.name if k.kind == "kernel" else f"{k.name} [packed]"
+            g = k.gflops
             lines.append(f"{name[:48]:48s} {k.calls // max(self.runs, 1):5d} "
                          f"{k.seconds * per_run:9.3f} {k.mean_seconds * 1e6:9.1f} "
-                         f"{100 * k.seconds / total:6.1f}")
+                         f"{100 * k.seconds / total:6.1f}"
+                         + (f" {g:8.1f}" if rate and g is not None else ""))
         rest = self.kernels[len(shown):]
         if rest:
             s = sum(k.seconds for k in rest)
@@ -121,4 +139,5 @@ class ProfileReport:
         return {"function": self.function, "runs": self.runs,
                 "run_seconds": list(self.run_seconds),
                 "kernels": [{"name": k.name, "kind": k.kind, "calls": k.calls,
-                             "seconds": k.seconds} for k in self.kernels]}
+                             "seconds": k.seconds, "flops": k.flops}
+                            for k in self.kernels]}

@@ -540,6 +540,10 @@ class VirtualMachine:
         finally:
             self._profiled.pop(id(recorder), None)
         kernels = sorted(recorder.stats.values(), key=lambda k: -k.seconds)
+        flops = self.exe.kernel_flops
+        for k in kernels:
+            if k.kind == "kernel":
+                k.flops = flops.get(k.name)
         return ProfileReport(name, repeat, runs, [k for k in kernels if k.calls])
 
     def memory_stats(self, name: str) -> dict[str, int]:

@@ -92,3 +92,50 @@ def test_profile_checks_its_arguments(vm):
         vm.profile("nope", *_args())
     with pytest.raises(irc.IRCError, match="takes 2 arguments"):
         vm.profile("main", _args()[0])
+
+
+def test_profile_reports_each_kernels_gflops(vm, tmp_path):
+    # Floating-point operations per call, counted on the loops before scheduling: the
+    # fused matmul + ReLU does 2 * 4 * 16 * 16 multiply-adds' worth plus a max per
+    # output element, the add one per element.
+    flops = vm.exe.kernel_flops
+    matmul = next(n for n in flops if "matmul" in n)
+    add = next(n for n in flops if n.startswith("add"))
+    assert flops[matmul] == 2 * 4 * 16 * 16 + 4 * 16 and flops[add] == 4 * 16
+    report = vm.profile("main", *_args(), repeat=2)
+    for k in report.kernels:
+        assert k.flops == flops[k.name]
+        assert k.gflops == pytest.approx(k.flops * k.calls / k.seconds / 1e9)
+    assert "GFLOPS" in str(report)
+    assert all(k["flops"] == flops[k["name"]] for k in report.as_dict()["kernels"])
+    # Saved executables keep the counts.
+    path = str(tmp_path / "mlp.irc")
+    vm.exe.save(path)
+    assert irc.vm.Executable.load(path).kernel_flops == flops
+
+
+def test_a_partial_tiles_kernel_counts_only_the_iterations_its_predicate_keeps():
+    # 7 rows take a register tile of 4 and a partial one of 3: the scheduled loops run
+    # 8 rows' worth of iterations, of which the predicate (T.where) keeps 7; the count
+    # takes only those, as on the loops before scheduling.
+    from irc.tir.analysis.flops import flop_count
+
+    mod = irc.parse('''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((7, 64), dtype="float32"), w: R.Tensor((64, 512), dtype="float32")
+             ) -> R.Tensor((7, 512), dtype="float32"):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            R.output(y)
+        return y
+''')
+    with irc.target.Target("llvm -num-cores 2 -vector-width 256 -vector-registers 16"):
+        scheduled = irc.passes.get_pipeline("default")(mod)
+    (name, func), = [(gv.name_hint, f) for gv, f in scheduled.functions.items()
+                     if isinstance(f, irc.tir.PrimFunc)]
+    assert "T.where" in func.script()
+    assert flop_count(func) == 2.0 * 7 * 64 * 512
+    ex = irc.compile(mod, "llvm -num-cores 2 -vector-width 256 -vector-registers 16")
+    assert ex.kernel_flops == {name: 2.0 * 7 * 64 * 512}

@@ -1,8 +1,9 @@
-"""Analyses of loop IR: block access regions, buffer accesses, variable use, and a
-checker of the lowered form."""
+"""Analyses of loop IR: block access regions, buffer accesses, variable use,
+floating-point operation counts, and a checker of the lowered form."""
 
 from .block_access import detect_block_access_regions
 from .buffer_access import BufferAccess, buffers_accessed, collect_buffer_accesses
+from .flops import flop_count
 from .var_use import collect_vars, undefined_vars, uses_var
 from .verify import verify_lowered
 
@@ -12,6 +13,7 @@ __all__ = [
     "collect_buffer_accesses",
     "collect_vars",
     "detect_block_access_regions",
+    "flop_count",
     "undefined_vars",
     "uses_var",
     "verify_lowered",
