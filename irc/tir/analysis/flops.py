@@ -30,7 +30,7 @@ class _Flops:
 
     def __init__(self) -> None:
         self.total = 0.0
-        self.symbolic = False
+        self.unknown = False  # a symbolic extent, or a predicate it cannot count
         self.code = "float"
         # The enclosing loops: variable id -> (min, extent).
         self.loops: dict[int, tuple[int, int]] = {}
@@ -43,7 +43,7 @@ class _Flops:
         elif t is S.For:
             ext, lo = s.extent, s.min
             if type(ext) is not E.IntImm:
-                self.symbolic = True
+                self.unknown = True
                 return
             self.loops[id(s.loop_var)] = (lo.value if type(lo) is E.IntImm else None,
                                           ext.value)
@@ -54,7 +54,7 @@ class _Flops:
             if not (type(p) is E.IntImm and p.value == 1):
                 share = self.holding_share(p)
                 if share is None:
-                    self.symbolic = True
+                    self.unknown = True
                     return
                 trips *= share
             self.stmt(s.block.body, trips)
@@ -119,7 +119,7 @@ def flop_count(func: PrimFunc) -> float:
     extent is symbolic, or a predicate cannot be counted; see the module docstring)."""
     f = _Flops()
     f.stmt(func.body, 1.0)
-    return -1.0 if f.symbolic else f.total
+    return -1.0 if f.unknown else f.total
 
 
 _NUMPY_OPS = {
