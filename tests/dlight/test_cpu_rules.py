@@ -498,3 +498,25 @@ def test_stride_one_depthwise_convolutions_get_a_register_tile_of_output_columns
     after = schedule(func, dl.cpu.Matmul(), target)
     assert "irc.unswitch_guards" in after.script()
     _check_depthwise(func, after, target, stride, pad, dilation, c)
+
+
+@pytest.mark.parametrize("hw,cin,cout,k,stride", [(13, 3, 32, 3, 2), (15, 5, 20, 3, 2),
+                                                  (11, 24, 48, 3, 1)])
+@pytest.mark.parametrize("bits,registers", [(256, 16), (512, 32)])
+def test_register_tiles_of_padded_convolutions_unswitch_their_guards(hw, cin, cout, k,
+                                                                     stride, bits, registers):
+    # A dense convolution that reads its padding through a guard (one per broadcast)
+    # has its tile loop versioned too: tiles inside the image run without the guards.
+    # Odd sizes, channels not a multiple of the vector width, stride 2, partial tiles.
+    from irc.tir.transform import lower_primfunc
+
+    func, pad = _nhwc_conv(hw, cin, cout, k, stride)
+    target = f"llvm -num-cores 2 -vector-width {bits} -vector-registers {registers}"
+    after = schedule(func, dl.cpu.Matmul(), target)
+    assert "T.if_then_else" in after.script()  # the padding is read through a guard
+    assert "irc.unswitch_guards" in after.script()
+    assert "irc.unswitch_guards" not in lower_primfunc(after).script()
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)
