@@ -160,6 +160,6 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
 
 def kernel_flop_count(func: PrimFunc) -> float | None:
     """Floating-point operations of one call of a kernel (:func:`flop_count`), or None
-    when unknown (symbolic extents)."""
+    when unknown (symbolic extents, a predicate it cannot evaluate)."""
     n = flop_count(func)
     return n if n >= 0 else None

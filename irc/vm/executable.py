@@ -206,8 +206,9 @@ def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
     functions = {d["name"]: VMFunction.from_json(d) for d in meta["functions"]}
     kinds = json.loads(z.read("external.json")) if "external.json" in names else []
     external = [load_external(kind, z.read(f"external/{i}.bin")) for i, kind in enumerate(kinds)]
+    flops = meta.get("kernel_flops")
     return Executable(functions, constants, lib, meta["target"], external,
-                      meta.get("kernel_flops"))
+                      flops if isinstance(flops, dict) else None)
 
 
 def load_executable(path: str) -> Executable:

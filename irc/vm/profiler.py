@@ -13,8 +13,9 @@ over ``repeat`` runs of the function, so it shows where a model's time goes:
     VM (checks, allocations, dispatch)               0.120                1.1
     total                                           11.050              100.0
 
-A kernel's GFLOPS are its floating-point operations (counted on its loops before they
-were scheduled, ``Executable.kernel_flops``) over its time; library and runtime
+A kernel's GFLOPS are its floating-point operations (counted on its compiled loops,
+``Executable.kernel_flops``: :func:`irc.tir.analysis.flop_count`, where a partial tile's
+predicate keeps only the iterations it runs) over its time; library and runtime
 functions, and kernels whose count is unknown (symbolic shapes), show none.
 """
 
