@@ -138,8 +138,8 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
     for gv, f in mod.functions.items():
         if isinstance(f, PrimFunc):
             kernels[gv.name_hint] = f.with_attr("global_symbol", gv.name_hint)
-            n = kernel_flop_count(f)
-            if n is not None:
+            n = flop_count(f)  # -1 where unknown (symbolic extents)
+            if n >= 0:
                 flops[gv.name_hint] = n
     consts = ConstantPool()
     functions = compile_functions(mod, consts)
@@ -157,9 +157,3 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
                              f"{type(m).__name__}, not a library module made by RunCodegen")
     return Executable(functions, consts.values, lib, str(t), external, flops)
 
-
-def kernel_flop_count(func: PrimFunc) -> float | None:
-    """Floating-point operations of one call of a kernel (:func:`flop_count`), or None
-    when unknown (symbolic extents, a predicate it cannot evaluate)."""
-    n = flop_count(func)
-    return n if n >= 0 else None
