@@ -243,7 +243,7 @@ def _pack_arrays(function: Any, arrays: list[np.ndarray], rewrites: list) -> lis
     """``arrays`` (original layouts) with each layout-rewritten parameter packed into the
     layout the candidate expects."""
     sig = function.signature
-    out = [a.copy() for a in arrays]
+    out = [_aligned_copy(a) for a in arrays]
     for rw in rewrites:
         pos = int(rw["param"])
         src = arrays[pos]
@@ -260,6 +260,14 @@ def _pack_arrays(function: Any, arrays: list[np.ndarray], rewrites: list) -> lis
     return out
 
 
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` whose data is aligned as kernels want it (a plain copy of a large
+    array is not, and the kernel call would stage it into another copy)."""
+    out = aligned_empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
+
+
 def _flush_cpu_cache() -> None:
     global _flush_buffer
     if _flush_buffer is None:
@@ -269,16 +277,19 @@ def _flush_cpu_cache() -> None:
 
 def _time_flushing(function: Any, arrays: list[np.ndarray], number: int, repeat: int,
                    cooldown_ms: float) -> list[float]:
-    native, _ = function.prepare(tuple(arrays))
+    # ``staged`` holds the aligned copies of misaligned arrays that ``native`` points
+    # to: it must stay referenced while the kernel runs (a loop variable named ``_``
+    # once rebound it, and candidates wrote into freed memory).
+    native, staged = function.prepare(tuple(arrays))
     c = function.c_function
     if c(*native):
         raise TaskFailure(RUN_ERROR, "the kernel reported an error")
     results = []
-    for _ in range(repeat):
+    for _rep in range(repeat):
         _flush_cpu_cache()
         t0 = time.perf_counter()
         failed = 0
-        for _ in range(number):
+        for _run in range(number):
             failed |= c(*native)
         elapsed = time.perf_counter() - t0
         if failed:
@@ -286,6 +297,7 @@ def _time_flushing(function: Any, arrays: list[np.ndarray], number: int, repeat:
         results.append(elapsed / number)
         if cooldown_ms > 0:
             time.sleep(cooldown_ms / 1e3)
+    del staged
     return results
 
 
@@ -304,7 +316,7 @@ def run_candidate(spec: dict) -> list[float]:
     if rewrites:
         arrays = _pack_arrays(function, ref.arrays, rewrites)
     else:
-        arrays = [a.copy() for a in ref.arrays]
+        arrays = [_aligned_copy(a) for a in ref.arrays]
     notify("started")
     if check:
         _call(function, arrays)

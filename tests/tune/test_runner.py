@@ -113,3 +113,46 @@ def test_build_errors_pass_through_and_options_are_checked(builder):
 def test_output_params():
     assert output_params(matmul(8)) == [2]
     assert output_params(add_one(8)) == [1]
+
+
+def test_timing_with_cache_flushes_keeps_the_staged_copies_alive():
+    # A misaligned array is staged into an aligned copy that the native arguments point
+    # to; the copies must live until the last timed call (a rebound loop variable once
+    # freed them, and candidates wrote into freed memory, crashing the runner or
+    # corrupting its timings).
+    import gc
+    import weakref
+
+    from irc.tune import runner as runner_mod
+
+    class _Staged:
+        pass
+
+    class _Kernel:
+        def __init__(self):
+            self.calls = 0
+
+        def prepare(self, arrays):
+            staged = [_Staged()]
+            self.alive = weakref.ref(staged[0])
+            return [0], staged
+
+        def c_function(self, *native):
+            gc.collect()
+            self.calls += 1
+            return 0 if self.alive() is not None else 1
+
+    kernel = _Kernel()
+    secs = runner_mod._time_flushing(kernel, [], number=2, repeat=3, cooldown_ms=0.0)
+    assert len(secs) == 3 and kernel.calls == 1 + 2 * 3
+
+
+def test_the_runner_hands_kernels_aligned_arrays():
+    import numpy as np
+
+    from irc.runtime.ndarray import ALIGNMENT
+    from irc.tune import runner as runner_mod
+
+    big = np.arange(100_000, dtype="float32")[1:]  # misaligned by 4 bytes
+    copy = runner_mod._aligned_copy(big)
+    assert copy.ctypes.data % ALIGNMENT == 0 and np.array_equal(copy, big)
