@@ -156,3 +156,35 @@ def test_the_runner_hands_kernels_aligned_arrays():
     big = np.arange(100_000, dtype="float32")[1:]  # misaligned by 4 bytes
     copy = runner_mod._aligned_copy(big)
     assert copy.ctypes.data % ALIGNMENT == 0 and np.array_equal(copy, big)
+
+
+def test_a_cold_sample_that_caught_a_stall_is_taken_again():
+    import time
+
+    from irc.tune import runner as runner_mod
+
+    class _Kernel:
+        def __init__(self, stalls):
+            self.calls = 0
+            self.stalls = stalls
+
+        def prepare(self, arrays):
+            return [], []
+
+        def c_function(self, *native):
+            self.calls += 1
+            time.sleep(0.03 if self.calls in self.stalls else 0.002)
+            return 0
+
+    # The warm-up is call 1; the second timed sample stalls and is replaced.
+    kernel = _Kernel(stalls={3})
+    secs = runner_mod._time_flushing(kernel, [], number=1, repeat=3, cooldown_ms=0.0)
+    assert kernel.calls == 1 + 3 + 1 and max(secs) < 0.02
+    # A kernel that keeps stalling gets at most ``repeat`` extra samples.
+    kernel = _Kernel(stalls=set(range(3, 100)))
+    secs = runner_mod._time_flushing(kernel, [], number=1, repeat=3, cooldown_ms=0.0)
+    assert kernel.calls == 1 + 3 + 3 and len(secs) == 3
+    # One sample cannot be compared with anything: it is kept.
+    kernel = _Kernel(stalls={2})
+    secs = runner_mod._time_flushing(kernel, [], number=1, repeat=1, cooldown_ms=0.0)
+    assert kernel.calls == 2 and secs[0] > 0.02
