@@ -40,6 +40,14 @@ class ScheduleRule:
         of fixed decisions (the default rules make fixed decisions)."""
         raise NotImplementedError(f"{self.name} does not implement apply")
 
+    def variants(self, func: PrimFunc, target: Target, limit: int) -> list[Schedule]:
+        """Up to ``limit`` other schedules of ``func`` next to :meth:`apply`'s (other tile
+        sizes, other cache blocking), most promising first: the candidates the tuner
+        measures in a task's first round, so that tuning starts from the default schedule
+        and improves it where the rule's estimate is off. A rule without choices to vary
+        returns none (the default)."""
+        return []
+
     def __repr__(self) -> str:
         return f"{self.name}()"
 

@@ -101,7 +101,10 @@ class TuneConfig:
     ``early_stopping`` ends a task after that many trials without improvement.
     ``task_weights`` (default: each task's ``weight``) and ``task_scheduling``
     (``"gradient"`` or ``"round-robin"``) drive the task scheduler; ``measure_default``
-    measures each task's default schedule first. ``seed`` seeds the searches;
+    measures each task's default schedule first, and its first rounds measure up to
+    ``default_variants`` schedules next to it (other tile sizes and cache blocking of
+    the default rule, :meth:`irc.dlight.ScheduleRule.variants`; 0: none) before the
+    search's candidates. ``seed`` seeds the searches;
     ``verbose`` 0 prints nothing, 1 the seed-002/004 log, 2 also progress marks, to
     ``out`` (default stdout); ``log_dir`` keeps the worker processes' output;
     ``search_workers`` processes make candidates (None: one per core; 0 or 1: in the
@@ -115,6 +118,7 @@ class TuneConfig:
     task_weights: tuple[float, ...] | None = None
     task_scheduling: str = "gradient"
     measure_default: bool = True
+    default_variants: int = 16
     seed: int = 0
     verbose: int = 1
     out: TextIO | None = None
@@ -148,6 +152,7 @@ class TuneConfig:
         if not isinstance(self.measure_default, bool):
             raise TuningError(f"measure_default must be True or False, got "
                               f"{self.measure_default!r}")
+        _int("default_variants", self.default_variants, 0)
         if self.task_weights is not None:
             object.__setattr__(self, "task_weights", _weights(self.task_weights))
 

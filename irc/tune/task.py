@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from .. import passes
-from ..core.diagnostics import TuningError
+from ..core.diagnostics import IRCError, TuningError
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule
 from ..core.target import Target
@@ -46,14 +46,42 @@ def default_schedule_trace(func: PrimFunc, target: Target, rules: Any = None,
     # The default build repacks constant weights into its micro-kernels' order
     # (irc.dlight.weights); the weights a task may lay out freely are those, so its
     # default is measured (and, as a record, built) packed too.
-    free = list(func.attrs.get("layout_free_buffers", ()) or ())
-    if free:
-        func = mark_packable(func, free)
+    func = _packable(func)
     outcome = apply_rules(func, target, rules, name=name, log=log)
     if outcome.schedule is None:
         return None, len(outcome.failures)
-    trace = outcome.schedule.trace.simplified(remove_postproc=False).to_json()
-    return trace, len(outcome.failures)
+    return _trace_json(outcome.schedule), len(outcome.failures)
+
+
+def default_variant_traces(func: PrimFunc, target: Target, rules: Any = None,
+                           limit: int = 16) -> list[Any]:
+    """Traces (JSON) of up to ``limit`` schedules next to ``func``'s default schedule:
+    the variants (:meth:`~irc.dlight.ScheduleRule.variants`) of the first rule that
+    applies, most promising first; none when no rule applies or it has none. A rule that
+    fails making them is logged at DEBUG on ``irc.tune`` and gives none."""
+    rules = default_rules_for(target) if rules is None else list(rules)
+    func = _packable(func)
+    outcome = apply_rules(func, target, rules, log=False)
+    if outcome.rule is None:
+        return []
+    try:
+        schedules = outcome.rule.variants(func, target, limit)
+    except IRCError as err:
+        logger.debug("%s gives no variants of %s: %s", outcome.rule.name,
+                     func.attrs.get("global_symbol", "a function"), err)
+        return []
+    return [_trace_json(sch) for sch in schedules[:limit]]
+
+
+def _packable(func: PrimFunc) -> PrimFunc:
+    """``func`` with its layout-free weights marked packable (see
+    :func:`default_schedule_trace`)."""
+    free = list(func.attrs.get("layout_free_buffers", ()) or ())
+    return mark_packable(func, free) if free else func
+
+
+def _trace_json(sch: Any) -> Any:
+    return sch.trace.simplified(remove_postproc=False).to_json()
 
 
 # ---------------------------------------------------------------------------------------

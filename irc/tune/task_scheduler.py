@@ -107,7 +107,7 @@ class TuningCounts:
                 (self.rule_failures, "default schedule rule failed",
                  "default schedule rules failed"),
                 (self.pool_failures, "search worker failed", "search workers failed"),
-                (self.default_fallbacks, "task kept its default schedule (not searchable)",
+                (self.default_fallbacks, "task was not searched (default schedules only)",
                  "tasks kept their default schedule (not searchable)"),
                 (self.abandoned_tasks, "task given up (every candidate failed)",
                  "tasks given up (every candidate failed)")):

@@ -10,9 +10,12 @@ task's search (made by the :class:`~irc.tune.strategy.SearchStrategy`; by defaul
 measured, the builder compiles them in parallel worker processes, the runner times them
 one at a time in an isolated process, and every result is committed to the database as
 soon as it is known (a killed run loses at most the candidate being timed). The shared
-cost model learns from each round. Before the first round of a task, its unscheduled
-function (the default schedule) is measured too, so a tuned kernel slower than the
-default never becomes the task's best; a run pointed at an existing database resumes:
+cost model learns from each round. Before the first round of a task, its default
+schedule (the default rules', else the unscheduled function) is measured too, so a
+tuned kernel slower than the default never becomes the task's best, and the task's
+first rounds measure the default rule's neighbouring schedules
+(:func:`~irc.tune.task.default_variant_traces`) before the search's candidates, so
+tuning starts from the default schedule; a run pointed at an existing database resumes:
 measured candidates are never measured again, and they seed the cost model and the
 initial populations.
 
@@ -59,7 +62,7 @@ from .search import EvolutionaryStrategy, banner
 from .search_pool import EvaluatorPool
 from .space import SpaceGenerator
 from .strategy import SearchContext, SearchStrategy, TaskSearch, featurize
-from .task import TuneTask, default_schedule_trace
+from .task import TuneTask, default_schedule_trace, default_variant_traces
 from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary, TuningCounts
 
 logger = logging.getLogger(__name__)
@@ -130,6 +133,16 @@ class _TaskState:
         self.best = math.inf
         self.measured = 0
         self.since_best = 0  # trials since the best latency last improved
+
+
+class _Variant(NamedTuple):
+    """A schedule next to a task's default (:func:`default_variant_traces`) proposed for
+    measuring: not a member of the search space, so the search only learns that it was
+    measured."""
+
+    trace_json: Any
+    features: Any
+    trace_key: str
 
 
 class _Round:
@@ -246,6 +259,9 @@ class TuningEngine(TaskTuner):
                  + f", {describe_cost_model(self.cost_model)}; "
                  f"{self._trial_base} records in {self.database.location or 'the database'}")
         self._default_traces: dict[int, Any] = {}
+        # Per task, the variants of its default schedule not proposed yet (made on the
+        # task's first round).
+        self._variants: dict[int, list[Any]] = {}
         self.error_counts: dict[str, int] = {}
         self.replay_failures = 0
         self.rule_failures = 0
@@ -288,7 +304,8 @@ class TuningEngine(TaskTuner):
             search = self.strategy.new_search(task, context)
         except IRCError as err:
             self.default_fallbacks += 1
-            logger.warning("task %s cannot be searched; it keeps its default schedule: %s",
+            logger.warning("task %s cannot be searched; only its default schedule and the "
+                           "default rule's variants are measured: %s",
                            task.name, err)
             st = self.states[i] = _TaskState(task, None, str(err))
             return st
@@ -487,20 +504,22 @@ class TuningEngine(TaskTuner):
                  ) -> tuple[_TaskState, list, list[MeasureInput]]:
         """A round's candidates: new to the search and to the database."""
         st = self.state(task_id)
-        if st.search is None:
-            return st, [], []
+        task = st.task
         if self.early_stopping is not None and st.since_best >= self.early_stopping:
             self._print(f"{st.task.name}: stopping early, no improvement in "
                         f"{st.since_best} trials")
             return st, [], []
-        task = st.task
-        cands = st.search.generate(num_trials)
-        # The search already skips what it knows was measured; the database has the
-        # last word (another run may have written to it meanwhile, or be about to
-        # measure a candidate: it claims them).
-        if cands:
-            free = self.database.claim(task.workload, [c.trace_json for c in cands])
-            cands = [c for c, ok in zip(cands, free) if ok]
+        cands: list = self._take_variants(task_id, st, num_trials)
+        if st.search is None and not cands:
+            return st, [], []
+        if st.search is not None and len(cands) < num_trials:
+            found = st.search.generate(num_trials - len(cands))
+            # The search already skips what it knows was measured; the database has
+            # the last word (another run may have written to it meanwhile, or be about
+            # to measure a candidate: it claims them).
+            if found:
+                free = self.database.claim(task.workload, [c.trace_json for c in found])
+                cands += [c for c, ok in zip(found, free) if ok]
         inputs = [MeasureInput(task.workload, c.trace_json, task.target, features=c.features)
                   for c in cands]
         if inputs:
@@ -514,12 +533,42 @@ class TuningEngine(TaskTuner):
         task = st.task
         costs = [r.mean_cost for r in results]
         for c, cost in zip(cands, costs):
-            st.search.add_measured(c, cost)
+            if isinstance(c, _Variant):
+                if st.search is not None:
+                    st.search.mark_measured_trace(c.trace_key)
+            else:
+                st.search.add_measured(c, cost)
         self.cost_model.update_features([c.features for c in cands],
                                         [task.workload.key] * len(cands), costs)
         st.measured += len(results)
         self._report(task, results, st=st)
         return costs
+
+    def _take_variants(self, task_id: int, st: _TaskState, num: int) -> list[_Variant]:
+        """Up to ``num`` variants of task ``task_id``'s default schedule not measured yet
+        (claimed in the database); they come before the search's candidates, so the
+        first rounds measure the default rule's neighbours."""
+        pending = self._variants.get(task_id)
+        if pending is None:
+            pending = []
+            if self.config.default_variants > 0:
+                pending = default_variant_traces(st.task.func, st.task.target,
+                                                 default_rules_for(st.task.target),
+                                                 limit=self.config.default_variants)
+            self._variants[task_id] = pending
+        taken: list[_Variant] = []
+        while pending and len(taken) < num:
+            trace = pending.pop(0)
+            if not self.database.claim(st.task.workload, [trace])[0]:
+                continue  # measured before (a resumed run) or by another run
+            try:
+                features = extract_features(apply_trace(st.task.func, trace))
+            except IRCError as err:
+                logger.debug("task %s: a variant of its default schedule cannot be "
+                             "replayed: %s", st.task.name, err)
+                continue
+            taken.append(_Variant(trace, features, trace_key(trace)))
+        return taken
 
     # -- rounds in flight (an asynchronous runner) ----------------------------------------
     def start_round(self, task_id: int, num_trials: int) -> bool:

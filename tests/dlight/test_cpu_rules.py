@@ -6,6 +6,7 @@ import pytest
 from dlight_helpers import (
     compiled_output,
     graph,
+    interpreted_output,
     kernels,
     loop_kinds,
     random_args,
@@ -520,3 +521,85 @@ def test_register_tiles_of_padded_convolutions_unswitch_their_guards(hw, cin, co
     want = ref.conv2d_nhwc(args[0], args[1], strides=stride, padding=pad)
     np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
                                atol=1e-4)
+
+
+def _anchor_info(func):
+    from irc.tir.schedule.block_info import get_block_infos
+
+    return next(b for b in get_block_infos(Schedule(func)) if b.block.init is not None)
+
+
+def test_plan_knobs_at_their_defaults_give_the_default_plan():
+    from irc.dlight.cpu.tiling import PlanKnobs, plan_output_tile
+
+    func, _ = _nhwc_conv(14, 64, 96, 3, 1)
+    target = Target("llvm -num-cores 2 -vector-width 256 -vector-registers 16")
+    info = _anchor_info(func)
+    assert plan_output_tile(info, target, knobs=PlanKnobs()) == plan_output_tile(info, target)
+
+
+def test_a_micro_tile_knob_that_does_not_fit_gives_no_plan():
+    from irc.dlight.cpu.tiling import PlanKnobs, plan_output_tile
+
+    func, _ = _nhwc_conv(14, 64, 96, 3, 1)  # 14 output columns, 12 vectors of 8 channels
+    target = Target("llvm -num-cores 2 -vector-width 256 -vector-registers 16")
+    info = _anchor_info(func)
+    assert plan_output_tile(info, target, knobs=PlanKnobs(micro=(4, 4))) is None  # spills
+    assert plan_output_tile(info, target, knobs=PlanKnobs(micro=(2, 5))) is None  # 12 % 5
+    assert plan_output_tile(info, target, knobs=PlanKnobs(micro=(15, 1))) is None  # > 14
+    plan = plan_output_tile(info, target, knobs=PlanKnobs(micro=(3, 2)))
+    assert (plan.mr, plan.nvec, plan.row_tail) == (3, 2, True)
+
+
+@pytest.mark.parametrize("registers", [16, 32])
+def test_plan_variants_differ_from_the_default_and_from_each_other(registers):
+    from irc.dlight.cpu.tiling import fits_registers, plan_output_tile, plan_variants
+
+    func, _ = _nhwc_conv(14, 256, 512, 1, 1)
+    target = Target(f"llvm -num-cores 2 -vector-width 512 -vector-registers {registers}")
+    info = _anchor_info(func)
+    default = plan_output_tile(info, target)
+    found = plan_variants(info, target)
+    plans = [p for _, p in found]
+    assert len(found) >= 6 and default not in plans
+    assert all(a != b for i, a in enumerate(plans) for b in plans[i + 1:])
+    assert all(fits_registers(p.mr, p.nvec, registers) for p in plans)
+    # Other micro-kernels first, then the other knobs (blocking off among them).
+    assert found[0][0].micro is not None
+    assert any(p.kc is None for p in plans) and default.kc is not None
+
+
+@pytest.mark.parametrize("shape", [
+    ("conv", (13, 24, 40, 3, 1)),   # odd image, channels not a multiple of the vector
+    ("conv", (14, 32, 48, 3, 2)),   # stride 2, padded
+    ("conv", (7, 64, 96, 1, 1)),    # a 1 x 1 convolution with 7 output columns
+    ("matmul", (37, 101, 72)),      # prime rows and reduction
+    ("depthwise", (11, 40, 3, 1)),  # a partial register loop
+])
+def test_every_plan_variant_computes_the_same_result(shape):
+    from irc.dlight.cpu.matmul import anchor_variants
+
+    kind, dims = shape
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    if kind == "conv":
+        func, _ = _nhwc_conv(*dims)
+    elif kind == "depthwise":
+        func, _ = _depthwise(*dims, dilation=1)
+    else:
+        m, k, n = dims
+        func = next(iter(kernels(graph({"x": (m, k), "w": (k, n)},
+                                       'gv = R.matmul(x, w, out_dtype="void")',
+                                       (m, n))).values()))
+    t = Target(target)
+    with t:
+        variants = anchor_variants(Schedule(func), t, need_multiply=True, need_reuse=False,
+                                   limit=16)
+        default = dl.cpu.Matmul().apply(func, t).mod["main"].script()
+    assert variants
+    scripts = [v.mod["main"].script() for v in variants]
+    assert default not in scripts and len(set(scripts)) == len(scripts)
+    args = random_args(func)
+    want = interpreted_output(func, args)
+    for v in variants:
+        np.testing.assert_allclose(compiled_output(v.mod["main"], args, target), want,
+                                   rtol=1e-4, atol=1e-4)

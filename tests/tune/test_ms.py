@@ -255,7 +255,7 @@ def test_compile_relax_keeps_the_default_of_kernels_slower_in_the_network(
     def fake_times(vms, entry, args):
         assert entry == "forward" and [a.shape for a in args][0] == (1, 64)
         slow = 2e-6 if tuned_is_slower else 0.5e-6
-        return [{name: 1e-6}, {name: slow}]
+        return [{name: [1e-6] * 3}, {name: [slow] * 3}]
 
     monkeypatch.setattr(nc, "_kernel_times", fake_times)
     monkeypatch.setattr(nc, "_run_times", lambda vms, entry, args: [1e-3, 1e-3])
@@ -285,7 +285,7 @@ def test_compile_relax_returns_the_default_build_when_the_tuned_one_is_slower(
 
     mod, w, db, name = _tuned_mlp(tmp_path)
     # Every tuned kernel passes the kernel check, but the network as a whole is slower.
-    monkeypatch.setattr(nc, "_kernel_times", lambda vms, entry, args: [{name: 1e-6}] * 2)
+    monkeypatch.setattr(nc, "_kernel_times", lambda vms, entry, args: [{name: [1e-6]}] * 2)
     monkeypatch.setattr(nc, "_run_times", lambda vms, entry, args: [1e-3, 1.5e-3])
     returned = []
     real = nc.slower_as_a_whole
@@ -303,6 +303,19 @@ def test_compile_relax_returns_the_default_build_when_the_tuned_one_is_slower(
     y = irc.vm.VirtualMachine(ex, irc.cpu())["forward"](irc.tensor(x)).numpy()
     np.testing.assert_allclose(y, mlp_reference(x, w), rtol=1e-4, atol=1e-4)
     db.close()
+
+
+def test_the_network_check_compares_kernels_round_by_round(monkeypatch):
+    import irc.tune.network_check as nc
+
+    # A slow phase of the machine covers rounds 1-2 and the tuned build's third round:
+    # the two builds' medians would make the tuned kernel "k" 2.7x slower, while round
+    # by round it is 10% faster; "j" is slower in every round.
+    default = {"k": [3.0, 3.0, 1.0, 1.0, 1.0], "j": [1.0] * 5}
+    tuned = {"k": [2.7, 2.7, 2.7, 0.9, 0.9], "j": [1.1] * 5}
+    monkeypatch.setattr(nc, "VirtualMachine", lambda ex: ex)
+    monkeypatch.setattr(nc, "_kernel_times", lambda vms, entry, args: [default, tuned])
+    assert nc.slower_in_network(None, None, {"k", "j", "missing"}, "main", []) == {"j"}
 
 
 def test_network_check_profiles_both_builds_and_can_be_turned_off(tmp_path, monkeypatch):

@@ -46,8 +46,10 @@ from irc.tune import (
 )
 from irc.tune import tuner as tuner_mod
 from irc.tune.features import NUM_FEATURES
+from irc.tune.record import trace_key
 from irc.tune.search_pool import EvaluatorPool, Job, JobKind, JobResult
 from irc.tune.strategy import featurize
+from irc.tune.task import default_variant_traces
 from irc.tune.tuner import options_from_keywords, tune_tasks
 
 
@@ -117,7 +119,8 @@ def test_a_toy_strategy_plugs_into_the_tuner(tmp_path, runner):
     strategy = RandomSampling()
     task = TuneTask(matmul(16), "llvm", name="mm16")
     db_path = str(tmp_path / "toy.json")
-    summary, engine = tune_tasks([task], db_path, _config(5),
+    # No variants of the default schedule: every round is the strategy's.
+    summary, engine = tune_tasks([task], db_path, _config(5, default_variants=0),
                                  TuneComponents(runner=runner, cost_model="random",
                                                 search_strategy=strategy))
     assert summary.total_trials == 5
@@ -132,18 +135,50 @@ def test_a_toy_strategy_plugs_into_the_tuner(tmp_path, runner):
     assert engine.search_speed().scored == 4
 
 
+def test_the_default_rules_variants_come_before_the_strategys_candidates(tmp_path, runner):
+    # Tuning starts from the default schedule: its first rounds measure the default
+    # rule's neighbouring plans, then the strategy gets the rest of the budget.
+    strategy = RandomSampling()
+    task = TuneTask(matmul(16), "llvm", name="mm16")
+    variants = default_variant_traces(task.func, task.target)
+    assert 0 < len(variants) <= 16
+    db_path = str(tmp_path / "v.json")
+    summary, _ = tune_tasks([task], db_path, _config(1 + len(variants) + 4),
+                            TuneComponents(runner=runner, cost_model="random",
+                                           search_strategy=strategy))
+    assert summary.total_trials == 1 + len(variants) + 4
+    search = strategy.searches[0]
+    assert len(search.costs) == 4
+    with JSONDatabase(db_path) as db:
+        records = db.records_of(task.workload)
+    by_key = {r.trace_key: r for r in records}
+    assert {trace_key(v) for v in variants} <= set(by_key)
+    assert all(by_key[trace_key(v)].is_valid for v in variants)
+    assert {trace_key(v) for v in variants} <= search.seen  # the search knows of them
+    # A resumed run measures none of them again.
+    summary, _ = tune_tasks([task], db_path, _config(4, default_variants=16),
+                            TuneComponents(runner=runner, cost_model="random",
+                                           search_strategy=RandomSampling()))
+    with JSONDatabase(db_path) as db:
+        keys = [r.trace_key for r in db.records_of(task.workload)]
+    assert len(keys) == len(set(keys))
+
+
 def test_an_unsearchable_task_keeps_its_default_and_is_counted(tmp_path, runner, caplog):
     task = TuneTask(matmul(16), "llvm", name="mm16")
+    variants = default_variant_traces(task.func, task.target)
+    assert variants
     with caplog.at_level(logging.WARNING, logger="irc.tune"):
-        summary, _ = tune_tasks([task], str(tmp_path / "u.json"), _config(4),
+        summary, _ = tune_tasks([task], str(tmp_path / "u.json"), _config(64),
                                 TuneComponents(runner=runner, cost_model="random",
                                                search_strategy=Unsearchable()))
-    assert summary.total_trials == 1  # the default schedule only
+    # The default schedule and the default rule's variants only.
+    assert summary.total_trials == 1 + len(variants)
     assert summary.counts.default_fallbacks == 1
-    assert "1 task kept its default schedule" in summary.counts.describe()
+    assert "1 task was not searched (default schedules only)" in summary.counts.describe()
     msgs = [r.getMessage() for r in caplog.records if r.name.startswith("irc.tune")]
-    assert any("mm16 cannot be searched; it keeps its default schedule: no search for mm16"
-               in m for m in msgs)
+    assert any("mm16 cannot be searched; only its default schedule and the default rule's "
+               "variants are measured: no search for mm16" in m for m in msgs)
 
 
 class _Broken(ScheduleRule):

@@ -126,3 +126,30 @@ def test_workload_key_ignores_the_symbol_name():
     g = f.with_attr("global_symbol", "renamed")
     assert workload_key(f) == workload_key(g)
     assert workload_key(f) != workload_key(matmul(16))
+
+
+def test_default_variant_traces_are_the_default_rules_neighbours():
+    from tune_workloads import add_one
+
+    from irc.core.target import Target
+    from irc.tune.measure import apply_trace
+    from irc.tune.record import trace_key
+    from irc.tune.task import default_schedule_trace, default_variant_traces
+
+    t = Target.canon("llvm -num-cores 2 -vector-width 256 -vector-registers 16")
+    func = matmul(48, 40, 72)
+    default, _ = default_schedule_trace(func, t)
+    traces = default_variant_traces(func, t, limit=4)
+    assert 0 < len(traces) <= 4
+    keys = {trace_key(x) for x in traces}
+    assert len(keys) == len(traces) and trace_key(default) not in keys
+    x, w = np.random.rand(48, 72).astype("float32"), np.random.rand(72, 40).astype("float32")
+    for trace in traces:
+        rt = irc.build(apply_trace(func, trace).with_attr("global_symbol", "main"), target=t)
+        out = irc.tensor(np.zeros((48, 40), "float32"))
+        rt(irc.tensor(x), irc.tensor(w), out)
+        np.testing.assert_allclose(out.numpy(), x @ w, rtol=1e-4, atol=1e-4)
+    # An elementwise function's rule has nothing to vary; no rule, no variants.
+    assert default_variant_traces(add_one(64), t) == []
+    assert default_variant_traces(func, t, rules=[]) == []
+    assert default_variant_traces(func, t, limit=0) == []

@@ -44,7 +44,13 @@ from ...tir.stmt import PrimFunc
 from ..analysis import try_compute_inline
 from ..base import ScheduleRule
 from ..weights import packable_params
-from .tiling import MAX_GATHER_STRIDE, apply_output_tile, plan_output_tile
+from .tiling import (
+    MAX_GATHER_STRIDE,
+    TilePlan,
+    apply_output_tile,
+    plan_output_tile,
+    plan_variants,
+)
 from .utils import schedule_injective_block
 
 logger = logging.getLogger(__name__)
@@ -232,10 +238,11 @@ def _uses_var(e, v) -> bool:
     return id(v) in var_ids(e)
 
 
-def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
-                    need_reuse: bool) -> Schedule | None:
-    """The shared body of the output-tile rules: inline, plan, tile, and schedule the
-    stages left at the root."""
+def _prepare_anchor(sch: Schedule, need_multiply: bool
+                    ) -> tuple[Schedule, list[BlockInfo], int] | None:
+    """Inline the epilogue and the producers around the only reduction and pack its
+    strided weights; returns the schedule, its root blocks and the reduction's
+    position, or None when the rules do not apply."""
     found = anchor_reduction(sch)
     if found is None:
         return None
@@ -253,19 +260,58 @@ def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
     sch = inline_producers(sch, anchor.name, varying_guard=not need_multiply)
     infos = get_block_infos(sch)
     pos = next(k for k, b in enumerate(infos) if b.name == anchor.name)
-    anchor = infos[pos]
-    plan = plan_output_tile(anchor, target, need_reuse=need_reuse)
-    if plan is None:
+    after = infos[pos + 1:]
+    if len(after) != 1 and not is_output(sch, anchor.name):
         return None
+    return sch, infos, pos
+
+
+def _finish_anchor(sch: Schedule, infos: list[BlockInfo], pos: int, plan: TilePlan,
+                   target: Target) -> Schedule:
+    """Tile the prepared reduction by ``plan`` and schedule the stages around it."""
     after = infos[pos + 1:]
     epilogue = after[0].block_rv if len(after) == 1 else None
-    if epilogue is None and not is_output(sch, anchor.name):
-        return None
-    apply_output_tile(sch, anchor, plan, epilogue, target)
+    apply_output_tile(sch, infos[pos], plan, epilogue, target)
     for b in infos[:pos]:
         schedule_injective_block(sch, b, target)
-    repack_weights(sch, anchor.name)
+    repack_weights(sch, infos[pos].name)
     return sch
+
+
+def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
+                    need_reuse: bool) -> Schedule | None:
+    """The shared body of the output-tile rules: inline, plan, tile, and schedule the
+    stages left at the root."""
+    prepared = _prepare_anchor(sch, need_multiply)
+    if prepared is None:
+        return None
+    sch, infos, pos = prepared
+    plan = plan_output_tile(infos[pos], target, need_reuse=need_reuse)
+    if plan is None:
+        return None
+    return _finish_anchor(sch, infos, pos, plan, target)
+
+
+def anchor_variants(sch: Schedule, target: Target, need_multiply: bool,
+                    need_reuse: bool, limit: int) -> list[Schedule]:
+    """Up to ``limit`` schedules like :func:`schedule_anchor`'s with the neighbouring
+    plans of :func:`~.tiling.plan_variants` (most promising first). A plan the
+    schedule primitives reject is left out (logged at DEBUG)."""
+    prepared = _prepare_anchor(sch, need_multiply)
+    if prepared is None or limit <= 0:
+        return []
+    base, infos, pos = prepared
+    out = []
+    for knobs, plan in plan_variants(infos[pos], target, need_reuse=need_reuse):
+        try:
+            out.append(_finish_anchor(base.copy(), infos, pos, plan, target))
+        except ScheduleError as err:
+            logger.debug("cpu.Matmul: variant %s of block %s is not applicable: %s", knobs,
+                         infos[pos].name, err.message)
+            continue
+        if len(out) >= limit:
+            break
+    return out
 
 
 def repack_weights(sch: Schedule, anchor_name: str) -> None:
@@ -305,3 +351,7 @@ class Matmul(ScheduleRule):
               ) -> Schedule | None:
         return schedule_anchor(Schedule(func), target, need_multiply=True,
                                need_reuse=False)
+
+    def variants(self, func: PrimFunc, target: Target, limit: int) -> list[Schedule]:
+        return anchor_variants(Schedule(func), target, need_multiply=True,
+                               need_reuse=False, limit=limit)
