@@ -6,8 +6,9 @@ caches and its threads just woken, and it can lose there: on ResNet-18, a stride
 convolution whose record beat the default in isolation took 389 µs in the network
 against 276 µs for the default kernel. :func:`slower_in_network` builds both
 executables, runs the graph function on the same seeded random inputs in alternating
-profiled rounds (``vm.profile``), and names the tuned kernels whose median time is above
-the default kernel's by more than ``MARGIN``; ``compile_tuned`` then builds again with
+profiled rounds (``vm.profile``), and names the tuned kernels whose time, divided by the
+default kernel's of the same round, has a median above ``1 + MARGIN``;
+``compile_tuned`` then builds again with
 those kernels' records set aside (:class:`RecordsWithout`), so they keep the default
 schedule. Last, :func:`slower_as_a_whole` times the graph function itself in both builds
 (alternating rounds again, without profiling, as users run it): a tuned build that is
