@@ -1,9 +1,12 @@
 """Per-kernel profiles of VM functions: ``vm.profile("main", x)``.
 
-The VM prepares a profiled copy of the function (and of every function it calls) whose
-kernel and runtime-function calls are timed one by one, synchronizing the device after
-each on a GPU; everything else the bytecode does (argument checks, allocations, tuples,
-shape arithmetic) is the VM's own time. The report sums each kernel over its calls and
+A function that runs as a native plan (static, straight-line, on the CPU) is profiled by
+a timed copy of the plan, which reads the clock between kernels while they run back to
+back (:mod:`irc.vm.native_plan`). For other functions the VM prepares a profiled copy of
+the function (and of every function it calls) whose kernel and runtime-function calls
+are timed one by one, synchronizing the device after each on a GPU. Everything else the
+bytecode does (argument checks, allocations, tuples, shape arithmetic) is the VM's own
+time. The report sums each kernel over its calls and
 over ``repeat`` runs of the function, so it shows where a model's time goes:
 
     >>> print(vm.profile("main", x))          # doctest: +SKIP
@@ -58,9 +61,13 @@ class Recorder:
         self.stats: dict[str, KernelStat] = {}
         self.sync = sync
 
+    def stat(self, name: str, kind: str) -> KernelStat:
+        """The entry of kernel or runtime function ``name`` (made on first use)."""
+        return self.stats.setdefault(name, KernelStat(name, kind))
+
     def timed(self, name: str, kind: str, call: Callable[..., Any]) -> Callable[..., Any]:
         """``call`` wrapped so each call adds its wall time to ``name``'s entry."""
-        stat = self.stats.setdefault(name, KernelStat(name, kind))
+        stat = self.stat(name, kind)
         sync = self.sync
         clock = time.perf_counter
 

@@ -52,7 +52,7 @@ from ..runtime.ndarray import empty as device_empty
 from ..runtime.ndarray import tensor as device_tensor
 from .bytecode import ValueCheck, VMFunction, expr_to_python
 from .executable import Executable
-from .native_plan import make_plan
+from .native_plan import NativePlan, make_plan
 from .profiler import ProfileReport, Recorder
 
 _Closure = Callable[[list, list], Any]
@@ -159,12 +159,21 @@ class _PreparedFunction:
         self.exprs = [eval(f"lambda h: {expr_to_python(e)}") for e in fn.exprs]  # noqa: S307
         self.storage = [vm._storage(n) for n in fn.storage_sizes]
         self.code: list[_Closure] = [self._prepare(ins) for ins in fn.code]
-        # Straight-line static functions on the CPU run as one native call (profiling
-        # times each kernel, so it keeps the instructions).
+        # Straight-line static functions on the CPU run as one native call (a profile
+        # runs the timed copy of the plan, made on first use).
         self.plan = None
         if not vm.on_gpu and recorder is None:
             self.plan = make_plan(fn, vm.exe.lib, vm.constants, self.storage,
                                   cpu_numpy_dtype)
+        self._timed_plan: NativePlan | None = None
+
+    def timed_plan(self) -> NativePlan | None:
+        """The plan with a clock read around every kernel (made on first use; None
+        where the function has no plan or the platform no clock to read)."""
+        if self._timed_plan is None and self.plan is not None:
+            self._timed_plan = make_plan(self.fn, self.vm.exe.lib, self.vm.constants,
+                                         self.storage, cpu_numpy_dtype, timed=True)
+        return self._timed_plan
 
     # -- argument checking ----------------------------------------------------------------
     def check(self, value: Any, chk: ValueCheck, heap: list, label: str) -> None:
@@ -400,7 +409,9 @@ class _PreparedFunction:
         return run
 
     # -- execution ---------------------------------------------------------------------------
-    def invoke(self, args: list) -> Any:
+    def invoke(self, args: list, plan: NativePlan | None = None) -> Any:
+        """Run the function on ``args`` (after checking them), by ``plan`` when given,
+        else by the function's own plan or its instructions."""
         fn = self.fn
         if len(args) != len(fn.params):
             raise RuntimeShapeError(
@@ -411,8 +422,9 @@ class _PreparedFunction:
         for i, (value, chk) in enumerate(zip(args, fn.param_checks)):
             self.check(value, chk, heap, f"parameter {fn.params[i]} (#{i})")
             regs[i] = value
-        if self.plan is not None:
-            return self.plan.run(args)
+        plan = plan or self.plan
+        if plan is not None:
+            return plan.run(args)
         code = self.code
         pc = 0
         n = len(code)
@@ -512,12 +524,16 @@ class VirtualMachine:
     def profile(self, name: str, *args: Any, repeat: int = 10, warmup: int = 1
                 ) -> ProfileReport:
         """Run function ``name`` on ``args`` ``warmup`` times, then ``repeat`` times with
-        every kernel and runtime-function call timed (the device synchronized after each
-        on a GPU), and return a :class:`irc.vm.profiler.ProfileReport`: per kernel, its
-        calls and time, largest first, next to the VM's own time. Profiled runs go
-        instruction by instruction, so each kernel can be timed: where ``vm[name]`` runs a
-        native plan (:mod:`irc.vm.native_plan`), its own overhead is lower than the VM
-        row shows, by about 3 microseconds per kernel call; timing adds about one more.
+        every kernel and runtime-function call timed, and return a
+        :class:`irc.vm.profiler.ProfileReport`: per kernel, its calls and time, largest
+        first, next to the VM's own time.
+
+        Where ``vm[name]`` runs a native plan (:mod:`irc.vm.native_plan`: static
+        straight-line functions on the CPU), the profiled runs are that plan with the
+        clock read between kernels, so the kernels run back to back as in an ordinary
+        call. Other functions run instruction by instruction with each call timed from
+        Python (the device synchronized after each on a GPU); there a parallel CPU kernel
+        also pays for waking the worker threads, which the gaps between calls let sleep.
         """
         if repeat < 1 or warmup < 0:
             raise VMError(f"profile: repeat must be at least 1 and warmup at least 0, got "
@@ -525,20 +541,33 @@ class VirtualMachine:
         call = self[name]  # checks the name
         for _ in range(warmup):
             call(*args)
+        plain = self._function(name)
+        timed = plain.timed_plan() if not self.on_gpu else None
         recorder = Recorder(self.device.sync if self.on_gpu else None)
-        try:
-            prepared = self._function(name, recorder)
-            device = self.device
-            runs = []
+        device = self.device
+        runs = []
+        if timed is not None:
+            stats = [recorder.stat(k.name, "kernel") for k in timed.kernels]
             for _ in range(repeat):
                 values = [_to_value(a, device) for a in args]
                 t0 = time.perf_counter()
-                prepared.invoke(values)
-                if self.on_gpu:
-                    device.sync()
+                plain.invoke(values, plan=timed)
                 runs.append(time.perf_counter() - t0)
-        finally:
-            self._profiled.pop(id(recorder), None)
+                for stat, ns in zip(stats, np.diff(timed.stamps).tolist()):
+                    stat.seconds += ns * 1e-9
+                    stat.calls += 1
+        else:
+            try:
+                prepared = self._function(name, recorder)
+                for _ in range(repeat):
+                    values = [_to_value(a, device) for a in args]
+                    t0 = time.perf_counter()
+                    prepared.invoke(values)
+                    if self.on_gpu:
+                        device.sync()
+                    runs.append(time.perf_counter() - t0)
+            finally:
+                self._profiled.pop(id(recorder), None)
         kernels = sorted(recorder.stats.values(), key=lambda k: -k.seconds)
         flops = self.exe.kernel_flops
         for k in kernels:

@@ -1,10 +1,13 @@
 """The VM's native run plan: static straight-line functions run as one native call, with
 the same results and errors as the instruction-by-instruction path."""
 
+import sys
+
 import numpy as np
 import pytest
 
 import irc
+from irc.runtime.ndarray import aligned_empty
 from irc.vm.native_plan import plans_enabled
 
 CHAIN = '''
@@ -126,6 +129,51 @@ def test_profiling_times_each_kernel():
     vm["main"](x, w)
     report = vm.profile("main", x, w, repeat=2)
     assert len(report.kernels) >= 2
+    assert all(k.calls == 2 for k in report.kernels)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="timed plans read Linux's CLOCK_MONOTONIC")
+def test_profiling_a_planned_function_runs_its_timed_plan(monkeypatch):
+    planned, plain = _vms(CHAIN, monkeypatch)
+    prepared = planned._function("main")
+    timed = prepared.timed_plan()
+    assert timed is not None and timed is prepared.timed_plan()  # made once
+    assert [k.name for k in timed.kernels] == [k.name for k in prepared.plan.kernels]
+    # One clock reading before the first kernel and one after each: non-decreasing.
+    rng = np.random.default_rng(1)
+    x, w = aligned_empty((4, 8), np.float32), aligned_empty((8, 8), np.float32)
+    x[:] = rng.standard_normal((4, 8))
+    w[:] = rng.standard_normal((8, 8))
+    got = prepared.invoke([x, w], plan=timed)  # the VM's callers align its arguments
+    assert len(timed.stamps) == len(timed.kernels) + 1
+    assert timed.stamps[0] > 0 and np.all(np.diff(timed.stamps) >= 0)
+    np.testing.assert_array_equal(got[0], plain["main"](x, w)[0].numpy())
+    # The profile counts each kernel once per run, as the instruction path does, and
+    # leaves no profiled copy of the function behind.
+    report, old = planned.profile("main", x, w, repeat=3), plain.profile("main", x, w, repeat=3)
+    assert {k.name: k.calls for k in report.kernels} == {k.name: k.calls for k in old.kernels}
+    assert all(k.calls == 3 and k.seconds >= 0 for k in report.kernels)
+    assert report.kernel_seconds <= report.total_seconds
+    assert planned._profiled == {}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="timed plans read Linux's CLOCK_MONOTONIC")
+def test_a_kernel_failing_in_a_profile_is_named(monkeypatch):
+    planned, _ = _vms(CHECKED, monkeypatch)
+    assert planned._function("main").timed_plan() is not None
+    with pytest.raises(irc.runtime.KernelAssertionError,
+                       match="positive: the first entry must be positive"):
+        planned.profile("main", np.array([-1, 2, 3, 4], "int32"), repeat=1, warmup=0)
+
+
+def test_functions_without_a_plan_have_no_timed_plan(monkeypatch):
+    _, plain = _vms(CHAIN, monkeypatch)
+    assert plain._function("main").timed_plan() is None
+    vm = irc.vm.VirtualMachine(irc.compile(irc.parse(SYMBOLIC), "llvm"))
+    assert vm._function("main").timed_plan() is None
+    report = vm.profile("main", np.ones((3, 8), "float32"), repeat=2)
     assert all(k.calls == 2 for k in report.kernels)
 
 
