@@ -382,8 +382,8 @@ def test_a_mid_sized_depthwise_convolution_runs_on_both_cores():
                                atol=1e-4)
 
 
-@pytest.mark.parametrize("hw,cin,cout,k,stride,grp_macro", [(14, 256, 512, 1, 1, 2),
-                                                            (9, 24, 40, 3, 1, 3)])
+@pytest.mark.parametrize("hw,cin,cout,k,stride,grp_macro", [(14, 512, 512, 1, 1, 2),
+                                                            (9, 192, 40, 3, 1, 3)])
 def test_output_rows_join_the_macro_tile_of_narrow_images(hw, cin, cout, k, stride, grp_macro):
     # 14 output columns make a small macro tile: two output rows share each panel of a
     # blocked reduction; 9 columns (8 + a partial tile) take three rows.
@@ -555,7 +555,7 @@ def test_a_micro_tile_knob_that_does_not_fit_gives_no_plan():
 def test_plan_variants_differ_from_the_default_and_from_each_other(registers):
     from irc.dlight.cpu.tiling import fits_registers, plan_output_tile, plan_variants
 
-    func, _ = _nhwc_conv(14, 256, 512, 1, 1)
+    func, _ = _nhwc_conv(14, 512, 512, 1, 1)
     target = Target(f"llvm -num-cores 2 -vector-width 512 -vector-registers {registers}")
     info = _anchor_info(func)
     default = plan_output_tile(info, target)
@@ -567,6 +567,39 @@ def test_plan_variants_differ_from_the_default_and_from_each_other(registers):
     # Other micro-kernels first, then the other knobs (blocking off among them).
     assert found[0][0].micro is not None
     assert any(p.kc is None for p in plans) and default.kc is not None
+
+
+@pytest.mark.parametrize("cin,wide", [(256, True), (128, True), (512, False), (1024, False)])
+def test_a_small_weight_panel_takes_several_column_tiles(cin, wide):
+    # A 1 x 1 convolution's weight panel under a 256-column macro tile: 256 input
+    # channels make 256 KB (WIDE_PANEL_BYTES), several column tiles share the rows'
+    # input; 512 make 512 KB, one column tile reused by every row tile.
+    from irc.dlight.cpu.tiling import WIDE_PANEL_BYTES, PlanKnobs, plan_output_tile
+
+    func, _ = _nhwc_conv(14, cin, 1024, 1, 1)
+    target = Target("llvm -num-cores 2 -vector-width 512 -vector-registers 32")
+    info = _anchor_info(func)
+    plan = plan_output_tile(info, target)
+    assert (cin * 256 * 4 <= WIDE_PANEL_BYTES) == wide
+    assert (plan.vec_macro > 1) == wide
+    # The knob overrides the choice either way.
+    assert plan_output_tile(info, target, knobs=PlanKnobs(wide=False)).vec_macro == 1
+    assert plan_output_tile(info, target, knobs=PlanKnobs(wide=True)).vec_macro > 1
+
+
+def test_a_wide_macro_tile_computes_the_same_result():
+    # A 5 x 5 image, 96 input channels, 200 output channels (25 vectors of 8: the
+    # macro tile spans all 25 column tiles, each of one vector).
+    from irc.dlight.cpu.tiling import plan_output_tile
+
+    func, pad = _nhwc_conv(5, 96, 200, 1, 1)
+    target = "llvm -num-cores 2 -vector-width 256 -vector-registers 16"
+    assert plan_output_tile(_anchor_info(func), Target(target)).vec_macro > 1
+    after = schedule(func, dl.cpu.Matmul(), target)
+    args = random_args(func)
+    want = ref.conv2d_nhwc(args[0], args[1], strides=1, padding=pad)
+    np.testing.assert_allclose(compiled_output(after, args, target), want, rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [
