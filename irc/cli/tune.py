@@ -202,6 +202,8 @@ class TuneDisplay:
 
     def __init__(self, tasks: Sequence[Any], db: Any, trials: int, budget: float | None,
                  live: bool, quiet: bool):
+        from ..tune.record import combine_measurements
+
         self.tasks = list(tasks)
         self.index = {t.workload.key: i for i, t in enumerate(self.tasks)}
         self.db = db
@@ -220,11 +222,10 @@ class TuneDisplay:
             recs = db.records_of(t.workload)
             self.before += len(recs)
             self.counts[i] = len(recs)
-            for r in recs:
-                if r.is_valid:
-                    if not math.isfinite(self.default[i]):
-                        self.default[i] = r.mean_cost  # the first: its default schedule
-                    self.best[i] = min(self.best[i], r.mean_cost)
+            for r in combine_measurements(recs):  # a candidate's measurements together
+                if not math.isfinite(self.default[i]):
+                    self.default[i] = r.mean_cost  # the first: its default schedule
+                self.best[i] = min(self.best[i], r.mean_cost)
         self.done_trials = 0
         self.failed = 0
         self.start = time.monotonic()

@@ -104,7 +104,11 @@ class TuneConfig:
     measures each task's default schedule first, and its first rounds measure up to
     ``default_variants`` schedules next to it (other tile sizes and cache blocking of
     the default rule, :meth:`irc.dlight.ScheduleRule.variants`; 0: none) before the
-    search's candidates. ``seed`` seeds the searches;
+    search's candidates. At the end, each task's ``confirm_top`` fastest candidates and
+    its default schedule are measured once more (until its leader has been measured
+    twice), and a candidate's measurements are averaged together, so a candidate whose
+    one timing was luckily fast does not win (0: no confirmation; with a
+    ``time_budget``, about a seventh of it is kept for this). ``seed`` seeds the searches;
     ``verbose`` 0 prints nothing, 1 the seed-002/004 log, 2 also progress marks, to
     ``out`` (default stdout); ``log_dir`` keeps the worker processes' output;
     ``search_workers`` processes make candidates (None: one per core; 0 or 1: in the
@@ -119,6 +123,7 @@ class TuneConfig:
     task_scheduling: str = "gradient"
     measure_default: bool = True
     default_variants: int = 16
+    confirm_top: int = 2
     seed: int = 0
     verbose: int = 1
     out: TextIO | None = None
@@ -153,6 +158,7 @@ class TuneConfig:
             raise TuningError(f"measure_default must be True or False, got "
                               f"{self.measure_default!r}")
         _int("default_variants", self.default_variants, 0)
+        _int("confirm_top", self.confirm_top, 0)
         if self.task_weights is not None:
             object.__setattr__(self, "task_weights", _weights(self.task_weights))
 

@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.diagnostics import TuningError
@@ -270,6 +270,26 @@ class TuningRecord:
             timestamp=float(obj.get("time", 0.0) or 0.0),
             build_secs=float(obj.get("build_secs", 0.0) or 0.0),
             task_name=str(obj.get("task", "")))
+
+
+def combine_measurements(records: Any) -> list[TuningRecord]:
+    """The valid ``records`` with one record per candidate (trace): a candidate measured
+    more than once — the tuner re-measures each task's best candidates and its default
+    schedule before choosing (``TuneConfig.confirm_top``) — becomes its first record
+    with the samples of all its valid measurements, so its mean is taken over all of
+    them. The fastest of many candidates timed once each is biased low (its noise is
+    part of why it won); more samples of the leaders correct that."""
+    groups: dict[str, TuningRecord] = {}
+    for r in records:
+        if not r.is_valid:
+            continue
+        first = groups.get(r.trace_key)
+        if first is None:
+            groups[r.trace_key] = r
+        else:
+            groups[r.trace_key] = replace(first, run_secs=tuple(first.run_secs)
+                                          + tuple(r.run_secs), _trace_key=first.trace_key)
+    return list(groups.values())
 
 
 def target_identity(target: Any) -> tuple[str, str]:

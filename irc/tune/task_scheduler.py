@@ -47,6 +47,7 @@ import numpy as np
 
 from ..core.diagnostics import TuningError
 from .database import open_database
+from .record import combine_measurements
 from .task import TuneTask
 
 # A task whose candidates all fail this many rounds in a row is given up.
@@ -212,7 +213,8 @@ class TaskScheduler:
                     continue
                 self.task_cts[i] = len(records)
                 self.default_measured[i] = any(r.is_default for r in records)
-                best = min((r.mean_cost for r in records if r.is_valid), default=math.inf)
+                best = min((r.mean_cost for r in combine_measurements(records)),
+                           default=math.inf)
                 self.best_costs[i] = best
         finally:
             if db is not source:

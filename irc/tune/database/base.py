@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 from ...core.diagnostics import TuningError
 from ...core.target import Target
 from ...tir.stmt import PrimFunc
-from ..record import TuningRecord, Workload, trace_key, workload_key
+from ..record import TuningRecord, Workload, combine_measurements, trace_key, workload_key
 
 logger = logging.getLogger("irc.tune")
 
@@ -150,8 +150,10 @@ class Database(ABC):
         return [not self.has_measured(workload, t) for t in traces]
 
     def get_top_k(self, workload: Any, k: int) -> list[TuningRecord]:
-        """The ``k`` fastest valid records of the workload, fastest first."""
-        valid = [r for r in self.records_of(workload) if r.is_valid]
+        """The ``k`` fastest valid candidates of the workload, fastest first; a candidate
+        measured more than once (the tuner confirms its best ones) is one record with
+        all its samples (:func:`combine_measurements`)."""
+        valid = combine_measurements(self.records_of(workload))
         valid.sort(key=lambda r: (r.mean_cost, r.timestamp))
         return valid[:max(0, k)]
 

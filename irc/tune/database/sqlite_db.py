@@ -23,7 +23,7 @@ import time
 from typing import Any, Sequence
 
 from ...core.diagnostics import TuningError
-from ..record import TuningRecord, Workload, trace_key
+from ..record import TuningRecord, Workload, combine_measurements, trace_key
 from .base import Database, LoadReport, key_of
 
 _SCHEMA = """
@@ -231,12 +231,13 @@ class SQLiteDatabase(Database):
 
     def get_top_k(self, workload: Any, k: int) -> list[TuningRecord]:
         where, params = self._where("workload = ? AND cost IS NOT NULL")
-        rows = self._conn.execute(
-            f"SELECT id, json FROM records{where} ORDER BY cost, id LIMIT ?",
-            (key_of(workload),) + params + (max(0, int(k)),)).fetchall()
-        out = self._decode(rows)
+        rows = self._conn.execute(f"SELECT id, json FROM records{where} ORDER BY id",
+                                  (key_of(workload),) + params).fetchall()
+        # Every valid measurement: a candidate's repeated ones are combined (see
+        # Database.get_top_k).
+        out = combine_measurements(self._decode(rows))
         out.sort(key=lambda r: (r.mean_cost, r.timestamp))
-        return out
+        return out[:max(0, int(k))]
 
     def has_measured(self, workload: Any, trace: Any) -> bool:
         return self._measured_key(key_of(workload), trace_key(trace))
