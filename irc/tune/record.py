@@ -287,8 +287,7 @@ def combine_measurements(records: Any) -> list[TuningRecord]:
         if first is None:
             groups[r.trace_key] = r
         else:
-            groups[r.trace_key] = replace(first, run_secs=tuple(first.run_secs)
-                                          + tuple(r.run_secs), _trace_key=first.trace_key)
+            groups[r.trace_key] = replace(first, run_secs=first.run_secs + r.run_secs)
     return list(groups.values())
 
 

@@ -281,13 +281,12 @@ def _plan_ir(symbol: str, calls: list[tuple[Function, list[_Value]]],
     params = "ptr %dynamic, ptr %failed" + (", ptr %stamps" if timed else "")
     lines = [f"declare i32 @{_CLOCK}(i32, ptr)"] if timed else []
     lines += [f"define i32 @{symbol}({params}) {{", "entry:"]
-    if timed:
-        lines.append("  %ts = alloca { i64, i64 }, align 8")
     for key, slot in sorted(slot_of.items(), key=lambda kv: kv[1]):
         del key
         lines.append(f"  %s{slot}.p = getelementptr ptr, ptr %dynamic, i64 {slot}")
         lines.append(f"  %s{slot} = load ptr, ptr %s{slot}.p, align 8")
     if timed:
+        lines.append("  %ts = alloca { i64, i64 }, align 8")
         lines += _stamp_ir(0)
     for k, (kernel, operands) in enumerate(calls):
         args = []

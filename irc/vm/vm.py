@@ -542,7 +542,7 @@ class VirtualMachine:
         for _ in range(warmup):
             call(*args)
         plain = self._function(name)
-        timed = plain.timed_plan() if not self.on_gpu else None
+        timed = plain.timed_plan()  # None on a GPU (no native plan there)
         recorder = Recorder(self.device.sync if self.on_gpu else None)
         device = self.device
         runs = []
