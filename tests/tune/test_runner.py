@@ -160,10 +160,14 @@ def test_the_runner_hands_kernels_aligned_arrays():
     assert copy.ctypes.data % ALIGNMENT == 0 and np.array_equal(copy, big)
 
 
-def test_a_cold_sample_that_caught_a_stall_is_taken_again():
-    import time
-
+def test_a_cold_sample_that_caught_a_stall_is_taken_again(monkeypatch):
     from irc.tune import runner as runner_mod
+
+    # A simulated clock: each call of the kernel advances it by 2 ms, or 30 ms when the
+    # call stalls, so the test does not depend on how long a real sleep takes on a
+    # loaded machine.
+    clock = [0.0]
+    monkeypatch.setattr(runner_mod.time, "perf_counter", lambda: clock[0])
 
     class _Kernel:
         def __init__(self, stalls):
@@ -175,7 +179,7 @@ def test_a_cold_sample_that_caught_a_stall_is_taken_again():
 
         def c_function(self, *native):
             self.calls += 1
-            time.sleep(0.03 if self.calls in self.stalls else 0.002)
+            clock[0] += 0.03 if self.calls in self.stalls else 0.002
             return 0
 
     # The warm-up is call 1; the second timed sample stalls and is replaced.
