@@ -16,11 +16,7 @@ For each model, in one run on one machine:
   (:mod:`irc.testing.cpu_peak`). Effective figures: a Winograd layer counts the
   operations of the direct convolution it replaces, so a model whose 3x3 layers run
   as Winograd convolutions can exceed the peak;
-- irc's error against ONNX Runtime (``max |irc - ort| / max |ort|``);
-- the machine's memory read bandwidth on one thread just before the model's timing
-  (``memory_read_gbps``): on a shared machine, phases in which another tenant takes
-  the memory bandwidth slow the memory-bound kernels of both sides (irc's Winograd
-  transforms more than ONNX Runtime's direct convolutions), and this column shows them.
+- irc's error against ONNX Runtime (``max |irc - ort| / max |ort|``).
 
 Models: ResNet-18, ResNet-50 and MobileNet-V2 at 224x224, BERT-base (12 layers, width
 768) at sequence 128 — PyTorch's modules with seeded weights, exported once to ONNX
@@ -88,19 +84,6 @@ def seed000_conv(seed: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     return model, {"x": rng.standard_normal((1, 512, 7, 7)).astype("float32")}
-
-
-def memory_read_gbps(mib: int = 256, repeat: int = 3) -> float:
-    """GB/s of a one-thread sum over ``mib`` MiB of float64 (best of ``repeat``): an
-    indicator of the memory bandwidth the machine gives this process now, not a peer
-    figure (about 30 GB/s on a steady 2-core Zen 4 share of the CI machines)."""
-    data = np.ones(mib * 2**20 // 8)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        data.sum()
-        best = min(best, time.perf_counter() - t0)
-    return data.nbytes / best / 1e9
 
 
 def interleaved_medians(fns: list[Callable[[], Any]], repeat: int, warmup: int,
@@ -194,13 +177,12 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
     err = relative_error(vm, inputs, want)
-    mem = memory_read_gbps()
     t_ort, t_irc = interleaved_medians(
         [lambda: sess.run(None, feeds), lambda: vm["main"](*inputs)], args.repeat,
         args.warmup)
     gflops = model_flops(mod) / t_irc / 1e9
     lines = [f"{name:13s} {t_irc * 1e3:9.3f} {t_ort * 1e3:9.3f} {t_irc / t_ort:6.2f}x "
-             f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e} {mem:7.1f}"]
+             f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e}"]
     if name == "conv":
         tt = torch_conv_seconds(model, feeds, args.repeat, args.warmup)
         if tt is None:
@@ -234,13 +216,11 @@ def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray],
         ex = ms.compile_relax(db, mod, "llvm")
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     err = relative_error(vm, inputs, want)
-    mem = memory_read_gbps()
     t_ort, t_default, t = interleaved_medians(peers + [lambda: vm["main"](*inputs)],
                                               args.repeat, args.warmup)
     return (f"{'  tuned':13s} {t * 1e3:9.3f} {t_ort * 1e3:9.3f} {t / t_ort:6.2f}x "
             f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}; default "
-            f"{t_default * 1e3:.3f} ms in this timing (tuned/default {t / t_default:.2f}x); "
-            f"memory {mem:.1f} GB/s")
+            f"{t_default * 1e3:.3f} ms in this timing (tuned/default {t / t_default:.2f}x)")
 
 
 def main() -> int:
@@ -267,7 +247,7 @@ def main() -> int:
     print(f"measured FMA peak: {peak1:.0f} GFLOPS on 1 thread, {peak:.0f} GFLOPS on "
           f"{THREADS}")
     print(f"{'model':13s} {'irc ms':>9s} {'ORT ms':>9s} {'irc/ORT':>7s} {'compile':>8s} "
-          f"{'GFLOPS':>8s} {'peak':>6s} {'err':>9s} {'mem GB/s':>7s}")
+          f"{'GFLOPS':>8s} {'peak':>6s} {'err':>9s}")
     for name in names:
         try:
             lines = bench(name, args, peak)
