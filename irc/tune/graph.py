@@ -52,8 +52,8 @@ from .apply import LayoutRewriteOption, schedule_from_record
 from .database import Database, open_database
 from .network_check import (
     RecordsWithout,
-    slower_as_a_whole,
-    slower_in_network,
+    not_faster_as_a_whole,
+    not_faster_in_network,
     tuned_callees,
 )
 from .record import workload_key
@@ -390,9 +390,10 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     With ``check_in_network`` (CPU targets, graph functions whose inputs
     ``Executable.random_inputs`` can make), the tuned build is compared with the default
     build kernel by kernel while the graph function runs (:mod:`irc.tune.network_check`),
-    and a tuned kernel slower there than the default one is set aside: its loop function
-    keeps the default schedule. If the result still runs the graph function slower than
-    the default build, the default build is returned."""
+    and a tuned kernel not faster there than the default one by
+    ``network_check.MARGIN`` is set aside: its loop function keeps the default schedule.
+    If the result does not run the graph function faster than the default build, the
+    default build is returned."""
     t = Target.canon(target)
     db = database if isinstance(database, Database) else open_database(database, t)
     try:
@@ -410,16 +411,17 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
                         err)
             return ex
         default_ex = link(default_schedules(prepared, t), t)
-        slower = slower_in_network(default_ex, ex, names, entry, args)
+        slower = not_faster_in_network(default_ex, ex, names, entry, args)
         if slower:
-            logger.info("compile_tuned: %d of %d tuned kernels were slower in the network "
-                        "than their default schedule and keep it", len(slower), len(names))
+            logger.info("compile_tuned: %d of %d tuned kernels were not faster in the "
+                        "network than their default schedule and keep it", len(slower),
+                        len(names))
             hidden = {workload_key(site_function(call, callee))
                       for call, callee in _call_tir_sites(prepared)
                       if call.args[0].name_hint in slower}
             kept = apply_database(prepared, RecordsWithout(db, hidden), t)
             ex = link(default_schedules(kept, t), t)
-        if slower_as_a_whole(default_ex, ex, entry, args):
+        if not_faster_as_a_whole(default_ex, ex, entry, args):
             return default_ex  # tuning never makes the network slower
         return ex
     finally:

@@ -4,16 +4,25 @@ A tuned kernel wins its task's measurements, which time it alone (with cold cach
 default). Inside the network it runs between other kernels, with their data in the
 caches and its threads just woken, and it can lose there: on ResNet-18, a stride-2
 convolution whose record beat the default in isolation took 389 µs in the network
-against 276 µs for the default kernel. :func:`slower_in_network` builds both
+against 276 µs for the default kernel. :func:`not_faster_in_network` builds both
 executables, runs the graph function on the same seeded random inputs in alternating
 profiled rounds (``vm.profile``), and names the tuned kernels whose time, divided by the
-default kernel's of the same round, has a median above ``1 + MARGIN``;
-``compile_tuned`` then builds again with
-those kernels' records set aside (:class:`RecordsWithout`), so they keep the default
-schedule. Last, :func:`slower_as_a_whole` times the graph function itself in both builds
+default kernel's of the same round, does not have a median below ``1 - MARGIN``;
+``compile_tuned`` then builds again with those kernels' records set aside
+(:class:`RecordsWithout`), so they keep the default schedule. Last,
+:func:`not_faster_as_a_whole` times the graph function itself in both builds
 (alternating rounds again, without profiling, as users run it): a tuned build that is
-still slower than the default one as a whole is not kept — tuning never makes the
+not faster than the default one as a whole is not kept — tuning never makes the
 network slower.
+
+The check is asymmetric on purpose: a tuned kernel must win clearly to replace the
+default schedule, and a tie goes to the default. The default schedules are built for
+the caches (packed panels, blocked reductions sized to L1 and L2); a candidate that
+wins cold, alone, by a few percent may lean harder on the shared L3 and memory. On a
+shared 2-core Zen 4, a ResNet-50 build that kept every tuned kernel within 2% of its
+default ran 0.99-1.00x the default build when the machine was steady, but 1.04-1.23x
+in phases when other tenants took the memory bandwidth (stage 4's tuned Winograd
+product 1.44x its default there).
 
 ``compile_tuned`` runs the check on the CPU for a graph function whose inputs
 ``Executable.random_inputs`` can make (static shapes); otherwise (or when nothing was
@@ -34,8 +43,8 @@ from ..vm import VirtualMachine
 
 logger = logging.getLogger(__name__)
 
-# A tuned kernel is set aside when its median time in the network is above the default
-# kernel's by more than this fraction.
+# A tuned kernel is kept only when its median time in the network is below the default
+# kernel's by more than this fraction (see the module docstring).
 MARGIN = 0.02
 # Profiled rounds per build (alternating), and runs per round.
 ROUNDS = 9
@@ -68,28 +77,28 @@ def _kernel_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
     return samples
 
 
-def slower_in_network(default_ex: Any, tuned_ex: Any, tuned_names: set[str],
-                      entry: str, args: list[np.ndarray]) -> set[str]:
-    """The kernels among ``tuned_names`` that run slower in ``tuned_ex`` than in
-    ``default_ex`` when the graph function ``entry`` runs on ``args`` (see the module
-    docstring); CPU executables. A kernel is compared round by round (the two builds'
-    times of one round are neighbours in time) and judged by the median of the
-    ratios: comparing the two medians instead set aside about a third of ResNet-50's
-    tuned kernels that a longer profile found faster than their defaults."""
+def not_faster_in_network(default_ex: Any, tuned_ex: Any, tuned_names: set[str],
+                          entry: str, args: list[np.ndarray]) -> set[str]:
+    """The kernels among ``tuned_names`` that do not run faster by ``MARGIN`` in
+    ``tuned_ex`` than in ``default_ex`` when the graph function ``entry`` runs on
+    ``args`` (see the module docstring); CPU executables. A kernel is compared round by
+    round (the two builds' times of one round are neighbours in time) and judged by the
+    median of the ratios: comparing the two medians instead set aside about a third of
+    ResNet-50's tuned kernels that a longer profile found faster than their defaults."""
     default_vm, tuned_vm = VirtualMachine(default_ex), VirtualMachine(tuned_ex)
     before, after = _kernel_times([default_vm, tuned_vm], entry, args)
-    slower = set()
+    not_faster = set()
     for name in tuned_names:
         b, a = before.get(name), after.get(name)
         if not b or not a or len(a) != len(b):
             continue
         ratio = float(np.median([x / y for x, y in zip(a, b) if y > 0] or [1.0]))
-        if ratio > 1 + MARGIN:
-            slower.add(name)
+        if ratio > 1 - MARGIN:
+            not_faster.add(name)
             logger.info("tuned kernel %s: %.0f us in the network against %.0f us for the "
                         "default schedule (%.2fx, median of %d rounds); the default is kept",
                         name, np.median(a) * 1e6, np.median(b) * 1e6, ratio, len(a))
-    return slower
+    return not_faster
 
 
 def _run_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
@@ -107,14 +116,13 @@ def _run_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
     return [float(np.median(acc)) for acc in samples]
 
 
-def slower_as_a_whole(default_ex: Any, tuned_ex: Any, entry: str,
-                      args: list[np.ndarray]) -> bool:
-    """True when the graph function ``entry`` runs slower in ``tuned_ex`` than in
-    ``default_ex`` by more than ``MARGIN`` (median of alternating rounds); CPU
-    executables."""
+def not_faster_as_a_whole(default_ex: Any, tuned_ex: Any, entry: str,
+                          args: list[np.ndarray]) -> bool:
+    """True when the graph function ``entry`` does not run faster in ``tuned_ex`` than
+    in ``default_ex`` (median of alternating rounds); CPU executables."""
     before, after = _run_times([VirtualMachine(default_ex), VirtualMachine(tuned_ex)],
                                entry, args)
-    if after > before * (1 + MARGIN):
+    if after >= before:
         logger.info("the tuned build runs %s in %.3f ms against %.3f ms for the default "
                     "build; the default build is kept", entry, after * 1e3, before * 1e3)
         return True
@@ -131,5 +139,5 @@ def tuned_callees(prepared: IRModule, tuned: IRModule) -> set[str]:
             and f is not before[gv.name_hint] and f.attrs.get("tir.is_scheduled")}
 
 
-__all__ = ["MARGIN", "RecordsWithout", "slower_as_a_whole", "slower_in_network",
+__all__ = ["MARGIN", "RecordsWithout", "not_faster_as_a_whole", "not_faster_in_network",
            "tuned_callees"]
