@@ -411,14 +411,14 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
                         err)
             return ex
         default_ex = link(default_schedules(prepared, t), t)
-        slower = not_faster_in_network(default_ex, ex, names, entry, args)
-        if slower:
+        not_faster = not_faster_in_network(default_ex, ex, names, entry, args)
+        if not_faster:
             logger.info("compile_tuned: %d of %d tuned kernels were not faster in the "
-                        "network than their default schedule and keep it", len(slower),
+                        "network than their default schedule and keep it", len(not_faster),
                         len(names))
             hidden = {workload_key(site_function(call, callee))
                       for call, callee in _call_tir_sites(prepared)
-                      if call.args[0].name_hint in slower}
+                      if call.args[0].name_hint in not_faster}
             kept = apply_database(prepared, RecordsWithout(db, hidden), t)
             ex = link(default_schedules(kept, t), t)
         if not_faster_as_a_whole(default_ex, ex, entry, args):

@@ -19,10 +19,10 @@ The check is asymmetric on purpose: a tuned kernel must win clearly to replace t
 default schedule, and a tie goes to the default. The default schedules are built for
 the caches (packed panels, blocked reductions sized to L1 and L2); a candidate that
 wins cold, alone, by a few percent may lean harder on the shared L3 and memory. On a
-shared 2-core Zen 4, a ResNet-50 build that kept every tuned kernel within 2% of its
-default ran 0.99-1.00x the default build when the machine was steady, but 1.04-1.23x
-in phases when other tenants took the memory bandwidth (stage 4's tuned Winograd
-product 1.44x its default there).
+shared 2-core Zen 4, ResNet-50 builds that kept every tuned kernel within 2% of its
+default ran 0.98-1.04x the default build in same-process comparisons and once 1.23x in
+a benchmark run; in a slow phase of that machine, one such build's stage-4 Winograd
+product took 1.44x its default's time.
 
 ``compile_tuned`` runs the check on the CPU for a graph function whose inputs
 ``Executable.random_inputs`` can make (static shapes); otherwise (or when nothing was
