@@ -31,7 +31,10 @@ long (the task scheduler measures every task's default schedule first, so a tune
 kernel never replaces a faster default one), builds it with the records
 (``compile_relax``, which also keeps the default schedule of every kernel that its
 tuned version does not beat inside the network) and prints the tuned latency against
-ONNX Runtime's, the tuning time and the trials measured.
+ONNX Runtime's, the tuning time and the trials measured. The records go to a temporary
+directory, or to ``--work-dir DIR``, which is kept; ``--work-dir DIR`` without
+``--tune`` builds and times the tuned line from DIR's records without tuning (to time
+an earlier tuning run's build again, or look into it with ``ms.compile_relax``).
 
 Run on a quiet machine: ``python benchmarks/cpu_models.py [--models resnet18,conv]
 [--repeat 50] [--profile] [--tune 600]``.
@@ -40,6 +43,7 @@ Run on a quiet machine: ``python benchmarks/cpu_models.py [--models resnet18,con
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
@@ -60,6 +64,7 @@ from irc.frontend.onnx import from_onnx
 from irc.testing.cpu_peak import fma_peak_gflops
 from irc.testing.models import onnx_zoo
 from irc.tune import ms
+from irc.tune.database import JSONDatabase
 from irc.tune.graph import graph_tasks, prepare_graph
 
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "bert", "conv")
@@ -193,7 +198,7 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     if args.profile:
         report = vm.profile("main", *inputs, repeat=args.repeat, warmup=1)
         lines.append(report.table(top=12))
-    if args.tune:
+    if args.tune or args.work_dir:
         lines.append(tuned_line(mod, inputs, want, [lambda: sess.run(None, feeds),
                                                     lambda: vm["main"](*inputs)], args))
     return lines
@@ -201,17 +206,21 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
 
 def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray],
                peers: list[Callable[[], Any]], args: argparse.Namespace) -> str:
-    """Tune ``mod`` for at most ``args.tune`` seconds, build it with the records and
-    time it, interleaved with ``peers`` (ONNX Runtime, the default build): one line of
-    the table."""
-    with tempfile.TemporaryDirectory() as work:
+    """Tune ``mod`` for at most ``args.tune`` seconds (none: use the records already in
+    ``args.work_dir``), build it with the records and time it, interleaved with
+    ``peers`` (ONNX Runtime, the default build): one line of the table."""
+    with contextlib.ExitStack() as stack:
+        work = args.work_dir or stack.enter_context(tempfile.TemporaryDirectory())
         t0 = time.perf_counter()
-        # Rounds of 16 trials: within minutes the scheduler can come back to the tasks
-        # with the most to gain instead of giving every task 64 first.
-        db = ms.tune_relax(mod, None, "llvm", work, max_trials_global=100000,
-                           time_budget=args.tune, num_trials_per_iter=16, verbose=0,
-                           out=io.StringIO())
-        tune_s = time.perf_counter() - t0
+        if args.tune:
+            # Rounds of 16 trials: within minutes the scheduler can come back to the
+            # tasks with the most to gain instead of giving every task 64 first.
+            db = ms.tune_relax(mod, None, "llvm", work, max_trials_global=100000,
+                               time_budget=args.tune, num_trials_per_iter=16, verbose=0,
+                               out=io.StringIO())
+        else:
+            db = stack.enter_context(contextlib.closing(JSONDatabase.from_work_dir(work)))
+        tune_s = time.perf_counter() - t0 if args.tune else 0.0
         trials = len(db)
         ex = ms.compile_relax(db, mod, "llvm")
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
@@ -233,11 +242,18 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="print irc's per-kernel profiles")
     p.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
                    help="also tune each model with ms.tune_relax for at most this long")
+    p.add_argument("--work-dir", metavar="DIR",
+                   help="keep the tuning records in DIR (one model); without --tune, "
+                        "time the build of DIR's records")
     args = p.parse_args()
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    if args.work_dir and len(names) != 1:
+        p.error("--work-dir holds one model's records: choose one with --models")
+    if args.work_dir and not args.tune and not os.path.isdir(args.work_dir):
+        p.error(f"--work-dir {args.work_dir}: no such directory (tune into it with --tune)")
     t = Target.canon("llvm")
     peak1 = fma_peak_gflops(1, t)
     peak = fma_peak_gflops(THREADS, t)
