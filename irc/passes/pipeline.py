@@ -7,8 +7,8 @@
   canonicalize bindings, remove dead code (a decomposed batch norm leaves an unused
   tuple that would keep its output in the old layout), on CPU (llvm) targets convert
   convolutions to NHWC (``ConvertLayoutForTarget``: permutations only at the ends of
-  convolution chains) and run the stride-1 3 x 3 ones with constant kernels as Winograd
-  convolutions where that pays (``WinogradConv2D``, tile size chosen per layer),
+  convolution chains) and run the 3 x 3 ones of stride 1 or 2 with constant kernels as
+  Winograd convolutions where that pays (``WinogradConv2D``, tile size chosen per layer),
   legalize, normalize and canonicalize again (legalization may
   nest calls in tuples: batch norm and dropout return tuples), annotate loop functions
   with their fusion patterns, fold constants (weights are constants once bound, so

@@ -1,22 +1,26 @@
-"""WinogradConv2D: run stride-1 3 x 3 convolutions as Winograd F(m x m, 3 x 3).
+"""WinogradConv2D: run 3 x 3 convolutions of stride 1 or 2 as Winograd F(m x m, 3 x 3).
 
 Algorithm: every ``R.nn.conv2d`` of float32 NHWC data with a constant HWIO 3 x 3 kernel,
-stride 1, dilation 1, one group and a static shape (after ``ConvertLayout``, which
-puts CPU convolutions in NHWC, the kernel is a constant or a ``permute_dims`` of one) is
-replaced by ::
+stride 1 or 2 (the same along both axes), dilation 1, one group and a static shape
+(after ``ConvertLayout``, which puts CPU convolutions in NHWC, the kernel is a constant
+or a ``permute_dims`` of one) is replaced by ::
 
     v = R.call_tir(winograd_input_transform, (x,))     # [a, a, P, Ci]
     u = <constant>                                       # [a, a, Ci, Co], G g G^T
     y = R.call_tir(winograd_output_transform, (R.matmul(v, u),))   # [N, H, W, Co]
 
-with ``a = m + 2`` and P the number of ``m x m`` output tiles. The kernel transform is
-computed here, once, in float64 (``topi.nn.winograd_weight_transform``); the batched
-product is an ordinary ``matmul``, which the CPU rules tile and whose constant operand
-they pack like any weight; bias, residual add and activation fuse into the output
-transform (an injective function), which writes the convolution's output directly.
+with P the number of ``m x m`` output tiles and ``a`` the input span of a tile:
+``m + 2`` at stride 1, ``2m + 1`` at stride 2, where the transforms are the polyphase
+split of ``topi.nn.winograd_matrices`` (F(m, 2) on the even input rows and columns,
+the identity on the odd ones). The kernel transform is computed here, once
+(``topi.nn.winograd_weight_transform``); the batched product is an ordinary
+``matmul``, which the CPU rules tile and whose constant operand they pack like any
+weight; bias, residual add and activation fuse into the output transform (an injective
+function), which writes the convolution's output directly.
 
 Choice of m per layer (``tile="auto"``, the default pipeline's setting under an llvm
-target): Winograd replaces 9 m^2 multiply-adds per output tile and channel pair by a^2,
+target): Winograd replaces 9 m^2 multiply-adds per output tile and channel pair by a^2
+(0.44 of them for F(2x2) and 0.25 for F(4x4) at stride 1; 0.69 and 0.56 at stride 2),
 but its kernel has a^2 / 9 times the direct one's size and its transforms read and
 write ``[a, a, P, C]`` tensors. A layer is converted when both channel counts are at
 least ``MIN_CHANNELS``: with m = 4 when the output has at least ``MIN_TILES`` tiles of
@@ -24,10 +28,17 @@ least ``MIN_CHANNELS``: with m = 4 when the output has at least ``MIN_TILES`` ti
 and the transformed kernel is within ``MAX_F4_WEIGHT_BYTES``, else with m = 2 when the
 output has that many tiles of 2 x 2 and the kernel is within ``MAX_WEIGHT_BYTES``, else
 not at all (at batch 1 a kernel is read from memory once per call, so its size sets a
-floor on the layer's time). Measured on ResNet's layers (AMD Zen 5, 2 threads, against
-the direct default build): 56 x 56 x 64 and 28 x 28 x 128 gain most with m = 4;
-14 x 14 x 256 gains more with m = 2 (in ResNet-18 and ResNet-50); 7 x 7 x 512 gains
-with m = 2 (0.40 ms against 0.52) and loses with m = 4 (4 tiles of 16 outputs for 49).
+floor on the layer's time); either m only while the tiles, partial ones at the edges
+counted whole, keep at most ``MAX_WORK_RATIO`` of the direct multiplications. Measured
+on ResNet's layers (AMD Zen 5, 2 threads, against the direct default build): 56 x 56 x
+64 and 28 x 28 x 128 gain most with m = 4; 14 x 14 x 256 gains more with m = 2 (in
+ResNet-18 and ResNet-50); 7 x 7 x 512 gains with m = 2 (0.40 ms against 0.52) and loses
+with m = 4 (4 tiles of 16 outputs for 49). At stride 2 (AMD Zen 4, 2 threads, each layer
+alone, against the direct default kernel): 56 -> 28 with 64 or 128 input channels
+took 0.80x and 0.73x with m = 4 (0.91x and 0.83x with m = 2); 28 -> 14 with 128 or
+256 took 0.79x with m = 2 (0.89x and 0.93x with m = 4, whose kernels are 10.6 and 21 MB);
+14 -> 7 took 1.00x and 1.08x with m = 2 and stays direct. In ResNet-50 the two
+converted layers made the whole run 0.97x as long.
 
 ``tile=2`` or ``tile=4`` (or, for the default pipeline, ``PassContext(config=
 {"winograd.tile": 2})``) forces that tile size on every eligible convolution, whatever
@@ -59,7 +70,9 @@ from ..ir.ops import call_tir
 from ..ir.struct_info_analysis import static_shape
 from ..tir.topi.nn.pad import get_pad_tuple, pair
 from ..tir.topi.nn.winograd import (
+    KERNEL,
     TILE_SIZES,
+    input_span,
     winograd_input_transform_nhwc,
     winograd_output_transform_nhwc,
     winograd_tiles,
@@ -83,19 +96,26 @@ MAX_WEIGHT_BYTES = 32 << 20
 # past a few MB, reading it takes longer than the multiplications it saves over F(2, 3)
 # (ResNet's 256-channel stage at 14 x 14: 9.4 MB, slower than F(2, 3)'s 4.2 MB).
 MAX_F4_WEIGHT_BYTES = 6 << 20
+# The most multiplications, against the direct convolution's, that "auto" converts:
+# partial tiles at the output's edges are computed whole, and at stride 2, where each
+# output costs a^2 / m^2 = 25 / 4 against 9, a 7 x 7 output in 2 x 2 tiles keeps 0.91
+# of them while its kernel grows 2.8 times (ResNet-18's 256 -> 512 layer: no faster).
+MAX_WORK_RATIO = 0.75
 
 
 def choose_tile(out_shape: tuple[int, int, int], in_channels: int, out_channels: int,
-                itemsize: int = 4) -> int | None:
+                itemsize: int = 4, stride: int = 1) -> int | None:
     """The output tile size ``tile="auto"`` uses for a layer with output ``(N, H, W)``
     (see the module docstring), or None to keep the direct convolution."""
     if min(in_channels, out_channels) < MIN_CHANNELS:
         return None
     n, h, w = out_shape
     for m in (4, 2):
-        a = m + 2
+        a = input_span(m, stride)
         th, tw = winograd_tiles(h, w, m)
         if n * th * tw < MIN_TILES:
+            continue
+        if a * a * n * th * tw > MAX_WORK_RATIO * KERNEL * KERNEL * n * h * w:
             continue
         limit = MAX_WEIGHT_BYTES if m == 2 else MAX_F4_WEIGHT_BYTES
         if a * a * in_channels * out_channels * itemsize > limit:
@@ -147,9 +167,11 @@ class _Rewriter(Mutator):
         if (a["data_layout"], a["kernel_layout"], a["out_layout"] or "NHWC") != \
                 ("NHWC", "HWIO", "NHWC"):
             return None
-        if int(a["groups"]) != 1 or pair(a["strides"], "strides") != (1, 1) or \
+        strides = pair(a["strides"], "strides")
+        if int(a["groups"]) != 1 or strides not in ((1, 1), (2, 2)) or \
                 pair(a["dilation"], "dilation") != (1, 1):
             return None
+        stride = strides[0]
         x, w = call.args
         xs, ys = static_shape(x.struct_info), static_shape(call.struct_info)
         if xs is None or ys is None or len(xs) != 4:
@@ -162,18 +184,21 @@ class _Rewriter(Mutator):
         if kernel is None or kernel.shape[:2] != (3, 3) or kernel.shape[2] != xs[3]:
             return None
         n, oh, ow, co = ys
-        m = self.tile if self.tile != "auto" else choose_tile((n, oh, ow), xs[3], co)
+        m = self.tile if self.tile != "auto" else \
+            choose_tile((n, oh, ow), xs[3], co, stride=stride)
         if m is None:
             return None
         pads = get_pad_tuple(a["padding"], (3, 3))
-        u = Constant.from_numpy(winograd_weight_transform(kernel.astype(np.float32), m),
-                                "float32")
-        v = self.transform("input", (xs, m, pads, (oh, ow)), x, lambda: self.ctx.call_te(
-            winograd_input_transform_nhwc, x, m=m, padding=pads, out_hw=(oh, ow),
-            name="winograd_input_transform"))
+        u = Constant.from_numpy(
+            winograd_weight_transform(kernel.astype(np.float32), m, stride), "float32")
+        v = self.transform("input", (xs, m, stride, pads, (oh, ow)), x,
+                           lambda: self.ctx.call_te(
+                               winograd_input_transform_nhwc, x, m=m, padding=pads,
+                               out_hw=(oh, ow), stride=stride,
+                               name="winograd_input_transform"))
         prod = normalize(make_call("matmul", v, u))
-        return self.transform("output", (m, ys), prod, lambda: self.ctx.call_te(
-            winograd_output_transform_nhwc, prod, m=m, out_shape=ys,
+        return self.transform("output", (m, stride, ys), prod, lambda: self.ctx.call_te(
+            winograd_output_transform_nhwc, prod, m=m, out_shape=ys, stride=stride,
             name="winograd_output_transform"))
 
     def transform(self, kind: str, key: tuple, arg: Expr, make: Any) -> Expr:

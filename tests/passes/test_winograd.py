@@ -1,6 +1,6 @@
-"""Winograd convolution F(m x m, 3 x 3) (issue 13): the transform matrices, the
-``WinogradConv2D`` pass and its choice of tile per layer, and the default build's
-Winograd layers against ONNX Runtime on odd shapes (prime extents, channels not
+"""Winograd convolution F(m x m, 3 x 3) at stride 1 and 2 (issue 13): the transform
+matrices, the ``WinogradConv2D`` pass and its choice of tile per layer, and the default
+build's Winograd layers against ONNX Runtime on odd shapes (prime extents, channels not
 divisible by the vector width, no padding, asymmetric padding, batch 2, residual
 blocks, folded batch norms)."""
 
@@ -20,7 +20,7 @@ from irc.target import Target
 from irc.tir.expr import BufferLoad
 from irc.tir.schedule.block_info import get_block_infos
 from irc.tir.stmt import PrimFunc
-from irc.tir.topi.nn.winograd import winograd_matrices, winograd_weight_transform
+from irc.tir.topi.nn.winograd import input_span, winograd_matrices, winograd_weight_transform
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -30,10 +30,12 @@ from irc.frontend.onnx import from_onnx  # noqa: E402
 from irc.testing.onnx_graphs import float_model  # noqa: E402
 
 
-@pytest.mark.parametrize("m", [2, 4, 6])
-def test_matrices_compute_a_correlation_exactly(m):
-    at, bt, g = winograd_matrices(m)
-    a = m + 2
+@pytest.mark.parametrize("stride,m", [(1, 2), (1, 4), (1, 6), (2, 1), (2, 2), (2, 3),
+                                      (2, 4), (2, 6)])
+def test_matrices_compute_a_correlation_exactly(stride, m):
+    at, bt, g = winograd_matrices(m, stride=stride)
+    a = input_span(m, stride)
+    assert a == (m + 2 if stride == 1 else 2 * m + 1)
     assert (len(at), len(at[0]), len(bt), len(bt[0]), len(g), len(g[0])) == (m, a, a, a, a, 3)
     rng = np.random.default_rng(m)
     d = [Fraction(int(x)) for x in rng.integers(-9, 9, a)]
@@ -41,12 +43,16 @@ def test_matrices_compute_a_correlation_exactly(m):
     gk = [sum(g[j][t] * k[t] for t in range(3)) for j in range(a)]
     bd = [sum(bt[j][t] * d[t] for t in range(a)) for j in range(a)]
     y = [sum(at[i][j] * gk[j] * bd[j] for j in range(a)) for i in range(m)]
-    assert y == [sum(k[t] * d[i + t] for t in range(3)) for i in range(m)]
+    assert y == [sum(k[t] * d[stride * i + t] for t in range(3)) for i in range(m)]
 
 
-def test_matrices_reject_too_large_tiles():
+def test_matrices_reject_too_large_tiles_and_other_strides():
     with pytest.raises(IRCError, match="not supported"):
         winograd_matrices(9)
+    with pytest.raises(IRCError, match="strides 1 and 2"):
+        winograd_matrices(2, stride=3)
+    with pytest.raises(IRCError, match="3-tap filter"):
+        winograd_matrices(2, 2, stride=2)
 
 
 def test_weight_transform_is_g_kernel_gt():
@@ -61,6 +67,11 @@ def test_weight_transform_is_g_kernel_gt():
     np.testing.assert_allclose(u, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(IRCError, match="HWIO 3x3"):
         winograd_weight_transform(np.zeros((5, 5, 2, 2), "float32"), 2)
+    _, _, g2 = winograd_matrices(2, stride=2)
+    gm = np.array([[float(x) for x in row] for row in g2])
+    u = winograd_weight_transform(w, 2, stride=2)
+    assert u.shape == (5, 5, 5, 7)
+    np.testing.assert_allclose(u[:, :, 1, 2], gm @ w[:, :, 1, 2] @ gm.T, rtol=1e-5, atol=1e-6)
 
 
 def test_choose_tile_per_layer():
@@ -74,6 +85,13 @@ def test_choose_tile_per_layer():
     assert choose_tile((1, 56, 56), 3, 64) is None
     assert choose_tile((1, 3, 3), 64, 64) is None
     assert choose_tile((1, 56, 56), 2048, 2048) is None  # the kernel alone is 150 MB+
+    # Stride 2 (ResNet's first 3 x 3 layer of each stage): 9 x 9 positions per 4 x 4
+    # tile at 28 x 28 (5.3 MB of kernel), 5 x 5 per 2 x 2 at 14 x 14 (the 9 x 9 kernel
+    # would be 21 MB); at 7 x 7, 2 x 2 tiles keep 0.91 of the multiplications: direct.
+    assert choose_tile((1, 28, 28), 128, 128, stride=2) == 4
+    assert choose_tile((1, 14, 14), 256, 256, stride=2) == 2
+    assert choose_tile((1, 7, 7), 512, 512, stride=2) is None
+    assert choose_tile((1, 7, 7), 256, 512, stride=2) is None
 
 
 def test_tile_option_is_checked():
@@ -81,12 +99,12 @@ def test_tile_option_is_checked():
         passes.WinogradConv2D(tile=3)
 
 
-def _conv_model(ci, co, h, w, pads, batch=1, seed=0):
+def _conv_model(ci, co, h, w, pads, batch=1, seed=0, stride=1):
     rng = np.random.default_rng(seed)
     weight = (rng.standard_normal((co, ci, 3, 3)) / np.sqrt(9 * ci)).astype("float32")
     bias = rng.standard_normal(co).astype("float32")
     model = float_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
-                                     pads=pads),
+                                     pads=pads, strides=[stride, stride]),
                     helper.make_node("Relu", ["c"], ["y"])],
                    [("x", [batch, ci, h, w])], "y", {"w": weight, "b": bias})
     x = rng.standard_normal((batch, ci, h, w)).astype("float32")
@@ -134,14 +152,23 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("tile", [2, 4])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_winograd_conv_matches_onnxruntime(case, tile):
+def test_winograd_conv_matches_onnxruntime(case, tile, stride):
     _, ci, co, h, w, pads, batch = case
-    model, feeds = _conv_model(ci, co, h, w, pads, batch)
+    model, feeds = _conv_model(ci, co, h, w, pads, batch, stride=stride)
     with PassContext(config={"winograd.tile": tile}):
         assert _winograd_tiles(from_onnx(model)) == [tile]
     assert _run(model, feeds, tile) <= 1e-4
+
+
+def test_stride2_layer_runs_winograd_by_default():
+    """A ResNet-like downsampling layer (56 x 56 -> 28 x 28, 32 channels) runs as the
+    stride-2 F(4x4, 3x3) by default and matches ONNX Runtime."""
+    model, feeds = _conv_model(32, 32, 56, 56, [1] * 4, stride=2, seed=5)
+    assert _winograd_tiles(from_onnx(model)) == [4]
+    assert _run(model, feeds, "auto") <= 1e-4
 
 
 def test_residual_block_with_batch_norm_runs_winograd_by_default():
@@ -175,7 +202,8 @@ def test_residual_block_with_batch_norm_runs_winograd_by_default():
 def test_ineligible_convolutions_stay_direct():
     rng = np.random.default_rng(0)
     cases = [
-        dict(strides=[2, 2], pads=[1] * 4),
+        dict(strides=[3, 3], pads=[1] * 4),
+        dict(strides=[1, 2], pads=[1] * 4),
         dict(dilations=[2, 2], pads=[2] * 4),
         dict(group=2, pads=[1] * 4),
     ]
@@ -251,13 +279,15 @@ def test_resnet_sized_transforms_run_on_all_cores():
     assert sorted(kinds) == ["input", "output"]
 
 
-def test_input_transform_reads_each_input_value_once():
+@pytest.mark.parametrize("stride", [1, 2])
+def test_input_transform_reads_each_input_value_once(stride):
     """The input tile is its own stage, computed per tile before the column transform:
-    lowered, the function loads the input a x a times per tile (36 for F(4x4)), each
-    load behind its bounds check once, though each value enters several sums."""
+    lowered, the function loads the input a x a times per tile (36 for F(4x4), 81 for
+    its stride-2 form), each load behind its bounds check once, though each value
+    enters several sums."""
     from irc.tir.transform.lower import lower_primfunc
 
-    model, _ = _conv_model(16, 16, 10, 10, [1] * 4)
+    model, _ = _conv_model(16, 16, 10, 10, [1] * 4, stride=stride)
     with Target("llvm"), PassContext(config={"winograd.tile": 4}):
         mod = passes.Sequential(list(passes.get_pipeline("default").passes[:-1]))(
             from_onnx(model))
@@ -273,4 +303,4 @@ def test_input_transform_reads_each_input_value_once():
             loads.append(e)
 
     post_order_visit(low.body, visit)
-    assert len(loads) == 36
+    assert len(loads) == input_span(4, stride) ** 2
