@@ -27,6 +27,22 @@ def test_parallel_loop_runs_and_uses_openmp():
     assert "GOMP_parallel" in mod.get_source("ll")
 
 
+@pytest.mark.parametrize("cores", [2, 3, 4])
+def test_parallel_chunks_run_every_iteration_once(cores):
+    """Each thread takes the chunks of its own range, then what is left of the others':
+    whatever the extent against the thread count (none, fewer iterations than threads,
+    ranges of unequal chunk counts), every iteration runs exactly once."""
+    n = tir.var("n")
+    a = buf("a", (n,), "int32")
+    i = tir.var("i")
+    f = func([a], loop(i, n, store(a, i, a[i] + 1), kind="parallel"))
+    mod = irc.build(f, target=f"llvm -num-cores {cores}")
+    for extent in (0, 1, 2, 3, 5, 17, 64, 1001, 40000):
+        x = np.zeros(extent, "int32")
+        mod["main"](x)
+        np.testing.assert_array_equal(x, np.ones(extent, "int32"), err_msg=str(extent))
+
+
 def test_parallel_outer_with_inner_loops_and_nested_parallel():
     m, n = 37, 53
     A, B = buf("A", (m, n)), buf("B", (m,))
