@@ -16,7 +16,14 @@ For each model, in one run on one machine:
   (:mod:`irc.testing.cpu_peak`). Effective figures: a Winograd layer counts the
   operations of the direct convolution it replaces, so a model whose 3x3 layers run
   as Winograd convolutions can exceed the peak;
-- irc's error against ONNX Runtime (``max |irc - ort| / max |ort|``).
+- irc's error against ONNX Runtime (``max |irc - ort| / max |ort|``);
+- ``x-core``: how fast data moved from one core to the other right before and right
+  after the timing (GB/s of a copy that each thread reads from another's cache,
+  :func:`irc.testing.cpu_peak.cross_core_copy_gbps`). On the shared development VM it
+  read about 11.5 GB/s in its usual state and about 3.4 GB/s in phases lasting minutes
+  in which irc's two-thread builds ran up to 1.2x longer (and ONNX Runtime about 1.1x):
+  compare lines measured at the same level; two figures far apart mean the phase
+  changed during the timing.
 
 Models: ResNet-18, ResNet-50 and MobileNet-V2 at 224x224, BERT-base (12 layers, width
 768) at sequence 128 — PyTorch's modules with seeded weights, exported once to ONNX
@@ -61,7 +68,7 @@ import irc
 from irc.core.target import Target, host_cpu_model
 from irc.core.transform import PassContext
 from irc.frontend.onnx import from_onnx
-from irc.testing.cpu_peak import fma_peak_gflops
+from irc.testing.cpu_peak import cross_core_copy_gbps, fma_peak_gflops
 from irc.testing.models import onnx_zoo
 from irc.tune import ms
 from irc.tune.database import JSONDatabase
@@ -97,10 +104,10 @@ def interleaved_medians(fns: list[Callable[[], Any]], repeat: int, warmup: int,
     ``block`` calls (``repeat`` calls of each in all, after ``warmup``), so that a slow
     phase of this shared machine (another tenant's load) hits every side alike. Each
     block starts after a ``pause`` and ``settle`` untimed calls: ONNX Runtime's threads
-    keep spinning for tens of milliseconds after its calls, and irc's parallel kernels,
-    split statically between the cores, run up to 2x slower while they do; after a
-    pause, the first calls of either side wake a halted virtual core (up to 3x slower
-    on this machine)."""
+    keep spinning for tens of milliseconds after its calls, and irc's parallel kernels
+    (measured when they were split statically between the cores) ran up to 2x slower
+    while they did; after a pause, the first calls of either side wake a halted
+    virtual core (up to 3x slower on this machine)."""
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -159,6 +166,11 @@ def torch_conv_seconds(model: Any, feeds: dict[str, np.ndarray], repeat: int,
     return median_seconds(run, repeat, warmup), torch.__version__
 
 
+def cross_core() -> float:
+    """The cross-core copy probe, GB/s (see the module docstring)."""
+    return cross_core_copy_gbps(THREADS)[1]
+
+
 def relative_error(vm: Any, inputs: list[np.ndarray], want: list[np.ndarray]) -> float:
     """``max |irc - ort| / max |ort|`` over the outputs of the VM's ``main``."""
     out = vm["main"](*inputs)
@@ -182,12 +194,15 @@ def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
     err = relative_error(vm, inputs, want)
+    before = cross_core()
     t_ort, t_irc = interleaved_medians(
         [lambda: sess.run(None, feeds), lambda: vm["main"](*inputs)], args.repeat,
         args.warmup)
+    after = cross_core()
     gflops = model_flops(mod) / t_irc / 1e9
     lines = [f"{name:13s} {t_irc * 1e3:9.3f} {t_ort * 1e3:9.3f} {t_irc / t_ort:6.2f}x "
-             f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e}"]
+             f"{compile_s:8.2f} {gflops:8.1f} {gflops / peak:6.0%} {err:9.1e} "
+             f"{before:5.1f}/{after:4.1f}"]
     if name == "conv":
         tt = torch_conv_seconds(model, feeds, args.repeat, args.warmup)
         if tt is None:
@@ -225,11 +240,14 @@ def tuned_line(mod: Any, inputs: list[np.ndarray], want: list[np.ndarray],
         ex = ms.compile_relax(db, mod, "llvm")
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     err = relative_error(vm, inputs, want)
+    before = cross_core()
     t_ort, t_default, t = interleaved_medians(peers + [lambda: vm["main"](*inputs)],
                                               args.repeat, args.warmup)
+    after = cross_core()
     return (f"{'  tuned':13s} {t * 1e3:9.3f} {t_ort * 1e3:9.3f} {t / t_ort:6.2f}x "
             f"{tune_s:8.0f}s tuning, {trials} records {err:9.1e}; default "
-            f"{t_default * 1e3:.3f} ms in this timing (tuned/default {t / t_default:.2f}x)")
+            f"{t_default * 1e3:.3f} ms in this timing (tuned/default {t / t_default:.2f}x); "
+            f"x-core {before:.1f}/{after:.1f} GB/s")
 
 
 def main() -> int:
@@ -263,7 +281,7 @@ def main() -> int:
     print(f"measured FMA peak: {peak1:.0f} GFLOPS on 1 thread, {peak:.0f} GFLOPS on "
           f"{THREADS}")
     print(f"{'model':13s} {'irc ms':>9s} {'ORT ms':>9s} {'irc/ORT':>7s} {'compile':>8s} "
-          f"{'GFLOPS':>8s} {'peak':>6s} {'err':>9s}")
+          f"{'GFLOPS':>8s} {'peak':>6s} {'err':>9s} {'x-core GB/s':>11s}")
     for name in names:
         try:
             lines = bench(name, args, peak)
