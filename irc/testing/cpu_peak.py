@@ -121,8 +121,9 @@ def fma_peak_gflops(threads: int = 1, target: str | Target = "llvm", seconds: fl
 
 
 def _copy_kernel(parts: int, count: int, shift: int) -> S.PrimFunc:
-    """``dst[t, :] = src[(t + shift) % parts, :]`` for each part ``t`` of a parallel loop
-    (``parts`` floats x ``count``), whose ranges give part ``t`` to thread ``t``."""
+    """``dst[t, :] = src[(t + shift) % parts, :]`` for each part ``t`` (a row of
+    ``count`` floats) of a parallel loop, whose ranges give part ``t`` to thread
+    ``t``."""
     src = decl_buffer((parts, count), "float32", "src")
     dst = decl_buffer((parts, count), "float32", "dst")
     t, j = E.var("t"), E.var("j")
@@ -157,6 +158,7 @@ def cross_core_copy_gbps(threads: int = 2, nbytes: int = 512 * 1024,
     if threads < 2:
         raise IRCError(f"cross_core_copy_gbps needs at least 2 threads, got {threads}")
     count = max(16, nbytes // 4 // threads)
+    rounds = max(1, calls // 2)
     x = aligned_empty((threads, count), np.float32)
     y = aligned_empty((threads, count), np.float32)
     x.fill(1.0)
@@ -172,10 +174,10 @@ def cross_core_copy_gbps(threads: int = 2, nbytes: int = 512 * 1024,
         best = float("inf")
         for _ in range(5):
             t0 = time.perf_counter()
-            for _ in range(calls // 2):
+            for _ in range(rounds):
                 fn(x, y)
                 fn(y, x)
-            best = min(best, (time.perf_counter() - t0) / (2 * (calls // 2)))
+            best = min(best, (time.perf_counter() - t0) / (2 * rounds))
         return moved / best / 1e9
 
     return gbps(0), gbps(1)
