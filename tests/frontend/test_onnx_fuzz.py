@@ -7,12 +7,18 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import irc  # noqa: E402
 from irc.frontend.onnx import from_onnx  # noqa: E402
+
+# The default suite's examples compile a model each: shrinking a failure would rerun them
+# for minutes, so they report it as generated (with the blob that replays it), as
+# tests/fuzz/fuzz_settings.py's QUICK does; the slow campaign shrinks.
+QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), print_blob=True,
+                 phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target])
 
 
 def _model() -> "onnx.ModelProto":
@@ -78,7 +84,7 @@ def _mutate(m, kind: str, i: int, value: int) -> None:
         g.input[0].type.tensor_type.elem_type = value % 17
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=10)
 @given(kind=st.sampled_from(MUTATIONS), i=st.integers(0, 4), value=st.integers(-3, 9))
 def test_a_mutated_model_gives_an_irc_error_or_works(kind, i, value):
     m = _model()
@@ -97,7 +103,7 @@ def test_mutated_models_long(steps):
     _import_and_compile(m)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=25)
 @given(cut=st.floats(0.0, 1.0), flip=st.integers(0, 10_000))
 def test_truncated_or_corrupted_bytes_give_an_irc_error(cut, flip):
     data = bytearray(_model().SerializeToString())

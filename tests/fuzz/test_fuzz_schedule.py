@@ -20,7 +20,8 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import LONG, QUICK
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irc
@@ -39,7 +40,7 @@ def _primitives(name: str, rng: random.Random, steps: int) -> None:
     random_schedule_checked(WORKLOADS[name](), rng, rng.randrange(1, 1000), steps)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=30)
 @given(st.sampled_from(sorted(WORKLOADS)), st.randoms(use_true_random=False),
        st.integers(1, 10))
 def test_random_primitive_sequences(name, rng, steps):
@@ -47,7 +48,7 @@ def test_random_primitive_sequences(name, rng, steps):
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(LONG, max_examples=1500)
 @given(st.sampled_from(sorted(WORKLOADS)), st.randoms(use_true_random=False),
        st.integers(1, 16))
 def test_random_primitive_sequences_long(name, rng, steps):
@@ -163,7 +164,7 @@ def _search_space(kind, a, b, c, rng, mutations, damage):
         assert str(err) and "internal error" not in str(err), str(err)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=25)
 @given(st.sampled_from(["matmul", "matmul_relu", "conv1d", "reduce"]),
        st.sampled_from(SIZES), st.sampled_from(SIZES), st.sampled_from(SIZES),
        st.randoms(use_true_random=False), st.integers(0, 3), st.booleans())
@@ -172,7 +173,7 @@ def test_sketch_candidates_compile_and_agree(kind, a, b, c, rng, mutations, dama
 
 
 @pytest.mark.slow
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(LONG, max_examples=600)
 @given(st.sampled_from(["matmul", "matmul_relu", "conv1d", "reduce"]),
        st.sampled_from(SIZES), st.sampled_from(SIZES), st.sampled_from(SIZES),
        st.randoms(use_true_random=False), st.integers(0, 6), st.booleans())

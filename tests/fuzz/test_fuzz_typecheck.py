@@ -7,7 +7,8 @@ raises an irc error that renders; any other exception fails."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import LONG, QUICK
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irc
@@ -85,14 +86,14 @@ def _check(data) -> None:
         assert str(err) and "internal error" not in str(err), str(err)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=150)
 @given(st.data())
 def test_random_operator_calls_type_check_or_raise_irc_errors(data):
     _check(data)
 
 
 @pytest.mark.slow
-@settings(max_examples=6000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(LONG, max_examples=6000)
 @given(st.data())
 def test_random_operator_calls_long(data):
     _check(data)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import LONG, QUICK
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irc
@@ -115,14 +116,14 @@ def _call(vm, data):
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=150)
 @given(st.data())
 def test_vm_calls_with_random_arguments_give_irc_errors_or_results(vm, data):
     _call(vm, data)
 
 
 @pytest.mark.slow
-@settings(max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(LONG, max_examples=5000)
 @given(st.data())
 def test_vm_calls_with_random_arguments_long(vm, data):
     _call(vm, data)
@@ -183,14 +184,14 @@ def _load_and_run(tmp_path, blob):
     np.testing.assert_allclose(out.numpy(), np.maximum(x + y, 0), rtol=1e-6)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(QUICK, max_examples=120)
 @given(mutations)
 def test_corrupted_executables_give_irc_errors(saved, tmp_path, steps):
     _load_and_run(tmp_path, _mutate(saved, steps))
 
 
 @pytest.mark.slow
-@settings(max_examples=4000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(LONG, max_examples=4000)
 @given(mutations)
 def test_corrupted_executables_long(saved, tmp_path, steps):
     _load_and_run(tmp_path, _mutate(saved, steps))

@@ -251,6 +251,33 @@ def main(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
     schedule_error(lambda: s2.compute_inline(s2.get_block("B")), "not distinct iteration")
 
 
+def test_compute_inline_refuses_buffer_viewed_by_blockize():
+    # blockize gives D_o a match_buffer view of C; inlining C's copy block would remove
+    # C's allocation while the view still reads it.
+    f = matmul_add()
+    sch = Schedule(f, debug_mask="all")
+    sch.cache_write(sch.get_block("C"), 0, "global")
+    _, j = sch.get_loops(sch.get_block("D"))
+    _, j1 = sch.split(j, factors=[None, 4])
+    sch.blockize(j1)
+    before = sch.func
+    err = schedule_error(lambda: sch.compute_inline(sch.get_block("C_global")),
+                         "compute_inline", "block 'D_o'", "'C'", "view 'C_view'")
+    assert "internal error" not in str(err)
+    assert sch.func is before
+    check_numeric(f, sch.func)
+    verify_trace_roundtrip(sch, f)
+    # Inlined before the view exists, the same schedule applies.
+    s2 = Schedule(f, debug_mask="all")
+    s2.cache_write(s2.get_block("C"), 0, "global")
+    s2.compute_inline(s2.get_block("C_global"))
+    _, j = s2.get_loops(s2.get_block("D"))
+    _, j1 = s2.split(j, factors=[None, 4])
+    s2.blockize(j1)
+    check_numeric(f, s2.func)
+    verify_trace_roundtrip(s2, f)
+
+
 def test_reverse_compute_inline():
     f = elementwise3()
     sch = Schedule(f, debug_mask="all")

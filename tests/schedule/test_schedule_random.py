@@ -77,7 +77,8 @@ def _random_step(sch, rng):
 def random_schedule_checked(f, rng, seed: int, steps: int) -> int:
     """``steps`` random steps on ``f`` (each applied or refused with a ScheduleError that
     is not an internal error), then the numeric check and the trace replay; returns how
-    many steps applied."""
+    many steps applied. A failure's message ends with the trace of the applied
+    primitives."""
     sch = Schedule(f, seed=seed, debug_mask="all")
     applied = 0
     for _ in range(steps):
@@ -85,11 +86,16 @@ def random_schedule_checked(f, rng, seed: int, steps: int) -> int:
             _random_step(sch, rng)
             applied += 1
         except irc.ScheduleError as err:
-            assert "internal error" not in str(err), str(err)
-    check_numeric(f, sch.func)
-    replayed = Schedule(f)
-    Trace.from_json(sch.trace.to_json_str()).apply_to_schedule(replayed)
-    assert_structural_equal(replayed.func, sch.func)
+            assert "internal error" not in str(err), \
+                f"{err}\nafter these primitives:\n{sch.trace.as_python()}"
+    try:
+        check_numeric(f, sch.func)
+        replayed = Schedule(f)
+        Trace.from_json(sch.trace.to_json_str()).apply_to_schedule(replayed)
+        assert_structural_equal(replayed.func, sch.func)
+    except (AssertionError, irc.IRCError) as err:
+        raise AssertionError(f"{err}\nafter these primitives:\n"
+                             f"{sch.trace.as_python()}") from err
     return applied
 
 

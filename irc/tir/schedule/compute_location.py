@@ -452,6 +452,16 @@ def _inline_checks(index: FuncIndex, r: BlockRealize, P: str):
         if other is not r and any(w.buffer is buf for w in other.block.writes):
             fail(P, f"buffer {buf.name!r} is also written by block {other.block.name!r}; "
                  "only a buffer with a single writer can be inlined")
+        # A view's accesses are not loads of the buffer, so the stored value cannot be
+        # substituted into them (and the buffer's allocation would go while still viewed).
+        view = next((m.buffer for m in other.block.match_buffers
+                     if m.source.buffer is buf), None)
+        if view is not None:
+            fail(P, f"block {other.block.name!r} accesses {buf.name!r} through the view "
+                 f"{view.name!r} (match_buffer); the value block {block.name!r} stores "
+                 f"can replace loads of {buf.name!r} but not a view of it",
+                 hint=f"inline block {block.name!r} before blockize or tensorize makes "
+                      f"the view of {buf.name!r}")
     return store
 
 
