@@ -20,6 +20,7 @@ import numpy as np
 import irc
 from irc import tir
 from irc.frontend import nn
+from irc.testing.models.mlp import MLP
 from irc.tir import te
 
 
@@ -36,16 +37,6 @@ def best_of(fn, repeat: int = 5, number: int = 1) -> float:
 
 
 def mlp_overhead() -> dict:
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1 = nn.Linear(784, 256)
-            self.relu1 = nn.ReLU()
-            self.fc2 = nn.Linear(256, 10, bias=False)
-
-        def forward(self, x):
-            return self.fc2(self.relu1(self.fc1(x)))
-
     model = MLP()
     model.init_random(0)
     mod, params = model.export_ir({"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})

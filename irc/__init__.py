@@ -1,7 +1,7 @@
 """irc: a deep-learning compiler with template-free auto-tuning.
 
-See README.md for a tour and DESIGN.md (in the repository's shared docs) for the
-architecture. Importing irc never imports optional heavy packages (xgboost, onnx, CUDA).
+See README.md for a tour and ARCHITECTURE.md for the architecture (both in the
+repository). Importing irc never imports optional heavy packages (xgboost, onnx, CUDA).
 """
 
 from __future__ import annotations
@@ -20,16 +20,20 @@ from .core import (
     LegalizeError,
     LoweringError,
     MissingDependencyError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+    RuntimeDTypeError,
+    RuntimeReadOnlyError,
     RuntimeShapeError,
     ScheduleError,
     TuningError,
     UnsupportedOperatorError,
     VMError,
 )
+from .core.diagnostics import deprecated_aliases
 from .core.version import __version__
-
-# The ONNX importer's name for it (a model using operators irc does not convert).
-UnsupportedOpError = UnsupportedOperatorError
 
 # Deep expression trees (long elementwise chains) recurse in visitors and the printer.
 if _sys.getrecursionlimit() < 10000:
@@ -62,6 +66,11 @@ def _tuning_pass(name: str):
 
 
 # The tuning passes are defined by irc.tune (above irc.passes in the layering) and reached
-# as irc.passes.MetaScheduleTuneTIR / MetaScheduleApplyDatabase, as DESIGN.md promises.
+# as irc.passes.MetaScheduleTuneTIR / MetaScheduleApplyDatabase, as ARCHITECTURE.md says.
 for _name in ("MetaScheduleTuneTIR", "MetaScheduleApplyDatabase"):
     passes.late_bind(_name, _tuning_pass(_name))
+
+
+# UnsupportedOpError: a deprecated second name of UnsupportedOperatorError.
+__getattr__ = deprecated_aliases("irc", {
+    "UnsupportedOpError": ("irc.UnsupportedOperatorError", UnsupportedOperatorError)})

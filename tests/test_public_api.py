@@ -199,6 +199,32 @@ def test_every_error_class_is_an_irc_error():
                  "MissingDependencyError", "RuntimeShapeError", "ScheduleError", "TuningError",
                  "UnsupportedOperatorError", "VMError"):
         assert issubclass(getattr(irc, name), irc.IRCError)
+    for name in ("RuntimeShapeError", "RuntimeDTypeError", "RuntimeArgumentCountError",
+                 "RuntimeArgumentTypeError", "RuntimeDeviceError", "RuntimeReadOnlyError"):
+        assert issubclass(getattr(irc, name), irc.RuntimeArgumentError)
+        assert getattr(irc.core, name) is getattr(irc, name)
+    assert issubclass(irc.RuntimeArgumentError, irc.VMError)
+
+
+def test_unsupported_op_error_is_a_deprecated_name_of_unsupported_operator_error():
+    with pytest.warns(DeprecationWarning, match="use that"):
+        assert irc.UnsupportedOpError is irc.UnsupportedOperatorError
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        irc.NoSuchThing  # noqa: B018
+
+
+def test_the_docs_name_only_files_the_repository_has():
+    import re
+    from pathlib import Path
+
+    root = Path(irc.__file__).resolve().parents[1]
+    texts = {"README.md": (root / "README.md").read_text(),
+             "ARCHITECTURE.md": (root / "ARCHITECTURE.md").read_text(),
+             "irc/__init__.py": (root / "irc" / "__init__.py").read_text()}
+    for where, text in texts.items():
+        for name in set(re.findall(r"[\w./-]+\.md\b", text)):
+            assert (root / name).is_file(), f"{where} names {name}, which is not in the repository"
+    assert "print(vm.profile(" in texts["README.md"]  # it returns the report; printed, a table
 
 
 def test_importing_irc_stays_light():

@@ -54,6 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _flush_quietly()
         print(f"irc: error: {err}", file=sys.stderr)
         return EXIT_ERROR
+    except MemoryError as err:
+        # A model's own tensors (not its inputs, which are checked before they are made)
+        # can outgrow the machine: say so, as for any other error a user can cause.
+        _flush_quietly()
+        detail = str(err) or "an allocation failed"
+        print(f"irc: error: out of memory: {detail}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         _flush_quietly()
         print("irc: interrupted", file=sys.stderr)

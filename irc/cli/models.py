@@ -5,6 +5,7 @@ ONNX model (``.onnx``), a Python-defined module (``module:attribute`` or
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import os
@@ -16,6 +17,7 @@ import numpy as np
 
 from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError
 from ..core.module import IRModule
+from ..ir.expr import Function
 
 
 def read_text(path: str) -> str:
@@ -41,6 +43,10 @@ def is_executable(path: str) -> bool:
 
 def load_model(spec: str) -> IRModule:
     """The IRModule named by ``spec`` (see the module docstring)."""
+    if not spec.strip():
+        raise IRCError("no model given (an empty name)",
+                       hint="give a .ir file, a .onnx file, or a Python module and "
+                            "attribute as module:attribute")
     if spec.endswith(".ir"):
         from ..script_parser import parse
 
@@ -74,12 +80,15 @@ def _python_model(spec: str) -> IRModule:
         if where.endswith(".py"):
             if not os.path.isfile(where):
                 raise IRCError(f"no such file: {where}")
+            # As ``python file.py`` does: the file's directory is on the path.
+            _on_path(os.path.dirname(os.path.abspath(where)))
             name = "_irc_model_" + os.path.splitext(os.path.basename(where))[0]
             loader = importlib.util.spec_from_file_location(name, where)
             module = importlib.util.module_from_spec(loader)
             sys.modules[name] = module
             loader.loader.exec_module(module)
         else:
+            _on_path(os.getcwd())  # as ``python -m``: modules of the current directory
             module = importlib.import_module(where)
     except IRCError:
         raise
@@ -105,77 +114,131 @@ def _python_model(spec: str) -> IRModule:
     return value
 
 
-def load_executable(spec: str, target: str, pipeline: str, records: str | None = None,
-                    check_bounds: bool = False) -> tuple[Any, float]:
-    """``(executable, compile seconds)``: a ``.ircx`` file loaded, or the model compiled
-    (with the best schedules of the tuning records ``records``, when given; with
-    run-time index checks when ``check_bounds``)."""
+def _on_path(directory: str) -> None:
+    if directory not in sys.path and os.path.abspath(directory) not in \
+            (os.path.abspath(p or os.curdir) for p in sys.path):
+        sys.path.insert(0, directory)
+
+
+def graph_functions(mod: IRModule) -> list[str]:
+    """The names of the graph functions of ``mod`` a user may run (not the fused or
+    offloaded pieces the compiler makes)."""
+    return [gv.name_hint for gv, f in mod.functions.items()
+            if isinstance(f, Function) and not f.attrs.get("Primitive")
+            and not f.attrs.get("Codegen")]
+
+
+def choose_function(names: Sequence[str], requested: str | None, where: str) -> str:
+    """The function to run: ``requested`` (``--function``) when given, else ``main``,
+    else the only graph function there is."""
+    if requested is not None:
+        if requested not in names:
+            close = difflib.get_close_matches(requested, names)
+            raise IRCError(f"{where} has no function {requested!r}; it has "
+                           f"{', '.join(names) or 'none'}"
+                           + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return requested
+    if "main" in names:
+        return "main"
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise IRCError(f"{where} has no graph function to run (only loop functions)",
+                       hint="a module of loop functions is built with irc.build, or tuned "
+                            "with irc tune")
+    raise IRCError(f"{where} has no function 'main' but several others: "
+                   f"{', '.join(names)}", hint="choose one with --function NAME")
+
+
+def load_executable_file(spec: str) -> Any:
+    """The compiled executable in the ``.ircx`` file ``spec``."""
     from .. import vm
 
-    if is_executable(spec):
-        if records or check_bounds:
-            raise IRCError(f"--{'records' if records else 'check-bounds'} applies when "
-                           f"compiling a model, not to a compiled executable ({spec})")
-        return vm.Executable.load(spec), 0.0
-    mod = load_model(spec)
+    if not os.path.isfile(spec):
+        raise IRCError(f"no compiled executable at {spec}" if not os.path.exists(spec)
+                       else f"{spec} is not a file")
+    return vm.Executable.load(spec)
+
+
+def compile_model(mod: IRModule, target: Any, pipeline: str, records: str | None,
+                  check_bounds: bool) -> tuple[Any, float]:
+    """``(executable, compile seconds)`` of ``mod``, with the best schedules of the
+    tuning records ``records`` when given."""
+    from .. import vm
+
     start = time.perf_counter()
     if records:
         from ..tune import ms
 
-        if not os.path.exists(records):
-            raise IRCError(f"no tuning records at {records}")
-        if pipeline != "default":
-            raise IRCError("--records builds with the default pipeline; leave --pipeline out")
-        if check_bounds:
-            raise IRCError("--check-bounds and --records: check the default build first")
         ex = ms.compile_relax(records, mod, target)
     else:
         ex = vm.compile(mod, target, pipeline=pipeline, check_bounds=check_bounds)
     return ex, time.perf_counter() - start
 
 
-def parse_bindings(items: Sequence[str], what: str = "--shape") -> dict[str, int]:
-    """``NAME=INT`` items as a dict."""
-    out = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        if not name or not value.lstrip("-").isdigit():
-            raise IRCError(f"{what} expects NAME=INT, got {item!r}")
-        out[name] = int(value)
-    return out
+def check_records(records: str | None, pipeline: str | None, check_bounds: bool) -> None:
+    """Refuse ``--records`` that cannot be read or that conflict with the other build
+    options (before anything is compiled)."""
+    if not records:
+        return
+    from ..tune.database.reader import open_for_reading
+
+    if pipeline not in (None, "default"):
+        raise IRCError("--records builds with the default pipeline; leave --pipeline out")
+    if check_bounds:
+        raise IRCError("--check-bounds and --records: check the default build first")
+    with open_for_reading(records):
+        pass
 
 
-def read_inputs(items: Sequence[str], params: Sequence[str]) -> dict[str, np.ndarray]:
+def read_inputs(items: Sequence[str]) -> dict[str, np.ndarray]:
     """Arrays by parameter name from ``--input`` items: ``NAME=file.npy``, ``NAME=file.npz``
-    (its only array, or the one called NAME), or ``file.npz`` (arrays by name)."""
+    (its only array, or the one called NAME), or ``file.npz`` (arrays by name). A name
+    given twice is an error naming both places."""
     out: dict[str, np.ndarray] = {}
+    source: dict[str, str] = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
             name, path = "", item
+        if sep and not name:
+            raise IRCError(f"--input {item!r}: give NAME=FILE (the parameter's name before "
+                           "the =), or an .npz file of arrays named after the parameters")
+        if not path.endswith(".npz") and not name:
+            raise IRCError(f"--input {item}: name the parameter (NAME={item}); only an "
+                           ".npz file gives arrays by name")
         arrays = _read_arrays(path)
         if name:
             if len(arrays) == 1:
-                out[name] = next(iter(arrays.values()))
+                found = {name: next(iter(arrays.values()))}
             elif name in arrays:
-                out[name] = arrays[name]
+                found = {name: arrays[name]}
             else:
-                raise IRCError(f"{path} holds {', '.join(arrays)}; none is called {name!r}")
+                raise IRCError(f"{path} holds {', '.join(arrays) or 'no arrays'}; none is "
+                               f"called {name!r}")
         else:
-            if not path.endswith(".npz"):
-                raise IRCError(f"--input {item}: name the parameter (NAME={item}); only an "
-                               ".npz file gives arrays by name")
-            out.update(arrays)
-    unknown = [n for n in out if n not in params]
-    if unknown:
-        raise IRCError(f"--input names {', '.join(unknown)}, which the function does not "
-                       f"take; its parameters are {', '.join(params) or 'none'}")
+            found = arrays
+        for key, value in found.items():
+            if key in out:
+                raise IRCError(f"--input gives {key} twice ({source[key]} and {path}); give "
+                               "each input once")
+            out[key] = value
+            source[key] = path
     return out
+
+
+def check_input_names(given: dict[str, Any], params: Sequence[str], function: str) -> None:
+    """Every input names a parameter of ``function``."""
+    unknown = [n for n in given if n not in params]
+    if unknown:
+        raise IRCError(f"--input names {', '.join(unknown)}, which {function} does not "
+                       f"take; its parameters are {', '.join(params) or 'none'}")
 
 
 def _read_arrays(path: str) -> dict[str, np.ndarray]:
     if not os.path.isfile(path):
-        raise IRCError(f"no input file {path}")
+        raise IRCError(f"no input file {path}" if not os.path.exists(path) else
+                       f"--input {path} is not a file")
     try:
         if path.endswith(".npz"):
             with np.load(path, allow_pickle=False) as z:

@@ -2,7 +2,7 @@
 
     irc records show run/ --top 3 --errors      # workloads, fastest records, failures
     irc records best log.json                   # best record per workload -> log.best.json
-    irc records merge all.json a.json b.db      # one machine's records into one file
+    irc records merge a.json b.db -o all.json   # one machine's records into one file
     irc records plot run/ -o run.svg            # GFLOPS per task, estimated latency
 
 A database is a record file (``.json`` lines, or SQLite ``.db``) or a work directory of
@@ -16,12 +16,13 @@ import argparse
 import os
 import sys
 
-from ..core.diagnostics import TuningError
+from ..core.diagnostics import IRCError, TuningError
 from ..tune.database.merge import merge
 from ..tune.database.reader import default_output_path, load_warning, open_for_reading
 from ..tune.database.report import distill_records, select_records, show_records, task_names
-from ..tune.plot import PLOT_KINDS, plot_tuning, save_figure, tuning_curves
+from ..tune.plot import FIGURE_FORMATS, PLOT_KINDS, plot_tuning, save_figure, tuning_curves
 from ..tune.task_table import load_task_table, task_table_path
+from . import options
 
 _DB_HELP = "tuning records: a record file (.json, .db) or a work directory of irc tune"
 
@@ -37,12 +38,20 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_best(args: argparse.Namespace) -> int:
     """``irc records best`` (or ``distill``): the best valid record per workload and
     target, written to another database."""
+    if args.output is not None:
+        options.check_output(args.output, "-o", options.RECORD_FILE_SUFFIXES)
     distill_records(args.database, args.output, sys.stdout, sys.stderr)
     return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """``irc records merge``: the records of several databases of one machine in one."""
+    if args.output is None:
+        raise IRCError("irc records merge needs the database to write: -o OUT",
+                       hint=f"irc records merge {' '.join(args.inputs)} -o merged.json "
+                            "(a new file, or an existing database to add to)")
+    if not os.path.isdir(args.output):
+        options.check_output(args.output, "-o", options.RECORD_FILE_SUFFIXES)
     sources = []
     try:
         for path in args.inputs:
@@ -65,6 +74,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """``irc records plot``: best GFLOPS per task against trials and the estimated
     end-to-end latency against tuning time, as PNG, SVG or PDF."""
     output = args.output or default_output_path(args.database, "", ".png")
+    options.check_output(output, "-o", FIGURE_FORMATS)
     with open_for_reading(args.database) as db:
         table = load_task_table(args.database)
         if table is None and args.kind == "total":
@@ -109,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--target", metavar="TARGET",
                       help="only records whose target or hardware fingerprint contains "
                            "TARGET")
-    show.add_argument("--top", type=int, default=0, metavar="K",
+    show.add_argument("--top", type=options.non_negative, default=0, metavar="K",
                       help="also list the K fastest records of each workload")
     show.add_argument("--errors", action="store_true",
                       help="also list failed records counted by error kind, with a sample "
@@ -124,10 +134,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "stem>.best<ext> beside it, e.g. log.best.json)")
     best.set_defaults(func=cmd_best)
 
-    mer = cmds.add_parser("merge", help="merge databases of one machine into one")
-    mer.add_argument("output", metavar="OUT",
-                     help="database to write (created when missing, appended to otherwise)")
+    mer = cmds.add_parser("merge", help="merge databases of one machine into one (-o OUT)")
     mer.add_argument("inputs", nargs="+", metavar="DB", help="databases to merge: " + _DB_HELP)
+    mer.add_argument("-o", "--output", metavar="OUT",
+                     help="database to write, required: a record file (.json, .db) or a "
+                          "work directory; created when missing, added to otherwise")
     mer.add_argument("--allow-mixed", action="store_true",
                      help="merge records of different hardware fingerprints too")
     mer.set_defaults(func=cmd_merge)

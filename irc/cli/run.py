@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib.util
 import os
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..core.diagnostics import IRCError
+from . import options
 from .models import (
+    check_input_names,
+    check_records,
+    choose_function,
+    compile_model,
+    graph_functions,
     is_executable,
-    load_executable,
+    load_executable_file,
     load_model,
-    parse_bindings,
     read_inputs,
 )
 
@@ -25,11 +33,15 @@ TARGET_HELP = ("compilation target, e.g. 'llvm' (this CPU), 'llvm -mcpu=znver4 "
 MODEL_HELP = ("the model: a .ir file (irc's text format), a .onnx file, a Python module's "
               "IRModule as module:attribute or file.py:attribute, or a compiled .ircx "
               "executable")
+SHAPE_HELP = ("the size of a symbolic dimension of the function's parameters: a model is "
+              "built for it, a compiled .ircx gets random inputs of it; repeat for several")
+# Options that build a model, refused for a compiled .ircx executable.
+BUILD_OPTIONS = ("target", "pipeline", "records", "check_bounds")
 
 
 def _add_build_options(p: argparse.ArgumentParser, records: bool = True) -> None:
-    p.add_argument("--target", default="llvm", help=TARGET_HELP)
-    p.add_argument("--pipeline", default="default", choices=["default", "zero"],
+    p.add_argument("--target", help=TARGET_HELP)
+    p.add_argument("--pipeline", choices=["default", "zero"],
                    help="the pass pipeline: 'default' (fusion, default schedules) or "
                         "'zero' (legalize and fuse only) (default: default)")
     if records:
@@ -48,10 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                           description="Compile a model and write the executable (kernels "
                                       "and bytecode) to a .ircx file that 'irc run' and "
                                       "irc.vm.Executable.load read.")
-    comp.add_argument("model", help=MODEL_HELP)
+    comp.add_argument("model", help=MODEL_HELP.replace(", or a compiled .ircx executable",
+                                                       ""))
     comp.add_argument("-o", "--output", metavar="FILE.ircx",
                       help="where to write the executable (default: the model's name "
                            "with .ircx)")
+    comp.add_argument("--function", metavar="NAME",
+                      help="the graph function --shape specializes (default: main, or the "
+                           "only graph function)")
+    comp.add_argument("--shape", action="append", default=[], type=options.binding,
+                      metavar="NAME=INT",
+                      help="build for this size of a symbolic dimension of the function's "
+                           "parameters; repeat for several")
     _add_build_options(comp)
     comp.set_defaults(func=cmd_compile)
 
@@ -64,8 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_io_options(run)
     run.add_argument("--output", metavar="OUT.npz",
                      help="save the outputs to this .npz file (output0, output1, ...)")
-    run.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                     help="where to run (cuda needs --target cuda) (default: cpu)")
+    run.add_argument("--device", choices=["cpu", "cuda"],
+                     help="where to run: cpu, or cuda for code compiled with --target cuda "
+                          "(default: the target's device)")
     _add_build_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -76,13 +97,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "ONNX Runtime in the same run, timed the same way.")
     bench.add_argument("model", help=MODEL_HELP)
     _add_io_options(bench, random_default=True)
-    bench.add_argument("--repeat", type=_positive, default=50, metavar="N",
+    bench.add_argument("--repeat", type=options.positive, default=50, metavar="N",
                        help="timed runs (default: 50)")
-    bench.add_argument("--warmup", type=_non_negative, default=5, metavar="N",
+    bench.add_argument("--warmup", type=options.non_negative, default=5, metavar="N",
                        help="untimed runs first (default: 5)")
-    bench.add_argument("--threads", type=_positive, metavar="N",
+    bench.add_argument("--threads", type=options.threads, metavar="N",
                        help="threads for irc's parallel loops (the target's -num-cores) and "
-                            "for ONNX Runtime (default: every core)")
+                            "for ONNX Runtime, at most the machine's cores (default: every "
+                            "core)")
     bench.add_argument("--compare", choices=["onnxruntime"],
                        help="also time the ONNX model in ONNX Runtime (CPU provider)")
     _add_build_options(bench)
@@ -99,41 +121,125 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="print the module after this pipeline instead of as written")
     show.add_argument("--print-after-all", action="store_true",
                       help="print the module after every pass of the pipeline")
-    show.add_argument("--target", default="llvm", help=TARGET_HELP)
+    show.add_argument("--show-meta", action="store_true",
+                      help="print the values of constants (a metadata section), so that "
+                           "the text parses back (irc.parse) to the same module")
+    show.add_argument("--target", help=TARGET_HELP + "; with --pipeline")
     show.set_defaults(func=cmd_show)
 
 
 def _add_io_options(p: argparse.ArgumentParser, random_default: bool = False) -> None:
-    p.add_argument("--function", default="main", metavar="NAME",
-                   help="the function to run (default: main)")
+    p.add_argument("--function", metavar="NAME",
+                   help="the function to run (default: main, or the only graph function)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
                    help="an input: NAME=file.npy, NAME=file.npz, or file.npz (arrays by "
-                        "parameter name); repeat for several")
+                        "parameter name); repeat for several, each input once")
     if not random_default:
         p.add_argument("--random", action="store_true",
                        help="make seeded random values for the inputs not given")
-    p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default: 0)")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=INT",
-                   help="the value of a symbolic dimension (for random inputs); repeat "
-                        "for several")
+    p.add_argument("--seed", type=options.seed, default=0,
+                   help="seed of random inputs, 0 or more (default: 0)")
+    p.add_argument("--shape", action="append", default=[], type=options.binding,
+                   metavar="NAME=INT", help=SHAPE_HELP)
 
 
-def _positive(text: str) -> int:
-    return _int_at_least(text, 1)
+# -- building -----------------------------------------------------------------------------
+
+@dataclass
+class Built:
+    """A compiled (or loaded) executable, the function to run, and what random inputs of
+    it need."""
+
+    ex: Any
+    function: str
+    compile_secs: float
+    random_shapes: dict[str, int]
 
 
-def _non_negative(text: str) -> int:
-    return _int_at_least(text, 0)
+def _check_build(args: argparse.Namespace) -> Any:
+    """Check the build options before any work: the target (None for a compiled .ircx,
+    which refuses them), the tuning records."""
+    if is_executable(args.model):
+        given = options.explicit(args, *BUILD_OPTIONS)
+        if given:
+            raise IRCError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} "
+                           f"when compiling a model; {args.model} is compiled already",
+                           hint="give the model (.ir, .onnx, module:attribute) to build it "
+                                "with other options")
+        return None
+    target = options.check_target(args.target)
+    check_records(args.records, args.pipeline, args.check_bounds)
+    return target
 
 
-def _int_at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"expected {low} or more, got {value}")
-    return value
+def _build(args: argparse.Namespace, target: Any, given: dict[str, Any],
+           random_ok: bool) -> Built:
+    """Load or compile ``args.model``: a model is specialized to ``--shape`` first; a
+    compiled executable keeps ``--shape`` for its random inputs. The inputs given, and
+    what random ones need, are checked before the model is compiled."""
+    from ..passes import parameter_shape_vars
+
+    shapes = options.bindings(args.shape)
+    if is_executable(args.model):
+        ex = load_executable_file(args.model)
+        name = choose_function(list(ex.functions), args.function, args.model)
+        fn = ex.functions[name]
+        dims = [fn.slot_names[d[1]] for chk in fn.param_checks for d in chk.dims or ()
+                if isinstance(d, list) and d[0] == "bind"]
+        _check_arguments(name, list(fn.params), given, random_ok, shapes, dims)
+        return Built(ex, name, 0.0, shapes)
+    mod = load_model(args.model)
+    name = choose_function(graph_functions(mod), args.function, args.model)
+    dims = [v.name for v in parameter_shape_vars(mod[name])]
+    _check_arguments(name, [p.name_hint for p in mod[name].params], given, random_ok,
+                     shapes, dims)
+    mod = _specialize(mod, name, shapes)
+    ex, secs = compile_model(mod, target, args.pipeline or "default", args.records,
+                             args.check_bounds)
+    return Built(ex, name, secs, {})
+
+
+def _check_arguments(function: str, params: list[str], given: dict[str, Any],
+                     random_ok: bool, shapes: dict[str, int], dims: list[str]) -> None:
+    """Inputs name parameters; missing ones may be random (``random_ok``), and then
+    every symbolic dimension needs a size."""
+    check_input_names(given, params, function)
+    _check_shape_names(shapes, dims, function)
+    missing = [p for p in params if p not in given]
+    if missing and not random_ok:
+        raise IRCError(f"{function} takes {', '.join(params)}; no input was given for "
+                       f"{', '.join(missing)}",
+                       hint="give --input NAME=file.npy (or file.npz), or --random for "
+                            "seeded random values")
+    unsized = [d for d in dims if d not in shapes]
+    if missing and unsized:
+        raise IRCError(f"random inputs of {function} need the size of its symbolic "
+                       f"dimension{'s' if len(unsized) > 1 else ''} {', '.join(unsized)}",
+                       hint=f"give --shape {' --shape '.join(d + '=INT' for d in unsized)}, "
+                            "or every input from a file (--input)")
+
+
+def _specialize(mod: Any, function: str, shapes: dict[str, int]) -> Any:
+    from ..passes import BindSymbolicVars, parameter_shape_vars
+
+    if shapes:
+        _check_shape_names(shapes, [v.name for v in parameter_shape_vars(mod[function])],
+                           function)
+        mod = BindSymbolicVars(function, shapes)(mod)
+    return mod
+
+
+def _check_shape_names(shapes: dict[str, int], dims: Sequence[str], function: str) -> None:
+    unknown = [n for n in shapes if n not in dims]
+    if not unknown:
+        return
+    lower = {d.lower(): d for d in dims}
+    close = sorted({lower[m] for n in unknown
+                    for m in difflib.get_close_matches(n.lower(), list(lower))})
+    raise IRCError(f"--shape {', '.join(unknown)}: the parameters of {function} have no "
+                   f"symbolic dimension of {'this name' if len(unknown) == 1 else 'these names'}"
+                   f"; they have {', '.join(dims) if dims else 'none (all shapes are static)'}"
+                   + (f" (did you mean {', '.join(close)}?)" if close else ""))
 
 
 # -- compile ------------------------------------------------------------------------------
@@ -142,10 +248,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """``irc compile``: write a compiled executable (.ircx)."""
     if is_executable(args.model):
         raise IRCError(f"{args.model} is already compiled")
-    ex, secs = load_executable(args.model, args.target, args.pipeline, args.records,
-                               args.check_bounds)
+    target = _check_build(args)
     out = args.output or os.path.splitext(os.path.basename(args.model.split(":")[-1]))[0] \
         + ".ircx"
+    options.check_output(out, "-o", (".ircx",))
+    shapes = options.bindings(args.shape)
+    mod = load_model(args.model)
+    if shapes or args.function is not None:
+        name = choose_function(graph_functions(mod), args.function, args.model)
+        mod = _specialize(mod, name, shapes)
+    ex, secs = compile_model(mod, target, args.pipeline or "default", args.records,
+                             args.check_bounds)
     ex.save(out)
     stats = ex.stats()
     print(f"wrote {out}: {stats['kernels']} kernels, {stats['instructions']} VM "
@@ -155,20 +268,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 # -- inputs -------------------------------------------------------------------------------
 
-def _inputs(ex: Any, args: argparse.Namespace, random_ok: bool) -> tuple[list[Any], str]:
-    """The arguments of ``args.function`` and a description of where they came from."""
-    fn = ex.functions.get(args.function)
-    if fn is None:
-        raise IRCError(f"{args.model} has no function {args.function!r}; it has "
-                       f"{', '.join(ex.functions)}")
-    given = read_inputs(args.input, list(fn.params))
+def _arguments(built: Built, given: dict[str, Any], args: argparse.Namespace
+               ) -> tuple[list[Any], str]:
+    """The arguments of the function to run and a description of where they came
+    from."""
+    fn = built.ex.functions[built.function]
     missing = [p for p in fn.params if p not in given]
-    if missing and not (random_ok or getattr(args, "random", False)):
-        raise IRCError(f"{args.function} takes {', '.join(fn.params)}; no input was given "
-                       f"for {', '.join(missing)}",
-                       hint="give --input NAME=file.npy (or file.npz), or --random for "
-                            "seeded random values")
-    randoms = ex.random_inputs(args.function, args.seed, parse_bindings(args.shape)) \
+    randoms = built.ex.random_inputs(built.function, args.seed, built.random_shapes) \
         if missing else []
     values = [given[p] if p in given else randoms[i] for i, p in enumerate(fn.params)]
     if not missing:
@@ -196,7 +302,25 @@ def _summary(arr: np.ndarray) -> str:
 def _device(name: str) -> Any:
     from .. import runtime
 
-    return runtime.cuda() if name == "cuda" else runtime.cpu()
+    if name != "cuda":
+        return runtime.cpu()
+    gpu = runtime.cuda()
+    if not gpu.exist:
+        raise IRCError("running code compiled for cuda needs an NVIDIA GPU, and this "
+                       "machine has none (or its driver cannot be loaded)",
+                       hint="compile for the CPU (--target llvm), or run on a machine with "
+                            "a GPU")
+    return gpu
+
+
+def _check_device(device: str | None, target: str) -> str:
+    """The device to run code compiled for ``target`` on: ``device`` when it fits."""
+    own = "cuda" if target.startswith("cuda") else "cpu"
+    if device is not None and device != own:
+        raise IRCError(f"--device {device} runs code compiled for "
+                       f"{'cuda' if device == 'cuda' else 'the CPU'}, but the target is "
+                       f"{target}", hint="--device cuda goes with --target cuda")
+    return own
 
 
 # -- run ----------------------------------------------------------------------------------
@@ -206,20 +330,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs and optionally save them."""
     from .. import vm as irc_vm
 
-    ex, compile_s = load_executable(args.model, args.target, args.pipeline, args.records,
-                                    args.check_bounds)
-    values, where = _inputs(ex, args, random_ok=False)
-    machine = irc_vm.VirtualMachine(ex, _device(args.device))
+    target = _check_build(args)
+    if target is not None:
+        _device(_check_device(args.device, str(target)))  # a missing GPU: before compiling
+    if args.output:
+        options.check_output(args.output, "--output", (".npz",))
+    options.bindings(args.shape)
+    given = read_inputs(args.input)
+    built = _build(args, target, given, random_ok=args.random)
+    ex = built.ex
+    device = _check_device(args.device, str(ex.target))
+    values, where = _arguments(built, given, args)
+    machine = irc_vm.VirtualMachine(ex, _device(device))
     start = time.perf_counter()
-    out = machine[args.function](*values)
+    out = machine[built.function](*values)
     secs = time.perf_counter() - start
     outputs = _outputs(out)
     print(f"irc run {args.model} (target {ex.target})")
-    if compile_s:
+    if built.compile_secs:
         stats = ex.stats()
-        print(f"compiled in {compile_s:.2f} s: {stats['kernels']} kernels, "
+        print(f"compiled in {built.compile_secs:.2f} s: {stats['kernels']} kernels, "
               f"{stats['instructions']} VM instructions")
-    print(f"{args.function}({', '.join(ex.functions[args.function].params)}) on {where}: "
+    print(f"{built.function}({', '.join(ex.functions[built.function].params)}) on {where}: "
           f"{len(outputs)} output{'s' if len(outputs) != 1 else ''} in {secs * 1e3:.3f} ms")
     for i, arr in enumerate(outputs):
         print(f"output{i}: {_summary(arr)}")
@@ -230,12 +362,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _save_outputs(path: str, outputs: list[np.ndarray]) -> None:
-    if not path.endswith(".npz"):
-        raise IRCError(f"--output writes a .npz file, got {path}")
     try:
         np.savez(path, **{f"output{i}": a for i, a in enumerate(outputs)})
     except OSError as err:
-        raise IRCError(f"cannot write {path}: {err.strerror}") from None
+        raise IRCError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 # -- bench --------------------------------------------------------------------------------
@@ -264,29 +394,38 @@ def _stats_line(name: str, times: list[float], batch: int) -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     """``irc bench``: latency statistics of one function (and ONNX Runtime's)."""
     from .. import vm as irc_vm
-    from ..core.target import Target
 
-    target = args.target
+    if args.threads is not None and is_executable(args.model):
+        raise IRCError(f"--threads sets the threads a model is compiled for; {args.model} "
+                       "is compiled already (with the -num-cores of its target)")
+    target = _check_build(args)
     if args.threads is not None:
-        t = Target.canon(target)
-        if t.kind.name != "llvm":
+        if target.kind.name != "llvm":
             raise IRCError("--threads sets the CPU threads of an llvm target")
-        target = f"{t} -num-cores {args.threads}"
-    if args.compare and not args.model.endswith(".onnx"):
-        raise IRCError("--compare onnxruntime needs an ONNX model (.onnx)")
-    ex, compile_s = load_executable(args.model, target, args.pipeline, args.records,
-                                    args.check_bounds)
-    values, where = _inputs(ex, args, random_ok=True)
+        target = options.check_target(f"{target} -num-cores {args.threads}")
+    if target is not None:
+        _device(_check_device(None, str(target)))  # a missing GPU: before compiling
+    if args.compare:
+        if not args.model.endswith(".onnx"):
+            raise IRCError("--compare onnxruntime needs an ONNX model (.onnx)")
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise IRCError("--compare onnxruntime needs ONNX Runtime: pip install "
+                           "'irc[onnx]'")
+    options.bindings(args.shape)
+    given = read_inputs(args.input)
+    built = _build(args, target, given, random_ok=True)
+    ex = built.ex
+    values, where = _arguments(built, given, args)
     machine = irc_vm.VirtualMachine(ex, _device("cuda" if "cuda" in str(ex.target) else "cpu"))
-    f = machine[args.function]
+    f = machine[built.function]
     batch = int(values[0].shape[0]) if values and getattr(values[0], "ndim", 0) else 1
     print(f"irc bench {args.model}: target {ex.target}, {where}, {args.warmup} warm-up and "
-          f"{args.repeat} timed runs" + (f", compiled in {compile_s:.2f} s" if compile_s
-                                         else ""))
+          f"{args.repeat} timed runs" + (f", compiled in {built.compile_secs:.2f} s"
+                                         if built.compile_secs else ""))
     ours = _times(lambda: f(*values), args.repeat, args.warmup)
     print(_stats_line("irc", ours, batch))
     if args.compare:
-        theirs = _onnxruntime_times(args, ex, values)
+        theirs = _onnxruntime_times(args, built, values)
         print(_stats_line("onnxruntime", theirs, batch))
         ratio = statistics.median(ours) / statistics.median(theirs)
         print(f"irc / onnxruntime (median): {ratio:.2f}x "
@@ -294,12 +433,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _onnxruntime_times(args: argparse.Namespace, ex: Any, values: list[Any]) -> list[float]:
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise IRCError("--compare onnxruntime needs ONNX Runtime: pip install "
-                       "'irc[onnx]'") from None
+def _onnxruntime_times(args: argparse.Namespace, built: Built, values: list[Any]
+                       ) -> list[float]:
+    import onnxruntime as ort
+
     opts = ort.SessionOptions()
     if args.threads is not None:
         opts.intra_op_num_threads = args.threads
@@ -309,15 +446,18 @@ def _onnxruntime_times(args: argparse.Namespace, ex: Any, values: list[Any]) -> 
     except Exception as err:  # noqa: BLE001 - ONNX Runtime's own errors, reported as ours
         raise IRCError(f"ONNX Runtime cannot load {args.model}: {err}") from None
     names = [i.name for i in sess.get_inputs()]
-    params = list(ex.functions[args.function].params)
+    params = list(built.ex.functions[built.function].params)
     feeds = {}
     for name in names:
         if name not in params:
             raise IRCError(f"ONNX Runtime's input {name!r} is not a parameter of irc's "
-                           f"{args.function} ({', '.join(params)})")
+                           f"{built.function} ({', '.join(params)})")
         v = values[params.index(name)]
         feeds[name] = v.numpy() if hasattr(v, "numpy") else np.asarray(v)
-    return _times(lambda: sess.run(None, feeds), args.repeat, args.warmup)
+    try:
+        return _times(lambda: sess.run(None, feeds), args.repeat, args.warmup)
+    except Exception as err:  # noqa: BLE001 - ONNX Runtime's own errors, reported as ours
+        raise IRCError(f"ONNX Runtime cannot run {args.model}: {err}") from None
 
 
 # -- show ---------------------------------------------------------------------------------
@@ -325,19 +465,23 @@ def _onnxruntime_times(args: argparse.Namespace, ex: Any, values: list[Any]) -> 
 def cmd_show(args: argparse.Namespace) -> int:
     """``irc show``: print a model, optionally after a pipeline (and after each pass)."""
     from ..core.instrument import PrintIR
-    from ..core.target import Target
     from ..core.transform import PassContext
     from ..passes import get_pipeline
 
-    mod = load_model(args.model)
     if args.print_after_all and not args.pipeline:
         raise IRCError("--print-after-all prints the passes of a pipeline: add --pipeline "
                        "default (or zero)")
+    if args.target is not None and not args.pipeline:
+        raise IRCError("--target chooses what a pipeline builds for: add --pipeline default "
+                       "(or zero), or leave --target out")
+    target = options.check_target(args.target)
+    mod = load_model(args.model)
     if args.pipeline:
-        instruments = [PrintIR(file=sys.stdout)] if args.print_after_all else []
-        with Target(args.target), PassContext(instruments=instruments):
+        instruments = [PrintIR(file=sys.stdout, show_meta=args.show_meta)] \
+            if args.print_after_all else []
+        with target, PassContext(instruments=instruments):
             mod = get_pipeline(args.pipeline)(mod)
         if args.print_after_all:
             return 0
-    print(mod.script())
+    sys.stdout.write(mod.script(show_meta=args.show_meta))
     return 0

@@ -27,7 +27,12 @@ import time
 from typing import Any, Sequence
 
 from ..core.diagnostics import IRCError
-from .run import MODEL_HELP, TARGET_HELP, _positive
+from . import options
+from .models import choose_function, graph_functions, load_model
+from .run import MODEL_HELP, TARGET_HELP, _specialize
+
+# The longest --time-budget taken (a year); longer is a typo, not a plan.
+MAX_BUDGET = 365 * 24 * 3600.0
 
 _DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*"
                        r"(?:(\d+(?:\.\d+)?)s?)?\s*$")
@@ -43,6 +48,9 @@ def parse_duration(text: str) -> float:
     secs = h * 3600 + mi * 60 + s
     if secs <= 0:
         raise argparse.ArgumentTypeError(f"a time budget must be positive, got {text!r}")
+    if not math.isfinite(secs) or secs > MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"a time budget is at most a year (8760h), got "
+                                         f"{text!r}")
     return secs
 
 
@@ -59,19 +67,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the tuning database: a work directory (created if needed; "
                         "MetaSchedule's file names) or a record file (.json lines, or "
                         ".db for SQLite). An existing one is resumed.")
-    p.add_argument("--trials", type=_positive, default=200, metavar="N",
+    p.add_argument("--trials", type=options.positive, default=200, metavar="N",
                    help="measurements in this run, over all tasks (default: 200)")
     p.add_argument("--time-budget", type=parse_duration, metavar="DURATION",
                    help="stop after this long, e.g. 90s, 10m, 1h30m (default: no limit)")
-    p.add_argument("--target", default="llvm", help=TARGET_HELP)
+    p.add_argument("--target", help=TARGET_HELP)
+    p.add_argument("--function", metavar="NAME",
+                   help="the graph function --shape specializes (default: main, or the "
+                        "only graph function)")
+    p.add_argument("--shape", action="append", default=[], type=options.binding,
+                   metavar="NAME=INT",
+                   help="tune for this size of a symbolic dimension of the function's "
+                        "parameters (build with the same: irc compile --shape); repeat "
+                        "for several")
     p.add_argument("--cost-model", default="auto", choices=["auto", "xgb", "numpy", "random"],
                    help="the cost model ranking candidates: xgb (XGBoost, the "
                         "'irc[tune]' extra), numpy, random, or auto: xgb when installed "
                         "(default: auto)")
-    p.add_argument("--trials-per-round", type=_positive, metavar="N",
+    p.add_argument("--trials-per-round", type=options.positive, metavar="N",
                    help="candidates measured per round of a task (default: chosen from "
                         "the trial budget)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the search (default: 0)")
+    p.add_argument("--seed", type=options.seed, default=0,
+                   help="seed of the search, 0 or more (default: 0)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("-q", "--quiet", action="store_true",
                       help="print only the summary at the end")
@@ -93,16 +110,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_tune)
 
 
-def _open_database(path: str, target: Any) -> Any:
+def _open_database(path: str, kind: str, target: Any) -> Any:
     from ..tune.database import JSONDatabase, open_database
 
-    if path.endswith((".json", ".jsonl", ".db", ".sqlite", ".sqlite3")):
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise IRCError(f"cannot create the record file {path}: no directory {parent}")
+    if kind == "file":
         return open_database(path, target)
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise IRCError(f"--records {path}: not a directory or a .json/.db record file")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as err:
@@ -110,44 +122,152 @@ def _open_database(path: str, target: Any) -> Any:
     return JSONDatabase.from_work_dir(path, target)
 
 
+_ADDRESS = re.compile(r"^(?:ray://)?(?P<host>[A-Za-z0-9._\-\[\]:]+):(?P<port>\d{1,5})$")
+
+
+def _check_cluster(args: argparse.Namespace) -> None:
+    if args.cluster is None:
+        if args.runner_resource:
+            raise IRCError("--runner-resource places runners on a cluster; it needs "
+                           "--cluster")
+        return
+    if args.cluster not in ("auto", "local"):
+        m = _ADDRESS.match(args.cluster)
+        if not m or not 0 < int(m["port"]) < 65536:
+            raise IRCError(f"--cluster {args.cluster!r}: not a cluster address",
+                           hint="give auto, local, HOST:PORT or ray://HOST:PORT")
+    if args.runner_resource is not None and not args.runner_resource.strip():
+        raise IRCError("--runner-resource: give the name of a Ray custom resource")
+
+
+def _tasks(mod: Any, args: argparse.Namespace, target: Any) -> list[Any]:
+    """The tuning tasks of the model: the loop functions its graph functions call (after
+    the default pipeline), or, for a module of loop functions alone, each of them. A
+    model none of whose loop functions can be tuned is an error saying why, unless there
+    is nothing to tune (no floating-point work)."""
+    from ..tune.graph import graph_tasks, prepare_graph, prim_func_tasks
+
+    shapes = options.bindings(args.shape)
+    names = graph_functions(mod)
+    if not names:
+        if shapes or args.function:
+            given = options.explicit(args, "shape", "function")
+            raise IRCError(f"{', '.join(given)}: {args.model} has no graph function, only "
+                           "loop functions (each is tuned as it is)")
+        tasks = prim_func_tasks(mod, target)
+        if not tasks:
+            _no_tasks(args.model, mod, None)
+        return tasks
+    if shapes or args.function is not None:
+        mod = _specialize(mod, choose_function(names, args.function, args.model), shapes)
+    prepared = prepare_graph(mod, None, target)
+    tasks = graph_tasks(prepared, target)
+    dims = _dimensions(mod, names)
+    if not tasks:
+        _no_tasks(args.model, prepared, dims)
+    elif _symbolic_loops(prepared):
+        left = _symbolic_loops(prepared)
+        print(f"note: {len(left)} loop function{'s' if len(left) > 1 else ''} of symbolic "
+              f"shape ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''}) "
+              "cannot be measured and are left out"
+              + (f"; --shape {' --shape '.join(d + '=INT' for d in dims)} would size them"
+                 if dims else ""))
+    return tasks
+
+
+def _dimensions(mod: Any, names: Sequence[str]) -> list[str]:
+    """The symbolic dimensions the parameters of the graph functions ``names`` define."""
+    from ..passes import parameter_shape_vars
+
+    return list(dict.fromkeys(v.name for n in names for v in parameter_shape_vars(mod[n])))
+
+
+def _symbolic_loops(mod: Any) -> list[str]:
+    """The loop functions of ``mod`` not scheduled yet whose shapes are symbolic."""
+    from ..tir.analysis.flops import flop_count
+    from ..tir.stmt import PrimFunc
+
+    return [gv.name_hint for gv, f in mod.functions.items()
+            if isinstance(f, PrimFunc) and not f.attrs.get("tir.is_scheduled")
+            and flop_count(f) < 0]
+
+
+def _no_tasks(model: str, mod: Any, dims: list[str] | None) -> None:
+    """Say why nothing of ``mod`` can be tuned (``dims``: the symbolic dimensions of its
+    graph functions, None for a module of loop functions alone): raise an IRCError for a
+    cause the user can remove; print why and return when there is nothing to tune."""
+    from ..tir.stmt import PrimFunc
+
+    loops = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
+    symbolic = _symbolic_loops(mod)
+    listed = ", ".join(symbolic[:4]) + (", ..." if len(symbolic) > 4 else "")
+    if symbolic and dims is None:
+        many = len(symbolic) > 1
+        raise IRCError(f"{model}: the loop function{'s' if many else ''} {listed} "
+                       f"{'have' if many else 'has'} symbolic shapes, and irc tune measures "
+                       "kernels of static shapes",
+                       hint="give loop functions of static shapes (or a graph function "
+                            "calling them, sized with --shape)")
+    if symbolic and dims:
+        raise IRCError(f"{model}: the loop functions its graph functions call have symbolic "
+                       f"shapes ({listed}), and irc tune measures kernels of static shapes; "
+                       f"the model's symbolic dimensions are {', '.join(dims)}",
+                       hint="give their sizes: --shape "
+                            + " --shape ".join(d + "=INT" for d in dims)
+                            + " (and build with the same --shape)")
+    if symbolic:
+        raise IRCError(f"{model}: the loop functions {listed} have shapes known only at run "
+                       "time (they depend on values the model computes), and irc tune "
+                       "measures kernels of static shapes")
+    if loops and all(f.attrs.get("tir.is_scheduled") for f in loops):
+        print(f"{model}: every loop function is scheduled already; there is nothing to "
+              "tune")
+    elif not loops:
+        print(f"{model} has no loop function (its graph does no computation irc builds "
+              "kernels for); there is nothing to tune")
+    else:
+        print(f"{model}: none of its loop functions does floating-point work (they move "
+              "or compute integers); there is nothing to tune")
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     """``irc tune``: see the module docstring."""
-    from ..core.target import Target
     from ..tune.cost_model import create_cost_model, describe_cost_model
-    from ..tune.graph import graph_tasks, prepare_graph
     from ..tune.ms import network_runner
     from ..tune.options import TuneComponents, TuneConfig
     from ..tune.task_table import save_task_table
-    from ..tune.tuner import tune_tasks
-    from .models import load_model
+    from ..tune.tuner import check_gpu_for_measuring, check_target_buildable, tune_tasks
 
-    target = Target.canon(args.target)
+    target = options.check_target(args.target)
+    kind = options.record_path_kind(args.records)
+    _check_cluster(args)
+    check_target_buildable(target)
+    if target.kind.name == "cuda" and args.cluster is None:
+        check_gpu_for_measuring(target, 0)  # (measured on this machine's first GPU)
+    options.bindings(args.shape)
+    cost_model = create_cost_model(args.cost_model)
+    log_dir = None if kind == "file" else os.path.join(args.records, "logs")
+    config = TuneConfig(args.trials, num_trials_per_iter=args.trials_per_round,
+                        time_budget=args.time_budget, seed=args.seed,
+                        verbose=1 if args.verbose else 0, out=sys.stdout, log_dir=log_dir)
     mod = load_model(args.model)
-    tasks = graph_tasks(prepare_graph(mod, None, target), target)
+    tasks = _tasks(mod, args, target)
     if not tasks:
-        print(f"{args.model} has no loop function to tune (nothing does floating-point "
-              "work); its default build is all there is")
         return 0
     cluster = None
     hardware: Any = target
     if args.cluster:
         cluster = _connect_cluster(args, target)
         hardware = cluster.runner.hardware_fingerprint(target)
-    elif args.runner_resource:
-        raise IRCError("--runner-resource places runners on a cluster; it needs --cluster")
     try:
-        db = _open_database(args.records, hardware)
+        db = _open_database(args.records, kind, hardware)
     except BaseException:
         if cluster is not None:
             cluster.close()
         raise
-    log_dir = None if args.records.endswith((".json", ".jsonl", ".db", ".sqlite",
-                                             ".sqlite3")) \
-        else os.path.join(args.records, "logs")
     save_task_table(args.records, str(target), [
         {"name": t.name, "workload_key": t.workload.key, "weight": float(t.weight),
          "flops": float(t.flop_count)} for t in tasks])
-    cost_model = create_cost_model(args.cost_model)
     display = TuneDisplay(tasks, db, args.trials, args.time_budget,
                           live=not (args.plain or args.verbose or args.quiet)
                           and sys.stdout.isatty(), quiet=args.quiet)
@@ -156,9 +276,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
                    args.records)
     runner = network_runner(log_dir) if target.kind.name == "llvm" and cluster is None \
         else None
-    config = TuneConfig(args.trials, num_trials_per_iter=args.trials_per_round,
-                        time_budget=args.time_budget, seed=args.seed,
-                        verbose=1 if args.verbose else 0, out=sys.stdout, log_dir=log_dir)
     if cluster is not None:
         components = TuneComponents(builder=cluster.builder, runner=cluster.runner,
                                     cost_model=cost_model, callbacks=(display.on_measured,))

@@ -493,13 +493,14 @@ class KernelWriter:
         dtype = dt.element_of(e.dtype)
         if t in (E.Min, E.Max):
             fn = "min" if t is E.Min else "max"
-            if dtype in ("float16", "bfloat16") or dtype == "bool":
-                op = "<" if t is E.Min else ">"
+            op = "<" if t is E.Min else ">"
+            if dt.is_float(dtype):
+                # NaN from either operand propagates (numpy's minimum/maximum; fminf and
+                # fmaxf would drop it): a NaN ``a`` is kept, a NaN ``b`` fails the compare.
+                isnan = "__hisnan" if dtype in ("float16", "bfloat16") else "isnan"
+                return f"(({isnan}({a}) || ({a}) {op} ({b})) ? ({a}) : ({b}))"
+            if dtype == "bool":
                 return f"(({a}) {op} ({b}) ? ({a}) : ({b}))"
-            if dtype == "float32":
-                return f"f{fn}f({a}, {b})"
-            if dtype == "float64":
-                return f"f{fn}({a}, {b})"
             return f"{fn}({a}, {b})"
         if dt.is_float(dtype):
             if t in (E.Div, E.FloorDiv):
@@ -585,6 +586,10 @@ class KernelWriter:
             return f"{fn}({', '.join(args[1:])})"
         if op == "reinterpret":
             return _reinterpret(args[0], arg_dtypes[0], dtype)
+        if op == "error_values":
+            # A device kernel's failed assertion traps (s_AssertStmt): the values have no
+            # way back to the host, so the call computes nothing.
+            return "0"
         raise CodegenError(f"{self.name}: the CUDA code generator does not know the "
                            f"intrinsic {op!r}", node=e,
                            hint="see irc.tir.intrin for the supported intrinsics")

@@ -56,6 +56,7 @@ from ..runtime.signature import (
 )
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.analysis.written_params import written_params
 from .llvm_builder import FunctionBuilder, ModuleBuilder, Value, const_int
 from .llvm_common import known_multiple, referenced_vars, storage_type, value_type
 from .llvm_expr import ExprCodegen
@@ -179,6 +180,7 @@ class CodeGenLLVM(ExprCodegen):
         bound: list[E.Var] = []
         shape_vars: list[E.Var] = []
         scalar_ids = {id(p) for p in func.params if p not in func.buffer_map}
+        written = written_params(func)
         names: dict[int, str] = {}
 
         def var_name(v: E.Var) -> str:
@@ -197,7 +199,7 @@ class CodeGenLLVM(ExprCodegen):
                 if id(v) not in scalar_ids and all(v is not s for s in shape_vars):
                     shape_vars.append(v)
 
-        for p in func.params:
+        for pos, p in enumerate(func.params):
             buf = func.buffer_map.get(p)
             if buf is None:
                 continue
@@ -221,7 +223,8 @@ class CodeGenLLVM(ExprCodegen):
                 strides=tuple(encode_dim(s, var_name) for s in buf.strides) if buf.strides
                 else None,
                 elem_offset=E.as_int(buf.elem_offset) or 0 if buf.elem_offset is not None
-                else 0))
+                else 0,
+                written=pos in written))
         for v in shape_vars:
             llvm_params.append(("i64", var_name(v), ""))
             bound.append(v)

@@ -5,7 +5,8 @@ arithmetic does not overflow, which lets LLVM widen induction variables); 8/16-b
 integers wrap like numpy. Float ``a * b + c`` becomes ``llvm.fmuladd``. Fast-math flags
 (``reassoc contract``) are set only while a reduction update is emitted (``self.fmf``);
 there, float min/max use ``llvm.minimum``/``llvm.maximum`` (NaN-propagating, and
-vectorizable as reductions); elsewhere they are ``select(a < b, a, b)``.
+vectorizable as reductions); elsewhere they propagate NaN too, as ``select(c < x, c, x)``
+against a constant ``c`` and the same intrinsics otherwise.
 Under a vector ``if_then_else`` the chosen side is evaluated with a lane mask
 (``self.mask``): its loads become masked loads/gathers, so disabled lanes never touch
 memory.
@@ -288,8 +289,16 @@ class ExprCodegen:
             self.declare_intrinsic(name, a.ty, [a.ty, a.ty])
             return self.b.call(a.ty, name, [a, b], hint="mm")
         if dt.is_float(e.dtype):
-            # select(a < b, a, b): what x86 min/max instructions compute.
-            c = self.b.fcmp(fpred, a, b)
+            # Float min/max propagate NaN from either operand (numpy's minimum/maximum,
+            # ONNX's Relu, Clip, Max). Against a constant that is not NaN,
+            # select(c > x, c, x) does it in two instructions: a NaN x fails the ordered
+            # compare and is kept. Otherwise the NaN-propagating LLVM intrinsic.
+            if _plain_constant(e.b) or _plain_constant(e.a):
+                c_val, x_val = (b, a) if _plain_constant(e.b) else (a, b)
+                return self.b.select(self.b.fcmp(fpred, c_val, x_val), c_val, x_val)
+            name = f"llvm.{'minimum' if fpred == 'olt' else 'maximum'}.{mangle(a.ty)}"
+            self.declare_intrinsic(name, a.ty, [a.ty, a.ty])
+            return self.b.call(a.ty, name, [a, b], hint="mm")
         else:
             c = self.b.icmp("u" + ipred[1:] if dt.is_bool(e.dtype) else ipred, a, b)
         return self.b.select(c, a, b)
@@ -544,3 +553,10 @@ class ExprCodegen:
 
     def e_Call(self, e: E.Call) -> Value:
         return emit_call(self, e)
+
+
+def _plain_constant(e: E.PrimExpr) -> bool:
+    """A float constant (or a broadcast of one) that is not NaN."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.FloatImm) and not np.isnan(e.value)

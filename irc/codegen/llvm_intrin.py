@@ -15,6 +15,7 @@ from ..core import dtype as dt
 from ..core.diagnostics import CodegenError
 from ..runtime.engine import has_symbol
 from ..tir import expr as E
+from ..tir.intrin import MAX_ERROR_VALUES
 from .llvm_builder import Value, const_float, const_int, elem_type, lanes_of, vec
 from .llvm_common import is_half, mangle, storage_type, value_type
 
@@ -485,6 +486,21 @@ def _storage_sync(cg, e):
                        "into 'shared' scope in a CPU schedule")
 
 
+def _error_values(cg, e):
+    # Count, then the values, into the runtime's slots (irc.runtime.engine), where the
+    # failing kernel's caller reads them to format the assertion's message.
+    b = cg.b
+    slots = f"[{MAX_ERROR_VALUES + 1} x i64]"
+    cg.module.declare("irc_error_values", f"@irc_error_values = external global {slots}")
+    for k, a in enumerate(e.args):
+        v = cg.cast_value(cg.expr(a), a.dtype, "int64")
+        p = b.emit(f"getelementptr inbounds {slots}, ptr @irc_error_values, i64 0, "
+                   f"i64 {k + 1}", "ptr", "ev")
+        b.store(v, p, 8)
+    b.store(const_int("i64", len(e.args)), Value("ptr", "@irc_error_values"), 8)
+    return const_int("i32", 0)
+
+
 def _prefetch(cg, e):
     # A hint only; nothing to compute.
     return const_int("i32", 0)
@@ -514,6 +530,7 @@ _HANDLERS: dict[str, Callable] = {
     "min": _minmax_call("min"),
     "max": _minmax_call("max"),
     "prefetch": _prefetch,
+    "error_values": _error_values,
     "tvm_storage_sync": _storage_sync,
 }
 

@@ -31,23 +31,52 @@ A ``parallel`` loop is outlined:
   unpacks the closure (a stack struct of the free values, the chunk counters and an
   error slot), calls the body and records a nonzero return code atomically.
 
-The caller fills the closure, calls ``GOMP_parallel(worker, closure, num_threads, 0)``
+The caller fills the closure, calls ``GOMP_parallel(worker, closure, threads, 0)``
 (libgomp keeps its threads alive between calls) and returns the error code if any thread
-failed. Parallel loops nested inside run serially. When the runtime flag
-``irc_parallel_mode`` is nonzero (a process forked after libgomp started, where libgomp
-would hang) the worker is called directly on the calling thread instead.
+failed. Parallel loops nested inside run serially. The thread count comes from the
+loop's work, an estimate of the elements it stores (:func:`loop_work`: its extent times
+the stores of an iteration, inner loops counted with their extents):
+
+- where that is a constant (static shapes) the scheduling rules already decided that the
+  loop pays off on all cores (``wants_parallel`` in ``dlight/cpu/utils.py``; a tuned
+  schedule was measured); the loop gets ``-num-cores`` threads, at most one per iteration;
+- where it is known only at run time (a symbolic extent, of the loop or of a loop inside),
+  the caller evaluates it before the region: one thread per ``WORK_PER_THREAD`` elements,
+  at most one per core and one per iteration. A region of a single thread is not entered:
+  the worker runs on the calling thread. A small dynamic shape (a batch of 1 through a
+  kernel scheduled for any batch) then costs neither the wake-up of the other threads
+  nor, while another process holds a core, the scheduler time slice (milliseconds)
+  that the region's closing barrier waits for a descheduled thread.
+
+When the runtime flag ``irc_parallel_mode`` is nonzero (a process forked after libgomp
+started, where libgomp would hang) the worker is always called on the calling thread.
+Called there, ``omp_get_num_threads()`` is the enclosing team's size (1 outside any
+OpenMP region); the body counts at most the closure's ranges and runs every range not
+yet taken, so it does the whole loop either way.
 """
 
 from __future__ import annotations
 
+from ..core import dtype as dt
+from ..core.functor import Visitor
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.functor.substitute import substitute
 from .llvm_builder import FunctionBuilder, Value, const_int
 from .llvm_common import natural_align, referenced_vars, value_type
 
 _SAVED = ("b", "vars", "heap_live", "in_parallel", "mask", "fmf")
 # Chunks per thread of a parallel loop's iterations (see the module docstring).
 CHUNKS_PER_THREAD = 8
+# Stored elements per thread of a parallel loop whose work is known only at run time:
+# two threads from 512K, where the CPU rules put a static nest on all cores
+# (``PARALLEL_MIN_WORK`` in ``dlight/cpu/utils.py``). Below that a kernel takes tens of
+# microseconds on one core, about what waking the other threads costs on a quiet
+# machine, and far less than a time slice of a busy one.
+WORK_PER_THREAD = 1 << 18
+# An inner loop's extent that cannot be evaluated before the loop (it depends on a value
+# computed inside) counts as this many iterations.
+UNKNOWN_EXTENT = 64
 # Bytes between two threads' chunk counters: one cache line.
 _LINE = 64
 
@@ -72,7 +101,7 @@ def emit_parallel_for(cg, loop: S.For) -> None:
     counters = f"[{slots * _stride(ity)} x {ity}]"
     struct = "{ " + ", ".join([v.ty for v in values] + [counters, "i32"]) + " }"
 
-    body_name = _emit_body(cg, name + "_body", loop, free, values)
+    body_name = _emit_body(cg, name + "_body", loop, free, values, slots)
     _emit_worker(cg, name, body_name, struct, values)
 
     b = cg.b
@@ -90,27 +119,117 @@ def emit_parallel_for(cg, loop: S.For) -> None:
     err_ptr = b.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
                      f"i32 {len(values) + 1}", "ptr", "err")
     b.store(Value("i32", "0"), err_ptr, 4)
-    cg.module.declare("GOMP_parallel",
-                      "declare void @GOMP_parallel(ptr, ptr, i32, i32) nounwind")
-    cg.module.declare("irc_parallel_mode", "@irc_parallel_mode = external global i32")
-    mode = b.load("i32", Value("ptr", "@irc_parallel_mode"), 4)
-    omp, serial, joined = b.block("par_omp"), b.block("par_serial"), b.block("par_join")
-    b.cbr(b.icmp("eq", mode, Value("i32", "0")), omp, serial)
-    b.goto(omp)
-    b.emit_void(f"call void @GOMP_parallel(ptr @{name}, ptr {closure.ref}, "
-                f"i32 {cg.num_threads}, i32 0)")
-    b.br(joined)
-    b.goto(serial)
-    # A forked child cannot use libgomp: run the region on this thread (one chunk).
-    b.emit_void(f"call void @{name}(ptr {closure.ref})")
-    b.br(joined)
-    b.goto(joined)
+    threads = _thread_count(cg, loop, slots)
+    if threads is None:
+        # One thread: the worker runs here, no region.
+        b.emit_void(f"call void @{name}(ptr {closure.ref})")
+    else:
+        cg.module.declare("GOMP_parallel",
+                          "declare void @GOMP_parallel(ptr, ptr, i32, i32) nounwind")
+        cg.module.declare("irc_parallel_mode", "@irc_parallel_mode = external global i32")
+        mode = b.load("i32", Value("ptr", "@irc_parallel_mode"), 4)
+        go = b.icmp("eq", mode, Value("i32", "0"))
+        if not threads.is_const_int:
+            go = b.binop("and", go, b.icmp("sgt", threads, Value("i32", "1")))
+        omp, serial, joined = b.block("par_omp"), b.block("par_serial"), b.block("par_join")
+        b.cbr(go, omp, serial)
+        b.goto(omp)
+        b.emit_void(f"call void @GOMP_parallel(ptr @{name}, ptr {closure.ref}, "
+                    f"{threads}, i32 0)")
+        b.br(joined)
+        b.goto(serial)
+        # Too little work for a second thread, or a forked child, which cannot use
+        # libgomp: the worker runs on this thread.
+        b.emit_void(f"call void @{name}(ptr {closure.ref})")
+        b.br(joined)
+        b.goto(joined)
     rc = b.load("i32", err_ptr, 4)
     ok, bad = b.block("par_ok"), b.block("par_fail")
     b.cbr(b.icmp("eq", rc, Value("i32", "0")), ok, bad)
     b.goto(bad)
     cg.fail(rc)
     b.goto(ok)
+
+
+def _thread_count(cg, loop: S.For, slots: int) -> Value | None:
+    """The ``i32`` thread count of the region of ``loop``: a constant where its work is
+    static, else computed here from the work (see the module docstring); None when the
+    loop always runs on one thread."""
+    b = cg.b
+    extent = E.as_int(loop.extent)
+    if slots <= 1 or (extent is not None and extent <= 1):
+        return None
+    work = loop_work(loop, set(cg.vars))
+    if E.as_int(work) is not None:
+        return Value("i32", str(min(slots, extent) if extent is not None else slots))
+    # threads = min(work / WORK_PER_THREAD, extent, slots), in 64 bits.
+    t = b.binop("sdiv", cg.expr(work), const_int("i64", WORK_PER_THREAD))
+    if extent is None:
+        n = cg.expr(E.cast(loop.extent, "int64"))
+        t = b.select(b.icmp("slt", n, t), n, t)
+    cap = const_int("i64", slots if extent is None else min(slots, extent))
+    t = b.select(b.icmp("slt", cap, t), cap, t)
+    return b.conv("trunc", t, "i32")
+
+
+def loop_work(loop: S.For, bound: set[int]) -> E.PrimExpr:
+    """An ``int64`` estimate of the elements ``loop`` stores (vector stores count their
+    lanes; a branch counts its larger side), over the variables of ``bound`` (ids of
+    variables defined before the loop). Inner extents that use ``loop``'s variable are
+    taken at its first iteration; those that need a value computed inside count
+    ``UNKNOWN_EXTENT``. A constant when every extent is."""
+    first = {id(loop.loop_var): loop.min}
+
+    def extent(e: E.PrimExpr) -> E.PrimExpr:
+        if E.as_int(e) is not None:
+            return E.cast(e, "int64")
+        e = substitute(e, lambda v: first.get(id(v)))
+        scan = _ExtentScan()
+        scan.visit(e)
+        if scan.opaque or any(k not in bound for k in scan.var_ids):
+            return E.const(UNKNOWN_EXTENT, "int64")
+        return E.cast(e, "int64")
+
+    def work(s: S.Stmt) -> E.PrimExpr:
+        t = type(s)
+        if t is S.BufferStore:
+            return E.const(dt.lanes(s.value.dtype), "int64")
+        if t is S.SeqStmt:
+            total = E.const(0, "int64")
+            for x in s.seq:
+                total = E.add(total, work(x))
+            return total
+        if t is S.For:
+            return E.mul(extent(s.extent), work(s.body))
+        if t is S.IfThenElse:
+            w = work(s.then_case)
+            return w if s.else_case is None else E.max_(w, work(s.else_case))
+        if t is S.While:
+            return E.mul(E.const(UNKNOWN_EXTENT, "int64"), work(s.body))
+        if t is S.Evaluate:
+            return E.const(0 if type(s.value) is E.IntImm else 1, "int64")
+        body = getattr(s, "body", None)
+        return work(body) if isinstance(body, S.Stmt) else E.const(0, "int64")
+
+    return E.mul(extent(loop.extent), work(loop.body))
+
+
+class _ExtentScan(Visitor):
+    """The variables of an extent, and whether it reads memory or calls a function (it
+    is then not evaluated ahead of its loop)."""
+
+    def __init__(self) -> None:
+        self.var_ids: set[int] = set()
+        self.opaque = False
+
+    def visit_Var(self, v: E.Var) -> None:
+        self.var_ids.add(id(v))
+
+    def visit_BufferLoad(self, n) -> None:
+        self.opaque = True
+
+    def visit_Call(self, n) -> None:
+        self.opaque = True
 
 
 def _param_attrs(cg, v: E.Var, value: Value) -> str:
@@ -125,7 +244,8 @@ def _param_attrs(cg, v: E.Var, value: Value) -> str:
     return " ".join(attrs)
 
 
-def _emit_body(cg, name: str, loop: S.For, free: list[E.Var], values: list[Value]) -> str:
+def _emit_body(cg, name: str, loop: S.For, free: list[E.Var], values: list[Value],
+               slots: int) -> str:
     saved = {a: getattr(cg, a) for a in _SAVED}
     params = [(val.ty, v.name or "v", _param_attrs(cg, v, val)) for v, val in zip(free, values)]
     params.append(("ptr", "next", "nocapture"))
@@ -146,6 +266,11 @@ def _emit_body(cg, name: str, loop: S.For, free: list[E.Var], values: list[Value
         ity = value_type(loop.loop_var.dtype)
         nt = fb.call("i32", "omp_get_num_threads", [], hint="nthreads")
         tid = fb.call("i32", "omp_get_thread_num", [], hint="tid")
+        # Called outside a region of its own (see the module docstring), the team may be
+        # larger than the closure's ranges: count at most those, and start at range 0.
+        cap = const_int("i32", slots)
+        nt = fb.select(fb.icmp("slt", cap, nt), cap, nt)
+        tid = fb.select(fb.icmp("slt", tid, nt), tid, const_int("i32", 0))
         if ity != "i32":
             nt = fb.conv("sext", nt, ity)
             tid = fb.conv("sext", tid, ity)

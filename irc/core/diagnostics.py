@@ -6,11 +6,13 @@ carry a :class:`Span` and render ``file:line:col``, the offending line and a car
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +133,56 @@ class VMError(IRCError):
     """An error raised by the virtual machine or the bytecode compiler."""
 
 
-class RuntimeShapeError(VMError):
-    """A tensor passed at run time contradicts the function's declared shape or dtype."""
+class RuntimeArgumentError(VMError):
+    """An argument passed at run time to a compiled kernel or a VM function does not fit
+    its parameter. The subclasses say how: :class:`RuntimeShapeError`,
+    :class:`RuntimeDTypeError`, :class:`RuntimeArgumentCountError`,
+    :class:`RuntimeArgumentTypeError`, :class:`RuntimeDeviceError`,
+    :class:`RuntimeReadOnlyError`."""
+
+
+class RuntimeShapeError(RuntimeArgumentError):
+    """A tensor passed at run time contradicts the function's declared shape (rank, a
+    dimension, a stride), or a shape computed at run time is invalid."""
+
+
+class RuntimeDTypeError(RuntimeArgumentError):
+    """A tensor passed at run time has another dtype than the parameter declares, or a
+    dtype irc cannot hold."""
+
+
+class RuntimeArgumentCountError(RuntimeArgumentError):
+    """A function called at run time with the wrong number of arguments."""
+
+
+class RuntimeArgumentTypeError(RuntimeArgumentError):
+    """A value of the wrong kind passed at run time: a scalar where a tensor is expected,
+    an array where a scalar is, a tuple of the wrong length, an object irc cannot take."""
+
+
+class RuntimeDeviceError(RuntimeArgumentError):
+    """A tensor passed at run time lives on another device than the function runs on."""
+
+
+class RuntimeReadOnlyError(RuntimeArgumentError):
+    """A read-only array passed at run time for a parameter the function writes."""
+
+
+def deprecated_aliases(module: str, aliases: dict[str, tuple[str, object]]):
+    """A module ``__getattr__`` giving each deprecated name of ``aliases`` (name ->
+    (the name to use, the object)) with a ``DeprecationWarning`` saying what to use."""
+
+    def module_getattr(name: str) -> object:
+        if name in aliases:
+            import warnings
+
+            use, value = aliases[name]
+            warnings.warn(f"{module}.{name} is a deprecated name of {use}; use that",
+                          DeprecationWarning, stacklevel=2)
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return module_getattr
 
 
 class LegalizeError(IRCError):
@@ -143,12 +193,25 @@ class UnsupportedOperatorError(IRCError):
     """An imported model uses an operator irc does not support."""
 
 
+
 class TuningError(IRCError):
     """Auto-tuning failed (bad options, no valid candidate, unreadable records)."""
 
 
 class MissingDependencyError(IRCError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for the names in ``known`` close to ``name``
+    (compared ignoring case), or ``""`` when none is; for "unknown name" messages."""
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)"
 
 
 def require(module: str, extra: str):

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .diagnostics import IRTypeError
+from .diagnostics import IRTypeError, did_you_mean
 
 _DTYPE_RE = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:x(\d+))?$")
 _VALID_BITS = {
@@ -113,9 +113,10 @@ def parse(dtype: str) -> DType:
                 raise IRTypeError(f"dtype {dtype!r} must have at least one lane")
             return DType(name, FLOAT_FORMATS[name].exp_bits + FLOAT_FORMATS[name].man_bits
                          + FLOAT_FORMATS[name].signed, lanes)
-        raise IRTypeError(
-            f"unknown dtype {dtype!r}; expected e.g. float32, float16, int64, uint8, bool"
-        )
+        common = ("float32", "float16", "float64", "bfloat16", "int8", "int16", "int32",
+                  "int64", "uint8", "uint16", "uint32", "uint64", "bool", *FLOAT_FORMATS)
+        raise IRTypeError(f"unknown dtype {dtype!r}{did_you_mean(dtype, common)}; expected "
+                          "e.g. float32, float16, int64, uint8, bool")
     code, bits, lanes = m.group(1), int(m.group(2)), int(m.group(3) or 1)
     if bits not in _VALID_BITS[code]:
         raise IRTypeError(f"unknown dtype {dtype!r}: {code} has widths {_VALID_BITS[code]}")

@@ -62,7 +62,8 @@ class PrintIR(Pass, PassInstrument):
     file: TextIO | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "only", pass_names(self.only, "PrintIR(only=...)"))
+        object.__setattr__(self, "only", pass_names(self.only, "PrintIR(only=...)",
+                                                    known=True))
         if not isinstance(self.header, str):
             raise IRCError(f"PrintIR: header must be a string, got {self.header!r}")
 
@@ -114,7 +115,7 @@ class RoundTripInstrument(PassInstrument):
     """
 
     def __init__(self, skip: Sequence[str] = (), max_meta_bytes: int | None = 1 << 20) -> None:
-        self.skip = set(pass_names(skip, "RoundTripInstrument(skip=...)"))
+        self.skip = set(pass_names(skip, "RoundTripInstrument(skip=...)", known=True))
         self.max_meta_bytes = max_meta_bytes
         self.checked = 0
         self._last: IRModule | None = None

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .diagnostics import IRCError
+from .dtype import FLOAT_FORMATS
 from .expr import GlobalVar
 from .node import Node, node_fields
 
@@ -99,7 +100,7 @@ class _Equal:
         if _is_ndarray(a):
             if not _is_ndarray(b) or a.dtype != b.dtype or a.shape != b.shape:
                 return self.fail(path, a, b, "constant arrays differ in dtype or shape")
-            if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            if not np.array_equal(a, b, equal_nan=_has_nan(a.dtype)):
                 return self.fail(path, a, b, "constant arrays differ in value")
             return True
         if type(a) is not type(b):
@@ -132,6 +133,12 @@ def _ordered(d: dict) -> list:
     if all(isinstance(k, GlobalVar) for k in d):
         return sorted(d.items(), key=lambda kv: kv[0].name_hint)
     return list(d.items())
+
+
+def _has_nan(dtype: np.dtype) -> bool:
+    """Whether arrays of ``dtype`` can hold NaN (numpy's floats and ml_dtypes' narrow
+    floats and bfloat16, whose kind is "V"), so equal constants may hold NaNs."""
+    return dtype.kind in "fc" or dtype.name in FLOAT_FORMATS or dtype.name == "bfloat16"
 
 
 def _is_ndarray(x: Any) -> bool:

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .diagnostics import IRCError
+from .diagnostics import IRCError, did_you_mean
 
 
 class TargetError(IRCError):
@@ -51,7 +51,20 @@ _KINDS = {
                        ("arch", "max-num-threads", "thread-warp-size",
                         "max-shared-memory-per-block", "registers-per-block")),
 }
-_ALIASES = {"cpu": "llvm", "c": "llvm", "nvidia": "cuda", "gpu": "cuda"}
+_ALIASES = {"cpu": "llvm", "nvidia": "cuda", "gpu": "cuda"}
+
+
+def _unknown_kind(name: Any, source: str) -> TargetError:
+    """The error for a target kind irc does not have, with the kinds it has."""
+    kinds = ", ".join(f"{k} (or {', '.join(a for a, v in _ALIASES.items() if v == k)})"
+                      for k in _KINDS)
+    why = ""
+    if name == "c":
+        why = ": irc has no C source backend; 'llvm' compiles for the host CPU"
+    elif isinstance(name, str):
+        why = did_you_mean(name, [*_KINDS, *_ALIASES])
+    return TargetError(f"unknown target kind {name!r} in {source}{why}; the target kinds "
+                       f"are {kinds}")
 _INT_OPTIONS = {"num-cores", "opt-level", "vector-width", "vector-registers", "max-num-threads",
                 "thread-warp-size", "max-shared-memory-per-block", "registers-per-block"}
 
@@ -149,8 +162,7 @@ def _parse(text: str) -> tuple[str, dict[str, Any]]:
         raise TargetError("empty target string; use e.g. 'llvm' or 'cuda'")
     kind = _ALIASES.get(words[0], words[0])
     if kind not in _KINDS:
-        raise TargetError(f"unknown target kind {words[0]!r} in {text!r}; "
-                          f"known kinds: {', '.join(_KINDS)}")
+        raise _unknown_kind(words[0], repr(text))
     options: dict[str, Any] = {}
     i = 1
     while i < len(words):
@@ -231,9 +243,9 @@ class Target:
             kind_name = target.pop("kind", None)
             if kind_name is None:
                 raise TargetError("a target given as a dict needs a 'kind' entry")
+            if kind_name not in _KINDS and kind_name not in _ALIASES:
+                raise _unknown_kind(kind_name, "a target dict")
             kind_name = _ALIASES.get(kind_name, kind_name)
-            if kind_name not in _KINDS:
-                raise TargetError(f"unknown target kind {kind_name!r}")
             source = f"{kind_name} (dict)"
             options = {k.replace("_", "-"): v for k, v in target.items()}
         elif isinstance(target, str):

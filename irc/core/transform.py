@@ -10,7 +10,12 @@ current :class:`PassContext` sees each one run.
 
 ``Sequential`` runs passes in order, skipping those above the context's ``opt_level``
 unless listed in ``required_pass``, never running those in ``disabled_pass``.
-``PassContext`` carries options explicitly (no environment variables) and instruments.
+``PassContext`` carries options explicitly (no environment variables) and instruments,
+and checks them when it is made: ``opt_level`` is 0 to 3, every pass name is the name of
+a pass defined so far (:func:`known_pass_names`: each ``Pass`` class, each pass made by
+the decorators, each named ``Sequential``), every ``config`` key is declared with
+:func:`register_pass_config` and its value has the declared type. A misspelt name is an
+error listing the close matches, not a setting silently ignored.
 
 Decorators make passes from functions or classes::
 
@@ -38,8 +43,71 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
-from .diagnostics import IRCError
+from .diagnostics import IRCError, did_you_mean
 from .module import IRModule
+
+OPT_LEVELS = range(4)
+
+
+def check_opt_level(what: str, opt_level: Any) -> None:
+    """An IRCError naming ``what`` unless ``opt_level`` is an int from 0 to 3."""
+    if (not isinstance(opt_level, int) or isinstance(opt_level, bool)
+            or opt_level not in OPT_LEVELS):
+        raise IRCError(f"{what}: opt_level must be an int from 0 (no optional passes) to 3 "
+                       f"(all of them), got {opt_level!r}")
+
+# Names of the passes defined so far (see register_pass_name).
+_PASS_NAMES: set[str] = set()
+
+
+def register_pass_name(name: str) -> None:
+    """Count ``name`` as the name of a pass, which ``PassContext``'s ``required_pass`` and
+    ``disabled_pass`` may then name. ``Pass`` classes, the passes ``module_pass`` /
+    ``function_pass`` / ``prim_func_pass`` make and named ``Sequential`` pipelines register
+    themselves; a layer that defines passes on first use registers their names up front."""
+    _PASS_NAMES.add(name)
+
+
+def known_pass_names() -> list[str]:
+    """The names of the passes defined so far, sorted."""
+    return sorted(_PASS_NAMES)
+
+
+@dataclass(frozen=True)
+class PassConfigOption:
+    """A ``PassContext`` config key: its values are instances of ``value_type`` (a type
+    or a tuple of types; ``bool`` does not count as an ``int``), one of ``choices`` when
+    they are given; ``doc`` says what it does."""
+
+    name: str
+    value_type: type | tuple[type, ...]
+    choices: tuple[Any, ...] = ()
+    doc: str = ""
+
+    def check(self, value: Any) -> None:
+        """An IRCError unless ``value`` is a valid value of this option."""
+        types = self.value_type if isinstance(self.value_type, tuple) else (self.value_type,)
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if ok and self.choices:
+            ok = any(type(value) is type(c) and value == c for c in self.choices)
+        if not ok:
+            want = (" or ".join(repr(c) for c in self.choices) if self.choices else
+                    " or ".join(t.__name__ for t in types))
+            raise IRCError(f"PassContext: config {self.name!r} must be {want}, got {value!r}",
+                           hint=self.doc or None)
+
+
+_PASS_CONFIG: dict[str, PassConfigOption] = {}
+
+
+def register_pass_config(name: str, value_type: type | tuple[type, ...], *,
+                         choices: Sequence[Any] = (), doc: str = "") -> None:
+    """Declare the ``PassContext`` config key ``name`` (what TVM's
+    ``register_pass_config`` does): the pass that reads it with
+    ``ctx.config.get(name, default)`` declares it where it is defined, and ``PassContext``
+    refuses keys no one declared and values not of ``value_type`` (or not among
+    ``choices``)."""
+    _PASS_CONFIG[name] = PassConfigOption(name, value_type, tuple(choices), doc)
 
 
 @dataclass(frozen=True)
@@ -75,9 +143,12 @@ class PassInstrument:
 
 @dataclass
 class PassContext:
-    """Options for a pipeline run: ``opt_level`` (default 2), ``required_pass`` /
-    ``disabled_pass`` by name, ``config`` (pass-specific options such as
-    ``{"relax.backend.use_cuda_graph": False}``) and ``instruments``.
+    """Options for a pipeline run: ``opt_level`` (0 to 3, default 2), ``required_pass`` /
+    ``disabled_pass`` by name (names of passes defined so far: define a pass of your own
+    before the context that names it), ``config`` (pass-specific options declared with
+    :func:`register_pass_config`, such as ``{"winograd.tile": 2}``; see
+    :meth:`list_configs`) and ``instruments``. Unknown names and wrong values are
+    IRCErrors listing the close matches.
 
     Use as a context manager; ``PassContext.current()`` returns the innermost one entered
     by the calling thread (each thread has its own stack, so a context entered in one
@@ -93,14 +164,23 @@ class PassContext:
     _local: ClassVar[threading.local] = threading.local()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.opt_level, int) or isinstance(self.opt_level, bool):
-            raise IRCError(f"PassContext: opt_level must be an int (0-3), got "
-                           f"{self.opt_level!r}")
-        self.required_pass = pass_names(self.required_pass, "required_pass")
-        self.disabled_pass = pass_names(self.disabled_pass, "disabled_pass")
+        check_opt_level("PassContext", self.opt_level)
+        self.required_pass = pass_names(self.required_pass, "PassContext: required_pass",
+                                        known=True)
+        self.disabled_pass = pass_names(self.disabled_pass, "PassContext: disabled_pass",
+                                        known=True)
         if not isinstance(self.config, dict):
             raise IRCError(f"PassContext: config must be a dict of option name to value, got "
                            f"{type(self.config).__name__}")
+        for key, value in self.config.items():
+            option = _PASS_CONFIG.get(key) if isinstance(key, str) else None
+            if option is None:
+                known = ", ".join(sorted(_PASS_CONFIG)) or "none"
+                raise IRCError(f"PassContext: unknown config key {key!r}"
+                               f"{did_you_mean(str(key), _PASS_CONFIG)}; the known keys "
+                               f"are {known}",
+                               hint="PassContext.list_configs() describes them")
+            option.check(value)
         self.instruments = tuple(self.instruments)
         for inst in self.instruments:
             if not isinstance(inst, PassInstrument):
@@ -145,6 +225,11 @@ class PassContext:
                 break
 
     @staticmethod
+    def list_configs() -> dict[str, PassConfigOption]:
+        """The config keys declared so far (see :func:`register_pass_config`), by name."""
+        return dict(sorted(_PASS_CONFIG.items()))
+
+    @staticmethod
     def current() -> PassContext:
         """The innermost context the calling thread entered (a default one when it
         entered none)."""
@@ -160,17 +245,26 @@ class PassContext:
         return info.opt_level <= self.opt_level
 
 
-def pass_names(value: Any, what: str) -> tuple[str, ...]:
+def pass_names(value: Any, what: str, known: bool = False) -> tuple[str, ...]:
     """Pass names as a tuple (one name alone is accepted too); an IRCError naming
-    ``what`` for anything else."""
+    ``what`` for anything else, and with ``known`` for a name that is not the name of a
+    pass defined so far (:func:`known_pass_names`)."""
     if isinstance(value, str):
-        return (value,)
-    try:
-        names = tuple(value)
-    except TypeError:
-        names = None
+        names: tuple | None = (value,)
+    else:
+        try:
+            names = tuple(value)
+        except TypeError:
+            names = None
     if names is None or not all(isinstance(n, str) for n in names):
         raise IRCError(f"{what} must be a list of pass names, got {value!r}")
+    for n in names if known else ():
+        if n not in _PASS_NAMES:
+            raise IRCError(f"{what} names {n!r}, which is not a pass"
+                           f"{did_you_mean(n, _PASS_NAMES)}",
+                           hint="irc.core.transform.known_pass_names() lists the passes; a "
+                                "pass of your own counts once it is defined (its class, or "
+                                "module_pass/function_pass/prim_func_pass)")
     return names
 
 
@@ -187,6 +281,14 @@ class Pass:
     # (Sequential does), and an annotation here would fix their position in __init__.
     opt_level = 0
     required = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_"):  # irc's internal wrappers are not named
+            register_pass_name(cls.__name__)
+            default_name = cls.__dict__.get("name")  # a ``name`` field's default
+            if isinstance(default_name, str) and default_name:
+                register_pass_name(default_name)
 
     @property
     def name(self) -> str:
@@ -261,6 +363,7 @@ class Sequential(Pass):
             raise IRCError(f"Sequential takes a list of passes, got "
                            f"{type(self.passes).__name__}")
         check_pass_options("Sequential", self.name, self.opt_level)
+        register_pass_name(self.name)
         object.__setattr__(self, "passes",
                            tuple(_as_pass(p, i) for i, p in enumerate(self.passes)))
         object.__setattr__(self, "required", pass_names(self.required, "required"))
@@ -279,11 +382,11 @@ class Sequential(Pass):
 
 
 def check_pass_options(what: str, name: Any, opt_level: Any) -> None:
-    """An IRCError unless ``name`` is a string and ``opt_level`` an int."""
+    """An IRCError unless ``name`` is a non-empty string and ``opt_level`` an int from 0
+    to 3."""
     if not isinstance(name, str) or not name:
         raise IRCError(f"{what}: a pass name must be a non-empty string, got {name!r}")
-    if not isinstance(opt_level, int) or isinstance(opt_level, bool):
-        raise IRCError(f"{what} {name}: opt_level must be an int (0-3), got {opt_level!r}")
+    check_opt_level(f"{what} {name}", opt_level)
 
 
 def _as_pass(p: Any, index: int) -> Pass:
@@ -304,6 +407,9 @@ class _CallablePass(Pass):
     fn: Callable[[IRModule], IRModule] = field(default=None, repr=False)  # type: ignore
     name: str = "<function>"
 
+    def __post_init__(self) -> None:
+        register_pass_name(self.name)
+
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return self.fn(mod)
 
@@ -317,6 +423,9 @@ class ModulePass(Pass):
     name: str = "ModulePass"
     opt_level: int = 0
     required: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        register_pass_name(self.name)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return self.fn(mod, ctx)
@@ -366,6 +475,9 @@ class PerFunctionPass(Pass):
     opt_level: int = 0
     required: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        register_pass_name(self.name)
+
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.map_functions(lambda func: self.fn(func, mod, ctx), self.kinds)
 
@@ -390,6 +502,8 @@ def make_pass_decorator(kind: str, function_type: type | tuple[type, ...] | None
 
         def deco(obj: Any) -> Any:
             pname = name or getattr(obj, "__name__", "pass")
+            check_pass_options(f"{kind}_pass", pname, opt_level)
+            register_pass_name(pname)
             if inspect.isclass(obj):
                 if not hasattr(obj, method):
                     raise IRCError(f"{kind}_pass class {obj.__name__} must define {method}")

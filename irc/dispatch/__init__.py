@@ -23,7 +23,7 @@ cuBLAS) can run, and hand them to it.
 """
 
 from . import blas, cublas, dnnl
-from .codegen import get_codegen, register_codegen
+from .codegen import check_backend_target, get_codegen, register_codegen
 from .pattern import (
     AttrPattern,
     CallPattern,
@@ -58,7 +58,7 @@ from .table import (
 )
 
 __all__ = [
-    "blas", "cublas", "dnnl", "get_codegen", "register_codegen",
+    "blas", "cublas", "dnnl", "check_backend_target", "get_codegen", "register_codegen",
     "Pattern", "WildcardPattern", "OpPattern", "CallPattern", "ConstantPattern",
     "TuplePattern", "TupleGetItemPattern", "OrPattern", "AttrPattern", "DataTypePattern",
     "ShapePattern", "wildcard", "is_op", "is_const", "is_tuple", "is_tuple_get_item",

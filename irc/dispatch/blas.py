@@ -41,7 +41,7 @@ register_patterns(gemm_entries("blas", list(ACTIVATIONS),
                                lambda i, o: i == o and i in _DTYPES))
 
 
-@register_codegen("blas")
+@register_codegen("blas", device_type="cpu")
 def blas_codegen(funcs: list[tuple[str, Function]]) -> BlasModule:
     """A :class:`BlasModule` with one function per ``(symbol, composite function)``."""
     constants: dict[str, np.ndarray] = {}

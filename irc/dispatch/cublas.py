@@ -52,7 +52,7 @@ def _target() -> Target:
         else Target("cuda")
 
 
-@register_codegen("cublas")
+@register_codegen("cublas", device_type="cuda")
 def cublas_codegen(funcs: list[tuple[str, Function]]) -> CublasModule:
     """A :class:`CublasModule` with one function per ``(symbol, composite function)``."""
     constants: dict[str, np.ndarray] = {}

@@ -234,13 +234,27 @@ def _matmul_spec(f: GemmFunction) -> dict[str, Any]:
 
 
 def _is_conv(func: Function) -> bool:
-    body = func.body
-    blocks = getattr(body, "blocks", ())
-    return any(isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "nn.conv2d"
-               for blk in blocks for b in blk.bindings)
+    """Whether a composite function is of the conv2d family: by its pattern's name, or
+    (a function made by hand) by a convolution anywhere in its body."""
+    name = str(func.attrs.get("Composite", ""))
+    if name.startswith("dnnl."):
+        return name.startswith("dnnl.conv2d")
+    found: list[bool] = []
+
+    def visit(e: Any) -> None:
+        if isinstance(e, Call):
+            if getattr(e.op, "name", "") == "nn.conv2d":
+                found.append(True)
+            for a in e.args:
+                visit(a)
+
+    for blk in getattr(func.body, "blocks", ()):
+        for b in blk.bindings:
+            visit(b.value)
+    return bool(found)
 
 
-@register_codegen("dnnl")
+@register_codegen("dnnl", device_type="cpu")
 def dnnl_codegen(funcs: list[tuple[str, Function]]) -> DnnlModule:
     """A :class:`DnnlModule` with one function per ``(symbol, composite function)``."""
     constants: dict[str, np.ndarray] = {}

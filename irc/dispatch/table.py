@@ -182,7 +182,8 @@ def get_pattern(name: str) -> PatternEntry:
         reason = _UNAVAILABLE.get(name.partition(".")[0])
         if reason is not None:
             raise MissingDependencyError(f"no dispatch pattern named {name!r}: {reason}")
-        hint = _did_you_mean(name, _TABLE) or (
+        backends = {n.partition(".")[0] for n in _TABLE}
+        hint = _did_you_mean(name, [*_TABLE, *sorted(backends)]) or (
             " (is the backend imported? its module registers its patterns)")
         raise IRCError(f"no dispatch pattern named {name!r}{hint}")
     return entry

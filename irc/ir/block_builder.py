@@ -16,7 +16,7 @@ nodes (``Op``, ``GlobalVar``, ``ExternFunc``) are left as they are.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, IRTypeError
@@ -67,6 +67,7 @@ from .struct_info_analysis import (
     struct_info_lca,
     substitute_sinfo,
 )
+from .te_call import te_call_tir
 
 
 class InferContext:
@@ -424,14 +425,21 @@ class BlockBuilder:
     # -- scopes -------------------------------------------------------------------------
     @contextmanager
     def function(self, name: str, params: Sequence[Var] | None = None,
-                 attrs: dict | None = None, pure: bool = True) -> Iterator[None]:
+                 attrs: dict | None = None, pure: bool = True,
+                 private: bool = False) -> Iterator[None]:
         """Open the scope of function ``name``; it must end with :meth:`emit_func_output`.
-        ``params`` may instead be given to ``emit_func_output``."""
+        ``params`` may instead be given to ``emit_func_output``. The function is public:
+        its ``global_symbol`` attribute is ``name`` (unless ``attrs`` gives one), as for
+        ``@R.function`` in text; ``private=True`` leaves the attribute out (a helper
+        called only from inside the module, printed as ``@R.function(private=True)``)."""
         if params is not None:
             for p in params:
                 if not isinstance(p, Var) or p.struct_info is None:
                     raise IRCError(f"function {name!r}: parameters must be Vars with struct "
                                    f"info, got {p!r}")
+        attrs = dict(attrs or {})
+        if not private:
+            attrs.setdefault("global_symbol", name)
         frame = _FunctionFrame(name, params, attrs, pure)
         self._frames.append(frame)
         try:
@@ -510,6 +518,38 @@ class BlockBuilder:
         var = self._new_var(frame, sinfo, name_hint, output=False, span=expr.span)
         frame.bindings.append(MatchCast(var=var, value=value, struct_info=sinfo))
         return var
+
+    def call_te(self, te_func: Callable[..., Any], *args: Any,
+                primfunc_name_hint: str | None = None, **kwargs: Any) -> Expr:
+        """``R.call_tir`` of a new PrimFunc computing ``te_func(*args, **kwargs)``, as
+        TVM's ``bb.call_te``: the graph tensors among the arguments (also inside lists)
+        become te placeholders named after them, ``te_func`` (a te function, e.g.
+        one of ``irc.topi``) computes on them, and the PrimFunc of its result is added to
+        the module as ``primfunc_name_hint`` (default: the function's name; a
+        structurally equal function is reused). The call is returned, not bound."""
+        if not callable(te_func):
+            raise IRTypeError(f"BlockBuilder.call_te: te_func must be a function of te "
+                              f"tensors, got {type(te_func).__name__}")
+        name = primfunc_name_hint or getattr(te_func, "__name__", "") or "te_func"
+        if not name.isidentifier():  # a lambda's "<lambda>"
+            name = "te_func"
+        made = te_call_tir(te_func, args, kwargs, name=name, add_func=self.add_func,
+                           error=IRTypeError, what=f"BlockBuilder.call_te({name})",
+                           name_params=True)
+        return self.normalize(made.call())
+
+    def emit_te(self, te_func: Callable[..., Any], *args: Any, name_hint: str = "",
+                primfunc_name_hint: str | None = None, **kwargs: Any) -> Var:
+        """Bind the ``R.call_tir`` of ``te_func(*args, **kwargs)`` (see :meth:`call_te`)
+        to a new variable, as TVM's ``bb.emit_te``::
+
+            with bb.function("main", [x]):
+                y = bb.emit_te(topi.nn.relu, x)
+                bb.emit_func_output(y)
+        """
+        self._frame("emit_te")
+        return self.emit(self.call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint,
+                                      **kwargs), name_hint)
 
     def emit_func_output(self, output: Expr | Sequence[Expr],
                          params: Sequence[Var] | None = None) -> GlobalVar:

@@ -46,6 +46,37 @@ class DataflowVar(Var):
     """A variable bound inside a dataflow block and not visible outside it."""
 
 
+def _name_and_struct_info_by_position(cls: type) -> None:
+    """Let ``cls(name_hint, struct_info)`` be written positionally, as TVM's
+    ``relax.Var("x", R.Tensor((2, 3), "float32"))`` is; every field stays a keyword."""
+    init = cls.__init__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > 2:
+            raise IRTypeError(f"{cls.__name__}(name_hint, struct_info, ...) takes at most 2 "
+                              f"positional arguments, got {len(args)}; give the others by "
+                              "keyword")
+        for key, value in zip(("name_hint", "struct_info"), args):
+            if key in kwargs:
+                raise IRTypeError(f"{cls.__name__}: {key} given both by position and by "
+                                  "keyword")
+            kwargs[key] = value
+        sinfo = kwargs.get("struct_info")
+        if sinfo is not None and not isinstance(sinfo, StructInfo):
+            raise IRTypeError(f"{cls.__name__} {kwargs.get('name_hint')!r}: struct_info must "
+                              f"be a StructInfo (irc.ir.TensorStructInfo(...), "
+                              f"irc.ir.tensor_sinfo(shape, dtype), ...), got "
+                              f"{type(sinfo).__name__} {sinfo!r}")
+        init(self, **kwargs)
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__  # type: ignore[misc]
+
+
+_name_and_struct_info_by_position(Var)
+_name_and_struct_info_by_position(DataflowVar)
+
+
 @node
 class Op(Expr):
     """A registered operator, e.g. ``Op.get("nn.conv2d")``; one object per name."""

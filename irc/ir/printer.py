@@ -109,8 +109,9 @@ class _Meta:
     def section(self) -> list[str]:
         items = []
         for c in self.constants:
-            arr = np.ascontiguousarray(c.data)
-            data = base64.b64encode(arr.tobytes()).decode("ascii")
+            # np.asarray, not np.ascontiguousarray: the latter makes a 0-d array 1-d.
+            arr = np.asarray(c.data)
+            data = base64.b64encode(arr.tobytes(order="C")).decode("ascii")
             items.append(f'        {{"dtype": {str_literal(_const_dtype(c))}, "shape": '
                          f'{list(arr.shape)}, "base64": {str_literal(data)}}},')
         return ["metadata = {", '    "relax.expr.Constant": ['] + items + ["    ],", "}"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..core import dtype as dt
 from ..core.diagnostics import IRTypeError
 from ..core.node import Node, node
@@ -61,6 +63,10 @@ class TensorStructInfo(StructInfo):
         if self.dtype:
             dt.check(self.dtype)
         if self.shape is not None:
+            if type(self.shape) is not tuple or \
+                    not all(isinstance(d, PrimExpr) for d in self.shape):
+                object.__setattr__(self, "shape", _as_dims(self.shape))
+            _check_dims(self.shape)
             if self.ndim not in (-1, len(self.shape)):
                 raise IRTypeError(f"R.Tensor: ndim={self.ndim} but the shape has "
                                   f"{len(self.shape)} dimensions")
@@ -78,6 +84,33 @@ class TensorStructInfo(StructInfo):
                 return None
             out.append(s.value)
         return tuple(out)
+
+
+def _as_dims(shape: Sequence[int | PrimExpr]) -> tuple[PrimExpr, ...]:
+    """A shape given with Python ints (or as a list) as a tuple of int64 expressions."""
+    out = []
+    for i, d in enumerate(shape):
+        if isinstance(d, PrimExpr):
+            out.append(d)
+        elif isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
+            out.append(IntImm(dtype="int64", value=int(d)))
+        else:
+            raise IRTypeError(f"R.Tensor: shape dimension {i} is {d!r}; a dimension is an "
+                              "integer or an integer expression (a tir.Var of dtype int64 "
+                              "for one known only at run time)")
+    return tuple(out)
+
+
+def _check_dims(shape: tuple[PrimExpr, ...]) -> None:
+    """An IRTypeError for a negative constant dimension, which would otherwise pass here
+    and fail only when the operator using it is legalized."""
+    for i, d in enumerate(shape):
+        if isinstance(d, IntImm) and d.value < 0:
+            text = ", ".join(str(x.value) if isinstance(x, IntImm) else repr(x) for x in shape)
+            raise IRTypeError(
+                f"R.Tensor: shape dimension {i} of ({text}{',' if len(shape) == 1 else ''}) is "
+                f"{d.value}; dimensions cannot be negative (a dimension known only at run "
+                "time is a tir.Var of dtype int64)")
 
 
 @node

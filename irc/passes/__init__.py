@@ -18,13 +18,18 @@ from ..core.transform import (
     PassInfo,
     PassInstrument,
     Sequential,
+    known_pass_names,
     module_pass,
+    register_pass_config,
+    register_pass_name,
 )
 from ..ir.transform import function_pass
 from ..ir.well_formed import WellFormedInstrument
 from ..tir.transform import PrimFuncPass, prim_func_pass
+from .annotate_index_extents import AnnotateIndexExtents, index_extents
 from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .bind_params import BindParams
+from .bind_symbolic_vars import BindSymbolicVars, parameter_shape_vars
 from .canonicalize_bindings import CanonicalizeBindings
 from .convert_layout import ConvertLayout, ConvertLayoutForTarget
 from .dead_code_elimination import DeadCodeElimination
@@ -46,8 +51,10 @@ _LATE: dict[str, Callable[[], Any]] = {}
 def late_bind(name: str, load: Callable[[], Any]) -> None:
     """Make ``irc.passes.<name>`` resolve, on first use, to what ``load()`` returns. The
     root package uses this for the passes a higher layer defines (the tuning passes), so
-    that this package never imports that layer."""
+    that this package never imports that layer. ``name`` counts as a pass name
+    (``PassContext(disabled_pass=[name])``) from now on."""
     _LATE[name] = load
+    register_pass_name(name)
 
 
 def __getattr__(name: str) -> Any:

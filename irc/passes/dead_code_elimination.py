@@ -7,8 +7,8 @@ always kept (they check values at run time and may define symbolic variables). N
 ``SeqExpr``s (``If`` branches) are cleaned the same way. Empty blocks are dropped.
 (2) Functions not reachable from the entry functions through calls, ``call_tir`` targets
 or function references are removed. Entry functions are the graph functions not marked
-``Primitive`` (irc's VM exposes every graph function by name, and modules built with
-``BlockBuilder`` carry no ``global_symbol``), functions with a ``global_symbol`` and those
+``Primitive`` (irc's VM exposes every graph function by name, private ones too: those
+without a ``global_symbol``), functions with a ``global_symbol`` and those
 named in ``entry_functions``; so in practice unused loop functions and unused fused
 ``Primitive`` functions go.
 

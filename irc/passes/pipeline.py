@@ -1,5 +1,8 @@
 """Named pipelines: ``get_pipeline("zero")`` and ``get_pipeline("default")``.
 
+Both start by recording which extent each integer parameter indexes
+(``AnnotateIndexExtents``: random inputs of the executable are drawn within it).
+
 - ``zero``: the minimum that makes a module runnable — legalize operators to loop
   functions (seed 003 runs it before default schedule rules or tuning).
 - ``default``: what ``irc.compile`` uses: fold batch norms into the constant-weight
@@ -25,6 +28,7 @@ from __future__ import annotations
 from ..core.diagnostics import IRCError
 from ..core.transform import Pass, Sequential
 from ..dlight.apply import DefaultScheduleForTarget
+from .annotate_index_extents import AnnotateIndexExtents
 from .annotate_tir_op_pattern import AnnotateTIROpPattern
 from .canonicalize_bindings import CanonicalizeBindings
 from .convert_layout import ConvertLayoutForTarget
@@ -40,11 +44,12 @@ from .winograd import WinogradConv2D
 
 
 def _zero() -> Pass:
-    return Sequential([LegalizeOps()], name="zero")
+    return Sequential([AnnotateIndexExtents(), LegalizeOps()], name="zero")
 
 
 def _default() -> Pass:
     return Sequential([
+        AnnotateIndexExtents(),
         FoldBatchNormToConv2D(),
         DecomposeOpsForInference(),
         Normalize(),

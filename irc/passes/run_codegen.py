@@ -9,8 +9,10 @@ one :class:`~irc.runtime.external.ExternalModule` that provides every function u
 appended to the module attribute ``external_mods`` (printed as
 ``metadata["runtime.Module"][i]``), which ``irc.compile`` puts into the executable.
 
-Preconditions: codegen functions return one tensor. Postconditions: no call of a codegen
-function is left; the program computes the same values.
+Preconditions: codegen functions return one tensor; their backends run on the device of
+the current target, if one is current (:func:`irc.dispatch.codegen.check_backend_target`).
+Postconditions: no call of a codegen function is left; the program computes the same
+values.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 from ..core.diagnostics import IRCError
 from ..core.functor import Mutator
 from ..core.module import IRModule
+from ..core.target import Target
 from ..core.transform import Pass, PassContext
-from ..dispatch.codegen import get_codegen
+from ..dispatch.codegen import check_backend_target, get_codegen
 from ..ir.expr import Call, ExternFunc, Function, GlobalVar, Tuple
 from ..ir.ops.call import call_dps_packed
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
@@ -64,6 +67,10 @@ class RunCodegen(Pass):
             groups.setdefault(str(f.attrs["Codegen"]), []).append((symbol, f))
         if not groups:
             return mod
+        target = Target.current(allow_none=True)
+        if target is not None:
+            for backend in groups:
+                check_backend_target(backend, target, "RunCodegen")
         modules = [get_codegen(backend)(funcs) for backend, funcs in groups.items()]
         rewriter = _CallRewriter(symbols)
         funcs = {}

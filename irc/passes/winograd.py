@@ -62,7 +62,7 @@ from ..core.diagnostics import IRCError
 from ..core.functor import Mutator
 from ..core.module import IRModule
 from ..core.target import Target
-from ..core.transform import Pass, PassContext
+from ..core.transform import Pass, PassContext, register_pass_config
 from ..ir.block_builder import normalize
 from ..ir.expr import Call, Constant, Expr, Function, Op, Var
 from ..ir.op import OPAQUE, make_call
@@ -219,6 +219,12 @@ class _Rewriter(Mutator):
                     attrs={**f.attrs, "op_pattern": OPAQUE})
         self.made[(kind, key)] = (gv, call.struct_info)
         return call
+
+
+register_pass_config(
+    "winograd.tile", (str, int), choices=("auto", *TILE_SIZES),
+    doc="the Winograd tile size WinogradConv2D(tile='auto') uses: 'auto' (chosen per "
+        "layer) or " + " or ".join(map(str, TILE_SIZES)))
 
 
 @dataclass(frozen=True)

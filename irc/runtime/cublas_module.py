@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.diagnostics import IRCError, RuntimeShapeError
+from ..core.diagnostics import IRCError, RuntimeDeviceError
 from .cublas import CublasGemmPlan
 from .cuda_program import CUDAProgramModule
 from .external import LibraryModule, register_external_loader
@@ -72,14 +72,14 @@ class CublasModule(LibraryModule):
         def run(*args: Any) -> None:
             out = self._check_call(name, args, n_params, out_shape)
             if not isinstance(out, Tensor) or out.device.device_type != "cuda":
-                raise RuntimeShapeError(f"cuBLAS function {name}: the output must be a "
-                                        "tensor on a CUDA GPU")
+                raise RuntimeDeviceError(f"cuBLAS function {name}: the output must be a "
+                                         "tensor on a CUDA GPU")
             dev = out.device
             lhs, rhs = operand(spec["lhs"], args, dev), operand(spec["rhs"], args, dev)
             for i, t in enumerate((lhs, rhs)):
                 if not isinstance(t, Tensor) or t.device != dev:
-                    raise RuntimeShapeError(f"cuBLAS function {name}: operand {i} must be "
-                                            f"a tensor on {dev}")
+                    raise RuntimeDeviceError(f"cuBLAS function {name}: operand {i} must be "
+                                             f"a tensor on {dev}")
             if epilogue is None:
                 plan(dev.index, lhs.data_ptr, rhs.data_ptr, out.data_ptr)
                 return

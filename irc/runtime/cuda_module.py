@@ -39,7 +39,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..core import dtype as dt
-from ..core.diagnostics import RuntimeShapeError
+from ..core.diagnostics import (
+    RuntimeArgumentCountError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+)
 from ..core.dtype import bfloat16_bits
 from . import cuda_backend
 from .cuda_backend import CUDAError, Stream
@@ -120,7 +124,7 @@ def _handle_converter(kernel: str, pos: int) -> Callable[[Any, list], Any]:
     def convert(a: Any, devices: list) -> Any:
         if isinstance(a, Tensor):
             if a.device.device_type != "cuda":
-                raise RuntimeShapeError(
+                raise RuntimeDeviceError(
                     f"kernel '{kernel}': argument {pos} is a {a.device} tensor; CUDA "
                     "kernels take tensors on the GPU (.copyto(irc.cuda()))")
             devices.append(a.device.index)
@@ -130,10 +134,10 @@ def _handle_converter(kernel: str, pos: int) -> Callable[[Any, list], Any]:
             return ctypes.c_void_p(int(cai["data"][0]))
         if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
             if not 0 <= int(a) < 2**64:
-                raise RuntimeShapeError(f"kernel '{kernel}': argument {pos} ({int(a)}) is "
-                                        "not a device address")
+                raise RuntimeArgumentTypeError(f"kernel '{kernel}': argument {pos} ({int(a)}) "
+                                               "is not a device address")
             return ctypes.c_void_p(int(a))
-        raise RuntimeShapeError(
+        raise RuntimeArgumentTypeError(
             f"kernel '{kernel}': argument {pos} is a device pointer; pass a CUDA tensor or "
             f"an int address, not {type(a).__name__}")
     return convert
@@ -143,8 +147,9 @@ def _scalar_converter(kernel: str, pos: int, dtype: str) -> Callable[[Any, list]
     ctype = _SCALAR_CTYPES[dtype]
     where = f"kernel '{kernel}': argument {pos} ({dtype})"
 
-    def bad(a: Any) -> RuntimeShapeError:
-        return RuntimeShapeError(f"{where} takes a number, not {type(a).__name__} {a!r}")
+    def bad(a: Any) -> RuntimeArgumentTypeError:
+        return RuntimeArgumentTypeError(f"{where} takes a number, not {type(a).__name__} "
+                                        f"{a!r}")
 
     if dtype == "bool":
         def convert(a: Any, devices: list) -> Any:
@@ -160,7 +165,7 @@ def _scalar_converter(kernel: str, pos: int, dtype: str) -> Callable[[Any, list]
             if not isinstance(a, (int, np.integer)) or isinstance(a, (bool, np.bool_)):
                 raise bad(a)
             if not lo <= int(a) < hi:
-                raise RuntimeShapeError(f"{where}: {int(a)} does not fit in {dtype}")
+                raise RuntimeArgumentTypeError(f"{where}: {int(a)} does not fit in {dtype}")
             return ctype(int(a))
     elif dtype == "float16":
         def convert(a: Any, devices: list) -> Any:
@@ -289,7 +294,7 @@ class CUDAModule:
         spec = self._spec(name)
         converters = self._converters[name]
         if len(args) != len(converters):
-            raise RuntimeShapeError(
+            raise RuntimeArgumentCountError(
                 f"kernel '{name}' takes {len(converters)} arguments "
                 f"({', '.join(spec.params)}), got {len(args)}")
         devices: list[int] = []
@@ -324,7 +329,7 @@ class CUDAModule:
             raise CUDAError(f"kernel '{name}' launches on cuda({index}) but its stream "
                             f"belongs to cuda({stream.device})")
         if any(i != index for i in devices):
-            raise RuntimeShapeError(
+            raise RuntimeDeviceError(
                 f"kernel '{name}' launches on cuda({index}) but takes tensors on "
                 f"{', '.join(f'cuda({i})' for i in sorted(set(devices)))}")
         nbytes = spec.shared_bytes if shared_bytes is None else shared_bytes

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core.diagnostics import IRCError, MissingDependencyError
+from .engine import bounded_openmp_wait
 from .ndarray import aligned_empty
 
 INSTALL = "pip install 'irc[dnnl]'"
@@ -70,9 +71,11 @@ _BINARY_ADD = 0x1FFF0
 # The second source of post-op 0 (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1).
 _ARG_POST_OP0_SRC1 = 32768 * 1 | 2
 _MAX_NDIMS = 12
-# eltwise algorithm, alpha: how each activation irc fuses becomes a post-op.
-ACTIVATIONS = {"relu": (32, 0.0), "gelu": (49, 0.0), "gelu_tanh": (43, 0.0),
-               "silu": (44, 1.0)}
+# eltwise algorithm, alpha, beta: how each activation irc fuses becomes a post-op. ReLU is
+# oneDNN's elu with alpha 0 (s if s > 0, else 0 * (exp(s) - 1) = -0.0): its relu with a zero
+# slope is a max instruction that turns NaN into 0, where ReLU keeps NaN (numpy, ONNX).
+ACTIVATIONS = {"relu": (34, 0.0, 0.0), "gelu": (49, 0.0, 0.0), "gelu_tanh": (43, 0.0, 0.0),
+               "silu": (44, 1.0, 0.0)}
 
 _Dims = ctypes.c_int64 * _MAX_NDIMS
 _vp = ctypes.c_void_p
@@ -238,7 +241,8 @@ def load_dnnl() -> OneDNN:
         cpu_runtime = os.path.join(directory, "libintelocl.so")
         if os.path.exists(cpu_runtime):
             os.environ.setdefault("OCL_ICD_FILENAMES", cpu_runtime)
-        lib = _load_with_dependencies(directory, "libdnnl.so.3")
+        with bounded_openmp_wait():  # libdnnl loads libgomp when irc has not yet
+            lib = _load_with_dependencies(directory, "libdnnl.so.3")
         _library = OneDNN(os.path.join(directory, "libdnnl.so.3"), lib)
         return _library
 
@@ -380,8 +384,8 @@ def _attr(lib: OneDNN, residual: _Owned | bool | None, activation: str | None) -
         if activation not in ACTIVATIONS:
             raise DnnlError(f"the dnnl backend has no activation {activation!r} (it fuses "
                             f"{', '.join(ACTIVATIONS)})")
-        alg, alpha = ACTIVATIONS[activation]
-        lib.check(lib.dnnl_post_ops_append_eltwise(po, alg, alpha, 0.0),
+        alg, alpha, beta = ACTIVATIONS[activation]
+        lib.check(lib.dnnl_post_ops_append_eltwise(po, alg, alpha, beta),
                   f"adding the {activation} post-op")
     lib.check(lib.dnnl_primitive_attr_set_post_ops(attr, po), "setting post-ops")
     del post_ops  # the attributes keep their own copy

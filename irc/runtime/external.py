@@ -16,7 +16,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.diagnostics import IRCError, RuntimeShapeError
+from ..core.diagnostics import (
+    IRCError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+    RuntimeReadOnlyError,
+    RuntimeShapeError,
+)
 from .module import pack_blob, unpack_blob
 from .ndarray import Tensor, aligned_empty
 
@@ -126,8 +133,8 @@ class LibraryModule(ExternalModule):
         """Check a call of function ``name``: ``n_params`` inputs (of ``param_shapes``
         when given) then an output of ``out_shape``; returns the output."""
         if len(args) != n_params + 1:
-            raise RuntimeShapeError(f"{self.library} function {name} takes {n_params} inputs "
-                                    f"and an output, got {len(args)} arguments")
+            raise RuntimeArgumentCountError(f"{self.library} function {name} takes {n_params} "
+                                            f"inputs and an output, got {len(args)} arguments")
         for i, shape in enumerate(param_shapes):
             if tuple(getattr(args[i], "shape", ())) != shape:
                 raise RuntimeShapeError(f"{self.library} function {name}: input #{i} has "
@@ -138,6 +145,11 @@ class LibraryModule(ExternalModule):
             raise RuntimeShapeError(f"{self.library} function {name}: the output has shape "
                                     f"{list(getattr(out, 'shape', ()))}, expected "
                                     f"{list(out_shape)}")
+        if (out._read_only if isinstance(out, Tensor) else
+                isinstance(out, np.ndarray) and not out.flags.writeable):
+            raise RuntimeReadOnlyError(f"{self.library} function {name}: the output (argument "
+                                       f"#{len(args) - 1}) is a read-only array",
+                                       hint="pass a writeable array for it")
         return out
 
     @staticmethod
@@ -165,13 +177,13 @@ def aligned_copy(a: np.ndarray) -> np.ndarray:
 
 def cpu_pointer(x: Any, library: str, name: str, i: int) -> int:
     """The data pointer of argument ``i`` of the library function ``name``: a CPU tensor
-    or a C-contiguous numpy array; anything else is a RuntimeShapeError."""
+    or a C-contiguous numpy array; anything else is a RuntimeArgumentError."""
     if isinstance(x, Tensor):
         if x.device.device_type != "cpu":
-            raise RuntimeShapeError(f"{library} function {name}: argument #{i} is on "
-                                    f"{x.device}; the {library} backend runs on the CPU")
+            raise RuntimeDeviceError(f"{library} function {name}: argument #{i} is on "
+                                     f"{x.device}; the {library} backend runs on the CPU")
         return x.data_ptr
     if isinstance(x, np.ndarray) and x.flags.c_contiguous:
         return x.ctypes.data
-    raise RuntimeShapeError(f"{library} function {name}: argument #{i} must be a contiguous "
-                            f"CPU tensor, got {type(x).__name__}")
+    raise RuntimeArgumentTypeError(f"{library} function {name}: argument #{i} must be a "
+                                   f"contiguous CPU tensor, got {type(x).__name__}")

@@ -3,7 +3,8 @@ Tensor (or, for the VM, a numpy array it keeps aligned and C-contiguous) of the 
 dtype and shape.
 
 The generated function checks exactly what the signature demands (dtype, rank, each
-dimension, shape variables consistent between arguments), reads the data pointers and
+dimension, shape variables consistent between arguments, tensors the kernel writes not
+read-only), reads the data pointers and
 calls the native function; any other argument kind, or any mismatch, goes to the general
 path (``Function.call_checked``), which stages numpy arrays and raises the precise
 error. This keeps the overhead of a kernel call near that of ctypes itself.
@@ -23,7 +24,8 @@ from .signature import eval_dim
 def make_fast_call(function, arrays: bool = False) -> Callable[..., None]:
     """The fast entry point of ``function`` (an ``irc.runtime.Function``) for irc
     Tensors; with ``arrays``, for numpy arrays the caller guarantees to be 64-byte aligned
-    and C-contiguous (the VM's registers: it makes every array it holds so)."""
+    and C-contiguous, and writeable where the kernel writes (the VM's registers: it makes
+    every array it holds so, and refuses read-only arguments its kernels would write)."""
     sig = function.signature
     if any(b.strides is not None for b in sig.buffers) or function._dim_scalars:
         # Stride variables, or scalar parameters that are also dimensions: the general
@@ -48,8 +50,9 @@ def make_fast_call(function, arrays: bool = False) -> Callable[..., None]:
             lines.append(f"    if type({a}) is not ndarray or {a}.dtype != npdt{i}:")
             lines.append("        return slow(" + ", ".join(args) + ")")
         else:
+            read_only = f" or {a}._read_only" if spec.written else ""
             lines.append(f"    if type({a}) is not Tensor or {a}.dtype != {spec.dtype!r} or "
-                         f"{a}._array is None or {a}.data_ptr & {ALIGNMENT - 1}:")
+                         f"{a}._array is None or {a}.data_ptr & {ALIGNMENT - 1}{read_only}:")
             lines.append("        return slow(" + ", ".join(args) + ")")
         lines.append(f"    s{pos} = {a}.shape")
         if all(type(d) is int for d in spec.shape):

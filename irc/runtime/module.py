@@ -5,7 +5,9 @@ first use) and their signatures. ``mod[name]`` is a :class:`Function`: calling i
 Tensors or numpy arrays checks every argument against the signature (count, dtype, rank,
 shape, strides), binds symbolic shape variables from the arrays' shapes, and only then
 enters native code. numpy arrays that are not 64-byte aligned or not contiguous are
-staged through an aligned copy (and copied back afterwards).
+staged through an aligned copy (copied back afterwards where the kernel writes). A
+read-only array is accepted for a buffer the kernel only reads and refused
+(``RuntimeReadOnlyError``) for one it writes (``BufferParamSpec.written``).
 
 Files: ``mod.save(path)`` / ``mod.export_library(path)`` writes the object file at
 ``path`` and a JSON sidecar ``path + ".json"`` (signatures, messages, target);
@@ -26,11 +28,29 @@ from typing import Any
 import numpy as np
 
 from ..core import dtype as dt
-from ..core.diagnostics import BuildError, IRCError, RuntimeShapeError, VMError
+from ..core.diagnostics import (
+    BuildError,
+    IRCError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+    RuntimeDTypeError,
+    RuntimeReadOnlyError,
+    RuntimeShapeError,
+    VMError,
+)
 from ..core.target import Target
-from .engine import LoadedObject, check_externals, emit_assembly, load_object, mark_openmp_used
+from ..tir.intrin import format_error_message
+from .engine import (
+    LoadedObject,
+    check_externals,
+    emit_assembly,
+    load_object,
+    mark_openmp_used,
+    take_error_values,
+)
 from .fastcall import make_fast_call
-from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer, from_dlpack
+from .ndarray import ALIGNMENT, Tensor, aligned_empty, data_pointer, host_array
 from .signature import KernelSignature, eval_dim, format_dim, kernel_symbol
 from .timer import time_evaluator
 
@@ -59,7 +79,7 @@ class _BufferPlan:
     """Precomputed checks of one buffer parameter."""
 
     __slots__ = ("spec", "np_dtype", "ndim", "static_shape", "binds", "checks", "strides",
-                 "alt_dtypes")
+                 "alt_dtypes", "written")
 
     def __init__(self, spec):
         self.spec = spec
@@ -74,6 +94,7 @@ class _BufferPlan:
         self.binds = [(i, d) for i, d in enumerate(spec.shape) if type(d) is str]
         self.checks = [(i, d) for i, d in enumerate(spec.shape) if type(d) is not str]
         self.strides = spec.strides
+        self.written = spec.written
 
 
 class Function:
@@ -115,7 +136,7 @@ class Function:
     def prepare(self, args: tuple) -> tuple[list, list]:
         """Check ``args`` and return (native arguments, staged copies to write back)."""
         if len(args) != self._nargs:
-            raise RuntimeShapeError(
+            raise RuntimeArgumentCountError(
                 f"{self.name} takes {self._nargs} arguments "
                 f"({', '.join(self.signature.param_names())}), got {len(args)}")
         n_buf = len(self._plans)
@@ -149,7 +170,7 @@ class Function:
         spec = plan.spec
         if type(a) is Tensor:
             if a._array is None:
-                raise RuntimeShapeError(
+                raise RuntimeDeviceError(
                     f"{self.name}: parameter {spec.name} is a {a.device} tensor, but this "
                     "kernel runs on the CPU; copy it with .copyto(irc.cpu())")
             arr = a._array
@@ -161,21 +182,26 @@ class Function:
             ptr = None
             tensor_dtype = None
         elif hasattr(a, "__dlpack__"):
-            t = from_dlpack(a)
-            arr, ptr, tensor_dtype = t._array, t.data_ptr, t.dtype
+            # A view of the producer's memory, staged below like a numpy array when it is
+            # not aligned, so that what the kernel writes reaches the producer.
+            arr = host_array(a, f"{self.name}: parameter {spec.name}")
+            ptr = None
+            tensor_dtype = None
         else:
-            raise RuntimeShapeError(
+            raise RuntimeArgumentTypeError(
                 f"{self.name}: parameter {spec.name} (#{pos}) expects a tensor of "
                 f"{spec.dtype} {spec.shape_text()}, got {type(a).__name__}")
         if tensor_dtype is not None:
             if tensor_dtype != spec.dtype:
-                raise RuntimeShapeError(
+                raise RuntimeDTypeError(
                     f"{self.name}: parameter {spec.name} expects dtype {spec.dtype}, got "
                     f"{tensor_dtype}")
         elif arr.dtype != plan.np_dtype and arr.dtype.name not in plan.alt_dtypes:
-            raise RuntimeShapeError(
+            raise RuntimeDTypeError(
                 f"{self.name}: parameter {spec.name} expects dtype {spec.dtype}, got "
                 f"{arr.dtype}")
+        if plan.written and not arr.flags.writeable:
+            raise self._read_only_error(spec.name, pos)
         shape = arr.shape
         if plan.static_shape is not None:
             if shape != plan.static_shape:
@@ -206,7 +232,7 @@ class Function:
             if ptr % ALIGNMENT or not arr.flags.c_contiguous:
                 copy = aligned_empty(shape, arr.dtype)
                 np.copyto(copy, arr)
-                if arr.flags.writeable:
+                if plan.written:
                     staged.append((arr, copy))
                 ptr = data_pointer(copy)
                 staged.append((None, copy))  # keep the copy alive during the call
@@ -246,6 +272,15 @@ class Function:
                     f"{plan.spec.shape_text()} ({plan.spec.dtype}); dimension {i} must be "
                     f"{format_dim(d)} = {want}, got {shape[i]} (shape {tuple(shape)})")
 
+    def _read_only_error(self, param: str, pos: int) -> RuntimeReadOnlyError:
+        return RuntimeReadOnlyError(
+            f"{self.name}: parameter {param} (#{pos}) is not writeable (a read-only array, "
+            "such as np.load(..., mmap_mode='r') or one with flags.writeable False), but "
+            "the kernel writes it",
+            hint="pass a writeable array for it, e.g. np.empty_like(x) or np.array(x); a "
+                 "module saved without the record of which buffers its kernels write counts "
+                 "every buffer as written (build it again to record them)")
+
     def _shape_error(self, plan: _BufferPlan, shape: tuple) -> None:
         raise RuntimeShapeError(
             f"{self.name}: parameter {plan.spec.name} expects shape {plan.spec.shape_text()}"
@@ -254,13 +289,13 @@ class Function:
     def _scalar_arg(self, i: int, a: Any, pos: int):
         spec = self.signature.scalars[i]
         if isinstance(a, (Tensor, np.ndarray)) and spec.dtype != "handle":
-            raise RuntimeShapeError(f"{self.name}: parameter {spec.name} (#{pos}) is a scalar "
-                                    f"{spec.dtype}, got an array")
+            raise RuntimeArgumentTypeError(f"{self.name}: parameter {spec.name} (#{pos}) is "
+                                           f"a scalar {spec.dtype}, got an array")
         try:
             return self._scalar_casts[i](a)
         except (TypeError, ValueError, OverflowError) as err:
-            raise RuntimeShapeError(f"{self.name}: parameter {spec.name} expects a "
-                                    f"{spec.dtype} scalar, got {a!r} ({err})") from None
+            raise RuntimeArgumentTypeError(f"{self.name}: parameter {spec.name} expects a "
+                                           f"{spec.dtype} scalar, got {a!r} ({err})") from None
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> None:
@@ -434,8 +469,9 @@ class Module(FunctionTable):
 
     def _error(self, name: str, code: int) -> IRCError:
         message = self.messages.get(code)
+        values = take_error_values()
         if message is not None:
-            return KernelAssertionError(f"{name}: {message}")
+            return KernelAssertionError(f"{name}: {format_error_message(message, values)}")
         return KernelAssertionError(f"{name}: kernel failed with code {code}")
 
     def __repr__(self) -> str:

@@ -19,7 +19,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtype as dt
-from ..core.diagnostics import IRCError, RuntimeShapeError
+from ..core.diagnostics import (
+    IRCError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+    RuntimeDTypeError,
+    RuntimeReadOnlyError,
+    RuntimeShapeError,
+)
 from . import cuda_backend, dlpack
 from .device import DL_CPU, DL_CUDA, Device, DeviceError, cpu, cuda
 from .device import device as as_device
@@ -82,7 +89,7 @@ def _dtype_of(arr: np.ndarray, dtype: str | None) -> str:
     try:
         return dt.from_numpy(arr.dtype)
     except IRCError:
-        raise RuntimeShapeError(f"numpy dtype {arr.dtype} has no irc equivalent") from None
+        raise RuntimeDTypeError(f"numpy dtype {arr.dtype} has no irc equivalent") from None
 
 
 def _to_storage(arr: np.ndarray, dtype: str) -> np.ndarray:
@@ -95,9 +102,14 @@ def _to_storage(arr: np.ndarray, dtype: str) -> np.ndarray:
 
 
 class Tensor:
-    """An array on a device: ``.shape``, ``.dtype``, ``.device``, ``.numpy()``."""
+    """An array on a device: ``.shape``, ``.dtype``, ``.device``, ``.numpy()``.
 
-    __slots__ = ("_array", "_mem", "shape", "dtype", "device", "data_ptr", "__weakref__")
+    A CPU tensor may view read-only memory (:func:`from_dlpack` of a read-only producer);
+    compiled kernels then refuse it for a parameter they write.
+    """
+
+    __slots__ = ("_array", "_mem", "shape", "dtype", "device", "data_ptr", "_read_only",
+                 "__weakref__")
 
     def __init__(self, *, array: np.ndarray | None = None, mem: Any = None,
                  shape: tuple[int, ...] = (), dtype: str = "float32",
@@ -105,9 +117,11 @@ class Tensor:
         self.device = device or cpu()
         self._array = array
         self._mem = mem
+        self._read_only = False
         if array is not None:
             self.shape = tuple(array.shape)
             self.data_ptr = array.ctypes.data
+            self._read_only = not array.flags.writeable
         else:
             self.shape = tuple(shape)
             self.data_ptr = mem.ptr if mem is not None else 0
@@ -154,7 +168,8 @@ class Tensor:
         same shape; converts dtype like numpy."""
         if isinstance(source, Tensor):
             if source.shape != self.shape or source.dtype != self.dtype:
-                raise RuntimeShapeError(
+                error = RuntimeShapeError if source.shape != self.shape else RuntimeDTypeError
+                raise error(
                     f"copyfrom: tensor of shape {source.shape} {source.dtype} into "
                     f"{self.shape} {self.dtype}")
             if not self.is_cpu and not source.is_cpu:
@@ -167,6 +182,10 @@ class Tensor:
                                     f"shape {self.shape}")
         arr = _to_storage(arr, self.dtype)
         if self._array is not None:
+            if not self._array.flags.writeable:
+                raise RuntimeReadOnlyError(
+                    "copyfrom: this tensor views read-only memory",
+                    hint="copy into a new tensor: irc.tensor(source)")
             np.copyto(self._array, arr, casting="unsafe")
         else:
             host = np.ascontiguousarray(arr, dtype=dt.to_numpy(self.dtype))
@@ -240,7 +259,7 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32",
     shape = tuple(int(s) for s in shape)
     dt.check(dtype)
     if dt.lanes(dtype) != 1:
-        raise RuntimeShapeError(f"tensors hold scalar dtypes, not {dtype}")
+        raise RuntimeDTypeError(f"tensors hold scalar dtypes, not {dtype}")
     device = cpu() if device is None else as_device(device)
     if device.device_type == "cpu":
         return Tensor(array=aligned_empty(shape, dt.to_numpy(dtype)), dtype=dtype, device=device)
@@ -292,17 +311,31 @@ def from_dlpack(x: Any) -> Tensor:
             return _from_cuda_dlpack(x, int(dev_id))
         if int(dev_type) != DL_CPU:
             raise DeviceError(f"cannot import DLPack memory of device type {int(dev_type)}")
-    try:
-        arr = np.from_dlpack(x)
-    except (TypeError, BufferError, RuntimeError) as err:
-        raise RuntimeShapeError(f"cannot import {type(x).__name__} through DLPack: {err}") \
-            from None
+    arr = host_array(x)
     dtype = _dtype_of(arr, None)
     if arr.flags.c_contiguous and is_aligned(arr):
         return Tensor(array=arr, dtype=dtype, device=cpu())
     out = empty(arr.shape, dtype)
     np.copyto(out._array, arr)
     return out
+
+
+def host_array(x: Any, what: str = "") -> np.ndarray:
+    """A numpy array viewing the host memory of DLPack producer ``x`` without a copy, so
+    writes reach the producer (read-only memory gives a read-only array); ``what`` names
+    the value in errors."""
+    what = what or type(x).__name__
+    if hasattr(x, "__dlpack_device__"):
+        dev_type, dev_id = x.__dlpack_device__()
+        if int(dev_type) != DL_CPU:
+            raise RuntimeDeviceError(
+                f"{what} is in the memory of DLPack device ({int(dev_type)}, {int(dev_id)}), "
+                "not host memory; copy it to the CPU first")
+    try:
+        return np.from_dlpack(x)
+    except (TypeError, BufferError, RuntimeError) as err:
+        raise RuntimeArgumentTypeError(f"cannot import {what} ({type(x).__name__}) through "
+                                       f"DLPack: {err}") from None
 
 
 def _order_for_consumer(index: int, stream: Any) -> None:

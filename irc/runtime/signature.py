@@ -79,13 +79,19 @@ def format_dim(d: Dim) -> str:
 
 @dataclass(frozen=True)
 class BufferParamSpec:
-    """A buffer parameter: dtype, shape and strides (None = compact row-major)."""
+    """A buffer parameter: dtype, shape and strides (None = compact row-major).
+
+    ``written`` is False when the kernel never writes the buffer (then a read-only array
+    may be passed) and True when it may; a stored signature without the field counts as
+    True.
+    """
 
     name: str
     dtype: str
     shape: tuple[Dim, ...]
     strides: tuple[Dim, ...] | None = None
     elem_offset: int = 0
+    written: bool = True
 
     def shape_text(self) -> str:
         """The declared shape as text, e.g. ``(n, 128)``."""
@@ -155,7 +161,8 @@ class KernelSignature:
             "name": self.name,
             "buffers": [{"name": b.name, "dtype": b.dtype, "shape": list(b.shape),
                          "strides": None if b.strides is None else list(b.strides),
-                         "elem_offset": b.elem_offset} for b in self.buffers],
+                         "elem_offset": b.elem_offset, "written": b.written}
+                        for b in self.buffers],
             "shape_vars": [list(v) for v in self.shape_vars],
             "scalars": [{"name": s.name, "dtype": s.dtype} for s in self.scalars],
             "order": [list(o) for o in self.order],
@@ -169,7 +176,8 @@ class KernelSignature:
             buffers=tuple(BufferParamSpec(
                 name=b["name"], dtype=b["dtype"], shape=tuple(b["shape"]),
                 strides=None if b["strides"] is None else tuple(b["strides"]),
-                elem_offset=b.get("elem_offset", 0)) for b in d["buffers"]),
+                elem_offset=b.get("elem_offset", 0), written=bool(b.get("written", True)))
+                for b in d["buffers"]),
             shape_vars=tuple((n, t) for n, t in d["shape_vars"]),
             scalars=tuple(ScalarParamSpec(s["name"], s["dtype"]) for s in d["scalars"]),
             order=tuple((k, i) for k, i in d["order"]),

@@ -218,6 +218,32 @@ def bind_args(call: syn.Call, fname: str, params: list[str], required: int,
     return out
 
 
+def arg_syntax(call: syn.Call, params: list[str], name: str, skip: int = 0) -> Any:
+    """The syntax of the argument of ``call`` bound to parameter ``name`` (by keyword, or
+    by position after ``skip`` leading positional arguments); ``call`` when it is absent."""
+    for key, value, _ in call.kwargs:
+        if key == name:
+            return value
+    i = params.index(name) + skip
+    return call.args[i] if i < len(call.args) else call
+
+
+def item_syntax(node: Any, index: int, count: int) -> Any:
+    """The syntax of item ``index`` of a tuple or list literal of ``count`` items; ``node``
+    itself when it is not such a literal (a name bound to a tuple, say)."""
+    if isinstance(node, (syn.TupleExpr, syn.ListExpr)) and len(node.elts) == count:
+        return node.elts[index]
+    return node
+
+
+def check_dimension(dim: Any, index: int, what: str, node: Any, hint: str) -> None:
+    """An IRParseError at ``node`` when shape dimension ``index`` is a negative constant
+    (it would otherwise parse and fail only when the operator is legalized or run)."""
+    if isinstance(dim, IntImm) and dim.value < 0:
+        raise parse_error(f"{what}: shape dimension {index} is {dim.value}; dimensions cannot "
+                          "be negative", node, hint=hint)
+
+
 def expect_str(value: Any, what: str, node: Any) -> str:
     """``value`` if it is a string, else an IRParseError naming ``what``."""
     if not isinstance(value, str):

@@ -44,12 +44,15 @@ from ..tir import expr as E
 from . import syntax as syn
 from .context import (
     DTypeMarker,
+    arg_syntax,
     bind_args,
+    check_dimension,
     describe,
     expect_bool,
     expect_dtype,
     expect_int,
     expect_str,
+    item_syntax,
     located,
     parse_error,
     type_error,
@@ -76,6 +79,10 @@ _BARE_SINFO: dict[str, Callable[[], StructInfo]] = {
 }
 
 
+_SYMBOLIC_DIM_HINT = ("a dimension known only at run time is a symbolic name, e.g. "
+                      "R.Tensor((\"n\", 4), \"float32\")")
+
+
 class RelaxEvaluator(ModuleEvaluator):
     """Evaluates graph-level syntax; ``normalize`` fills in struct info (the module's
     BlockBuilder)."""
@@ -84,6 +91,9 @@ class RelaxEvaluator(ModuleEvaluator):
         super().__init__(scopes, int_default="int64")
         self.normalize = normalize
         self.define_dims = False
+        # The syntax of the shape operand of the R.reshape being evaluated: there (only)
+        # R.shape([...]) may hold -1, the dimension R.reshape infers.
+        self.reshape_target: Any = None
 
     # -- names ---------------------------------------------------------------------------
     def eval_Name(self, node: syn.Name) -> Any:
@@ -220,11 +230,22 @@ class RelaxEvaluator(ModuleEvaluator):
         finally:
             self.define_dims = saved
 
-    def dims(self, value: Any, node: Any, what: str) -> tuple[E.PrimExpr, ...]:
+    def dims(self, value: Any, node: Any, what: str, syntax: Any = None,
+             hint: str = _SYMBOLIC_DIM_HINT, infer: bool = False) -> tuple[E.PrimExpr, ...]:
+        """The dimensions of a shape tuple; ``syntax`` (the tuple's syntax) locates errors
+        about one dimension, such as a negative one, at that dimension. With ``infer`` a
+        dimension may be -1 (R.reshape's target)."""
         if not isinstance(value, (tuple, list)):
             raise parse_error(f"{what} must be a tuple of dimensions, got {describe(value)}",
                               node)
-        return tuple(self.dim(v, node) for v in value)
+        out = []
+        for i, v in enumerate(value):
+            at = node if syntax is None else item_syntax(syntax, i, len(value))
+            e = self.dim(v, at)
+            if not (infer and isinstance(e, E.IntImm) and e.value == -1):
+                check_dimension(e, i, what, at, hint)
+            out.append(e)
+        return tuple(out)
 
     # -- calls -----------------------------------------------------------------------------
     def eval_Call(self, node: syn.Call) -> Any:
@@ -260,7 +281,13 @@ class RelaxEvaluator(ModuleEvaluator):
     def op_call(self, name: str, node: syn.Call) -> Expr:
         with located(node):
             opdef = get_op_def(name)
-        values, kw = self.args(node)
+        saved = self.reshape_target
+        self.reshape_target = arg_syntax(node, list(opdef.operands), "shape") \
+            if name == "reshape" else None
+        try:
+            values, kw = self.args(node)
+        finally:
+            self.reshape_target = saved
         sinfo_attr = next((a.name for a in opdef.attrs if a.sinfo), None)
         if "out_ty" in kw and sinfo_attr is not None and sinfo_attr not in kw:
             kw[sinfo_attr] = kw.pop("out_ty")  # TVM 0.27 spelling of out_sinfo
@@ -326,9 +353,13 @@ def _tensor(ev: RelaxEvaluator, call: syn.Call) -> StructInfo:
     values, kw = ev.args(call)
     if values and isinstance(values[0], str) and "dtype" not in kw:
         kw["dtype"] = values.pop(0)
-    a = bind_args(call, "R.Tensor", ["shape", "dtype", "ndim", "vdevice"], 0, values, kw)
+    params = ["shape", "dtype", "ndim", "vdevice"]
+    a = bind_args(call, "R.Tensor", params, 0, values, kw)
     shape = a.get("shape")
-    dims = None if shape is None else ev.dims(shape, call, "the shape of R.Tensor")
+    # A leading positional dtype ("float32") was taken out of the values above.
+    skip = len(call.args) - len(values)
+    dims = None if shape is None else ev.dims(shape, call, "R.Tensor",
+                                              arg_syntax(call, params, "shape", skip))
     dtype = a.get("dtype")
     dtype = "" if dtype in (None, "void") else expect_dtype(dtype, "the dtype of R.Tensor", call)
     ndim = -1 if a.get("ndim") is None else expect_int(a["ndim"], "ndim", call)
@@ -349,7 +380,9 @@ def _tuple_sinfo(ev: RelaxEvaluator, call: syn.Call) -> StructInfo:
 def _shape_sinfo(ev: RelaxEvaluator, call: syn.Call) -> StructInfo:
     values, kw = ev.args(call)
     a = bind_args(call, "R.Shape", ["values", "ndim"], 0, values, kw)
-    dims = None if a.get("values") is None else ev.dims(a["values"], call, "R.Shape values")
+    dims = None if a.get("values") is None else ev.dims(
+        a["values"], call, "R.Shape", arg_syntax(call, ["values", "ndim"], "values"),
+        hint="a dimension known only at run time is a symbolic name, e.g. R.Shape([\"n\", 4])")
     ndim = -1 if a.get("ndim") is None else expect_int(a["ndim"], "ndim", call)
     return ShapeStructInfo(values=dims, ndim=ndim)
 
@@ -444,7 +477,10 @@ def _has_float(v: Any) -> bool:
 def _shape_expr(ev: RelaxEvaluator, call: syn.Call) -> Expr:
     values, kw = ev.args(call)
     a = bind_args(call, "R.shape", ["values"], 1, values, kw)
-    dims = ev.dims(a["values"], call, "R.shape")
+    dims = ev.dims(a["values"], call, "R.shape", arg_syntax(call, ["values"], "values"),
+                   hint="only the shape of R.reshape may hold -1 (the dimension it infers): "
+                        "R.reshape(x, R.shape([-1, 4]))",
+                   infer=call is ev.reshape_target)
     return ev.normalize(ShapeExpr(values=dims, span=call.span))
 
 

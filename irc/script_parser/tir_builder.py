@@ -19,13 +19,16 @@ from ..tir.buffer import Buffer
 from . import syntax as syn
 from .context import (
     DTypeMarker,
+    arg_syntax,
     attr_key,
     attr_value,
     bind_args,
+    check_dimension,
     describe,
     expect_dtype,
     expect_int,
     expect_str,
+    item_syntax,
     located,
     parse_error,
     target_names,
@@ -40,6 +43,9 @@ _LOOP_KINDS = {"range": "serial", "T.serial": "serial", "T.parallel": "parallel"
 _BLOCK_NAMES = ("T.block", "T.sblock")
 # ``with <declaration> as name:`` forms (the printer uses them where statements follow).
 _SCOPED_DECLARATIONS = ("T.allocate", "T.Buffer", "T.decl_buffer", "T.LetStmt")
+_SYMBOLIC_EXTENT_HINT = ("a dimension known only at run time is a variable: n = T.int64(), "
+                         "then (n, 4)")
+
 _BUFFER_PARAMS = ["shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
                   "offset_factor", "buffer_type", "axis_separators"]
 
@@ -337,7 +343,8 @@ class PrimFuncBuilder(BlockBuilderMixin):
         if skip_first:
             values = values[1:]
         a = bind_args(call, fname, params, 1, values, kw)
-        shape = self.shape(a["shape"], call, f"{fname} expects a shape tuple")
+        shape = self.shape(a["shape"], call, f"{fname} expects a shape tuple", what=fname,
+                           syntax=arg_syntax(call, params, "shape", int(skip_first)))
         dtype = expect_dtype(a.get("dtype", "float32"), f"the dtype of {fname}", call)
         data = a.get("data")
         if data is not None and (not isinstance(data, E.Var) or data.dtype != "handle"):
@@ -361,18 +368,28 @@ class PrimFuncBuilder(BlockBuilderMixin):
                           elem_offset=offset, scope=scope, axis_separators=seps,
                           span=call.span)
 
-    def shape(self, value: Any, node: Any, message: str) -> tuple[E.PrimExpr, ...]:
+    def shape(self, value: Any, node: Any, message: str, what: str | None = None,
+              syntax: Any = None) -> tuple[E.PrimExpr, ...]:
+        """Integer expressions from a tuple (or one value). With ``what`` (a shape or
+        extents, not strides) a negative constant is an error located at its item of
+        ``syntax`` (the tuple's syntax, or a list of the items' syntax)."""
         if isinstance(value, (int, E.PrimExpr)) and not isinstance(value, bool):
             value = (value,)
         if not isinstance(value, (tuple, list)):
             raise parse_error(f"{message}, got {describe(value)}", node)
         out = []
-        for v in value:
+        for i, v in enumerate(value):
             if isinstance(v, bool) or not isinstance(v, (int, E.PrimExpr)):
                 raise parse_error(f"{message}; {describe(v)} is not an integer", node)
             e = self.ev.prim(v, node)
             if not dt.is_integer(e.dtype):
                 raise type_error(f"{message}; a dimension has dtype {e.dtype}", node)
+            if what is not None:
+                if isinstance(syntax, list):
+                    at = syntax[i] if len(syntax) == len(value) else node
+                else:
+                    at = node if syntax is None else item_syntax(syntax, i, len(value))
+                check_dimension(e, i, what, at, _SYMBOLIC_EXTENT_HINT)
             out.append(e)
         return tuple(out)
 
@@ -393,10 +410,13 @@ class PrimFuncBuilder(BlockBuilderMixin):
             shape = parent.shape[:-1] + (E.IntImm(dtype=last.dtype,
                                                    value=last.value * old // new),)
         else:
+            syntax: Any = list(call.args)
             if len(values) == 1 and isinstance(values[0], (tuple, list)):
                 values = list(values[0])
+                syntax = call.args[0]
             dtype = parent.dtype
-            shape = self.shape(values, call, f"{parent.name}.view expects the new shape")
+            shape = self.shape(values, call, f"{parent.name}.view expects the new shape",
+                               what=f"{parent.name}.view", syntax=syntax)
         with located(call):
             return Buffer(name=name, shape=shape, dtype=dtype, data=parent.data,
                           strides=parent.strides if len(shape) == len(parent.shape) else (),
@@ -419,9 +439,10 @@ class PrimFuncBuilder(BlockBuilderMixin):
     def allocate(self, name: str, s: syn.Assign, rest: list) -> S.Stmt:
         call = s.value
         values, kw = self.ev.args(call)
-        a = bind_args(call, "T.allocate", ["extents", "dtype", "scope", "condition",
-                                           "annotations"], 2, values, kw)
-        extents = self.shape(a["extents"], call, "T.allocate expects a list of extents")
+        params = ["extents", "dtype", "scope", "condition", "annotations"]
+        a = bind_args(call, "T.allocate", params, 2, values, kw)
+        extents = self.shape(a["extents"], call, "T.allocate expects a list of extents",
+                             what="T.allocate", syntax=arg_syntax(call, params, "extents"))
         dtype = expect_dtype(a["dtype"], "the dtype of T.allocate", call)
         scope = a.get("scope")
         scope = "global" if scope is None else expect_str(scope, "the scope of T.allocate",

@@ -11,7 +11,7 @@ The cases come from the installed onnx package's definitions
     python -m irc.testing.onnx_node_cases --table docs/onnx_operators.md  # the support table
 
 Outcomes: ``pass``; ``unsupported`` (an operator irc has no converter for: the import
-raised ``UnsupportedOpError``); ``error`` (another irc error: a limitation irc reports);
+raised ``UnsupportedOperatorError``); ``error`` (another irc error: a limitation irc reports);
 ``mismatch`` (wrong values or shapes); ``crash`` (a non-irc exception: a bug).
 """
 

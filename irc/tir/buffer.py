@@ -39,6 +39,11 @@ class Buffer(Node):
         if self.data.dtype != "handle":
             raise IRTypeError(f"buffer {self.name}: data must be a handle Var, got "
                               f"{self.data.dtype}")
+        for i, d in enumerate(self.shape):
+            if isinstance(d, IntImm) and d.value < 0:
+                raise IRTypeError(f"buffer {self.name}: shape dimension {i} is {d.value}; "
+                                  "dimensions cannot be negative (a dimension known only at "
+                                  "run time is a tir.Var)")
         if self.strides and len(self.strides) != len(self.shape):
             raise IRTypeError(
                 f"buffer {self.name}: {len(self.strides)} strides for {len(self.shape)} dimensions"

@@ -16,7 +16,7 @@ Other layers may add their own intrinsics with :func:`register_intrinsic`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRTypeError
@@ -145,6 +145,35 @@ def _sync_rule(args: tuple[str, ...], _dtype: str | None) -> str:
     return "int32"
 
 
+# How many integers one ``error_values`` call records (the runtime's slots).
+MAX_ERROR_VALUES = 8
+
+
+def _error_values_rule(args: tuple[str, ...], _dtype: str | None) -> str:
+    if not 1 <= len(args) <= MAX_ERROR_VALUES:
+        raise IRTypeError(f"error_values takes 1 to {MAX_ERROR_VALUES} integers, got "
+                          f"{len(args)}")
+    for a in args:
+        if not (dt.is_integer(a) and dt.lanes(a) == 1):
+            raise IRTypeError(f"error_values takes scalar integers, got {a}")
+    return "int32"
+
+
+def format_error_message(message: str, values: Sequence[int]) -> str:
+    """``message`` of a failed assertion with the integers an ``error_values`` call
+    recorded just before it in place of ``{0}``, ``{1}``, ...; a message that does not
+    take them gets them appended."""
+    if not values:
+        return message
+    appended = f"{message} (values: {', '.join(str(v) for v in values)})"
+    if "{0}" not in message:
+        return appended
+    try:
+        return message.format(*values)
+    except (IndexError, KeyError, ValueError):
+        return appended
+
+
 def _extern_rule(args: tuple[str, ...], dtype: str | None) -> str:
     if not args or args[0] != "handle":
         raise IRTypeError("call_extern needs the function name (a string) as first argument")
@@ -195,6 +224,9 @@ register_intrinsic("call_extern", None, _extern_rule,
                    "a call of the C function named by the first (string) argument", pure=False)
 register_intrinsic("call_pure_extern", None, _extern_rule,
                    "like call_extern, for a function without side effects")
+register_intrinsic("error_values", None, _error_values_rule,
+                   "record integers for the message of the assertion that fails next "
+                   "(shown as {0}, {1}, ...; see format_error_message)", pure=False)
 register_intrinsic("tvm_storage_sync", None, _sync_rule,
                    "barrier among the threads of a GPU block (scope string argument)",
                    pure=False)
@@ -351,6 +383,15 @@ def reinterpret(dtype: str, value: ExprLike) -> PrimExpr:
     return call_intrin("reinterpret", convert(value), dtype=dt.check(dtype))
 
 
+def error_values(*values: ExprLike) -> PrimExpr:
+    """Record ``values`` (scalar integers, at most :data:`MAX_ERROR_VALUES`) for the
+    message of the assertion that fails next: ``{0}``, ``{1}``, ... in its text. An
+    ``Evaluate`` of it goes right before an ``AssertStmt`` that fails (or on the failing
+    branch before ``assert False``); see :func:`irc.tir.topi.index.checked_index`."""
+    return call_intrin("error_values", *[convert(v, "int64") if isinstance(v, int) else v
+                                         for v in values])
+
+
 def likely(cond: ExprLike) -> PrimExpr:
     """``cond`` itself, marked as usually true (a hint for code generators)."""
     return call_intrin("likely", convert(cond, "bool"))
@@ -366,5 +407,6 @@ __all__ = [
     "check_call", "call_intrin",
     *_FLOAT_UNARY, "pow", "power", "fmod", "atan2", "hypot", "copysign", "isnan", "isinf",
     "isfinite", "abs", "popcount", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "shift_left", "shift_right", "reinterpret", "likely", "if_then_else",
+    "shift_left", "shift_right", "reinterpret", "likely", "if_then_else", "error_values",
+    "MAX_ERROR_VALUES", "format_error_message",
 ]

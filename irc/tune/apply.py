@@ -16,20 +16,35 @@ such a kernel to a caller (:class:`LayoutRewriteOption`):
   constant weights);
 - ``NO_REWRITE``: the schedule is replayed without its layout rewrite (original layout,
   the kernel reads the weight where it is).
+
+:func:`replay_best` picks the record to apply: the fastest whose trace replays onto the
+function. A record that cannot be replayed (a damaged trace: factors that do not divide
+the loop, an unknown instruction) is skipped with a warning on the ``irc.tune`` logger
+naming where it is (``file:line``, or the SQLite row) and why, and the next-best record
+is tried; the unscheduled function's record, or no record left, means the default
+schedule.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
-from ..core.diagnostics import TuningError
+from ..core.diagnostics import IRCError, TuningError
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import Var
 from ..tir.schedule import Schedule, Trace, layout_rewrite_preproc, layout_rewrites
 from ..tir.schedule.rewrite import replace_buffers
 from ..tir.stmt import PrimFunc
-from .record import TuningRecord, canonical_trace
+from .record import TuningRecord, canonical_trace, workload_key
+
+logger = logging.getLogger("irc.tune")
+
+# What replaying a damaged trace raises: schedule errors, and Python's own errors where a
+# primitive receives arguments of the wrong kind from the JSON.
+_REPLAY_ERRORS = (IRCError, TypeError, ValueError, KeyError, IndexError)
 
 
 class LayoutRewriteOption:
@@ -86,6 +101,27 @@ def schedule_from_record(func: PrimFunc, record: TuningRecord | Any,
     return sch
 
 
+def replay_best(func: PrimFunc, database: Any, option: int, name: str = "",
+                key: str | None = None) -> tuple[TuningRecord, Schedule] | None:
+    """``(record, schedule)``: the fastest valid record of ``func``'s workload in
+    ``database`` (a Database, or a view with ``get_top_k``) whose trace replays onto
+    ``func``, with the replayed schedule (layout rewrites handled by ``option``); None
+    when there is no such record. Records that cannot be replayed are skipped, each with
+    a warning naming its place and the cause (module docstring); ``name`` names the
+    function in it."""
+    key = key if key is not None else workload_key(func)
+    what = f" of {name}" if name else ""
+    for rec in database.get_top_k(key, sys.maxsize):
+        try:
+            return rec, schedule_from_record(func, rec, option)
+        except _REPLAY_ERRORS as err:
+            where = rec.source or getattr(database, "location", "") or "the database"
+            logger.warning("%s: the tuning record%s (workload %s) cannot be replayed, so it "
+                           "is skipped and the next-best record or the default schedule "
+                           "is used: %s", where, what, key[:16], err)
+    return None
+
+
 def with_transform_stage(func: PrimFunc) -> PrimFunc:
     """``func`` taking its layout-rewritten weights in their original layout: each is
     packed into a buffer of the rewritten layout by a first, parallel stage."""
@@ -132,5 +168,5 @@ def with_transform_stage(func: PrimFunc) -> PrimFunc:
                         body=body.replace(block=new_root), attrs=attrs)
 
 
-__all__ = ["LayoutRewriteOption", "schedule_from_record", "trace_without_layout_rewrite",
-           "with_transform_stage"]
+__all__ = ["LayoutRewriteOption", "replay_best", "schedule_from_record",
+           "trace_without_layout_rewrite", "with_transform_stage"]

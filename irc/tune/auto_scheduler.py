@@ -43,7 +43,7 @@ from ..tir.schedule import Trace, pack_params
 from ..tir.stmt import PrimFunc
 from ..tir.te import ComputeDAG
 from ..vm import link
-from .apply import LayoutRewriteOption, schedule_from_record
+from .apply import LayoutRewriteOption, replay_best
 from .builder import LocalBuilder
 from .cost_model import CostModel, RandomModel, XGBModel
 from .database import Database, open_database
@@ -303,29 +303,31 @@ class SearchTask:
         _tune([self], None, tuning_options, search_policy)
 
     # -- results --------------------------------------------------------------------------
-    def _best(self, log_file: str) -> Any:
+    def _best(self, log_file: str, option: int | None = None) -> tuple[Any, Any]:
+        """``(record, schedule)`` of the fastest record in ``log_file`` that replays
+        (records that cannot be replayed are skipped with a warning)."""
         if not os.path.exists(log_file):
             raise TuningError(f"no tuning records at {log_file}", hint="tune the task first")
         db = open_database(log_file, self.target)
         try:
-            rec = db.best_record(self.tune_task.workload)
+            best = replay_best(self.func, db,
+                               self.layout_rewrite_option if option is None else option,
+                               self.tune_task.name, self.tune_task.workload.key)
         finally:
             db.close()
-        if rec is None:
+        if best is None:
             raise TuningError(f"{log_file} has no valid record of {self.workload_key} for "
-                              f"{self.target}", hint="tune the task (more trials) first")
-        return rec
+                              f"{self.target} that can be replayed",
+                              hint="tune the task (more trials) first")
+        return best
 
     def apply_best(self, log_file: str, include_compatible: bool = False,
                    layout_rewrite_option: int | None = None) -> tuple[Any, list]:
         """``(sch, args)``: an ``irc.tir.Schedule`` of the fastest record in
-        ``log_file`` and the tensors of the function's signature, for
-        ``irc.lower(sch, args)`` and ``irc.build(sch, args, target)``."""
+        ``log_file`` (that can be replayed) and the tensors of the function's signature,
+        for ``irc.lower(sch, args)`` and ``irc.build(sch, args, target)``."""
         del include_compatible
-        rec = self._best(os.fspath(log_file))
-        option = self.layout_rewrite_option if layout_rewrite_option is None \
-            else layout_rewrite_option
-        sch = schedule_from_record(self.func, rec, option)
+        _, sch = self._best(os.fspath(log_file), layout_rewrite_option)
         args = self.tensors if self.tensors is not None else list(sch.mod["main"].buffers)
         return sch, args
 
@@ -346,12 +348,10 @@ class SearchTask:
                               f"{print_mode} target, but this task is for {self.target}",
                               hint="use print_mode='llvm' for CPU tasks and 'cuda' for GPU "
                                    "tasks")
-        rec = self._best(os.fspath(log_file))
+        rec, sch = self._best(os.fspath(log_file))
         if print_mode == "llvm":
-            sch = schedule_from_record(self.func, rec, self.layout_rewrite_option)
             return build(sch.mod, target=self.target).llvm_ir
         if print_mode == "cuda":
-            sch = schedule_from_record(self.func, rec, self.layout_rewrite_option)
             return build(sch.mod, target=self.target).get_source("cuda")
         if rec.is_default:
             return "# the unscheduled function is the fastest measured: no schedule\n"

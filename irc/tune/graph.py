@@ -11,7 +11,9 @@ replaced by its scheduled version (attributes ``tir.is_scheduled`` and an opaque
 ``op_pattern``, so later fusion leaves it alone), and a layout-rewritten weight is packed
 once — at compile time for a constant, by a ``call_tir`` of the packing function placed
 before the call for a value computed at run time. Functions without records keep their
-default (unscheduled) schedule; a record slower than the default is never chosen.
+default (unscheduled) schedule; a record slower than the default is never chosen, and a
+record whose trace cannot be replayed is skipped with a warning for the next-best one
+(:func:`irc.tune.apply.replay_best`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from ..ir.struct_info import TensorStructInfo, TupleStructInfo, shape_of
 from ..tir.schedule import layout_rewrite_preproc, layout_rewrites, pack_weight
 from ..tir.stmt import PrimFunc
 from ..vm import link
-from .apply import LayoutRewriteOption, schedule_from_record
+from .apply import LayoutRewriteOption, replay_best
 from .database import Database, open_database
 from .network_check import (
     RecordsWithout,
@@ -227,11 +229,10 @@ class _Applier:
         key = workload_key(func)
         if key in self.scheduled:
             return self.scheduled[key]
-        rec = self.database.best_record(key)
+        best = replay_best(func, self.database, self.option, callee.name_hint, key)
         result = None
-        if rec is not None and not rec.is_default:
-            sch = schedule_from_record(func, rec, self.option)
-            new = sch.mod["main"]
+        if best is not None and not best[0].is_default:
+            new = best[1].mod["main"]
             attrs = dict(new.attrs)
             attrs["tir.is_scheduled"] = True
             attrs["op_pattern"] = OPAQUE_PATTERN
@@ -366,10 +367,10 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
             if not isinstance(f, PrimFunc) or f.attrs.get("tir.is_scheduled"):
                 continue
             candidates += 1
-            rec = db.best_record(workload_key(f))
-            if rec is None or rec.is_default:
+            best = replay_best(f, db, opt, gv.name_hint)
+            if best is None or best[0].is_default:
                 continue
-            new = schedule_from_record(f, rec, opt).mod["main"]
+            new = best[1].mod["main"]
             attrs = dict(new.attrs)
             attrs["tir.is_scheduled"] = True
             if "global_symbol" in f.attrs:
@@ -399,7 +400,13 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     try:
         prepared = prepare_graph(mod, params, t)
         tuned = apply_database(prepared, db, t)
-        ex = link(default_schedules(tuned, t), t)
+        try:
+            ex = link(default_schedules(tuned, t), t)
+        except IRCError as err:  # a record that replays but does not build
+            logger.warning("compile_tuned: the build with the tuned schedules of %s failed, "
+                           "so every loop function keeps its default schedule: %s",
+                           db.location or "the database", err)
+            return link(default_schedules(prepared, t), t)
         names = tuned_callees(prepared, tuned)
         if not check_in_network or not names or t.kind.name != "llvm":
             return ex

@@ -63,6 +63,15 @@ class RecordsWithout:
         """The wrapped database's best record of ``key``, or None when it is hidden."""
         return None if key in self.hidden else self.database.best_record(key)
 
+    def get_top_k(self, key: str, k: int) -> list[Any]:
+        """The wrapped database's ``k`` fastest records of ``key``; none when hidden."""
+        return [] if key in self.hidden else self.database.get_top_k(key, k)
+
+    @property
+    def location(self) -> str:
+        """The wrapped database's location."""
+        return getattr(self.database, "location", "")
+
 
 def _kernel_times(vms: list[VirtualMachine], entry: str, args: list[np.ndarray]
                   ) -> list[dict[str, list[float]]]:

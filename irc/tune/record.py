@@ -162,7 +162,9 @@ class TuningRecord:
 
     ``run_secs`` holds seconds per run of each repeat (None when the candidate failed, in
     which case ``error_kind`` is one of :class:`MeasureErrorKind` and ``error_msg`` says
-    why). ``trace`` None means the unscheduled function.
+    why). ``trace`` None means the unscheduled function. ``source`` says where a record
+    read from a database is (``path:line`` of a JSON-lines file, ``path row N`` of an
+    SQLite one; not part of the record's JSON), for messages about it.
     """
 
     workload_key: str
@@ -177,6 +179,7 @@ class TuningRecord:
     timestamp: float = field(default_factory=time.time)
     build_secs: float = 0.0
     task_name: str = ""
+    source: str = field(default="", repr=False, compare=False)
     _trace_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

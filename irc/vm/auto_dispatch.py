@@ -15,8 +15,12 @@ library was measured faster than irc's own build of it, on this machine.
 3. The model is fused again with the patterns refusing the matches irc won, and
    ``RunCodegen`` builds the library modules.
 
-A CUDA target with no GPU to measure on dispatches nothing (with a warning); the
-measurement needs the device.
+A subgraph its library cannot take (its code generator refuses it, or building or
+measuring it fails with an irc error) stays with irc's kernels, with a warning on the
+``irc.dispatch`` logger; so does every subgraph a library cannot compile when a backend
+is named explicitly (:func:`fuse_and_codegen`, used by ``irc.compile(...,
+dispatch=...)``). A CUDA target with no GPU to measure on dispatches nothing (with a
+warning); the measurement needs the device.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -39,11 +44,13 @@ from ..core.module import IRModule
 from ..core.target import Target, host_cpu_model
 from ..core.version import __version__
 from ..dispatch import PatternEntry, get_patterns_with_prefix
+from ..dispatch.codegen import get_codegen
 from ..dispatch.table import PatternCheckContext, unavailable_reason
 from ..ir.expr import Call, Function, GlobalVar, SeqExpr, VarBinding
 from ..ir.struct_info import TensorStructInfo
 
 _lock = threading.Lock()
+logger = logging.getLogger("irc.dispatch")
 
 
 def candidate_patterns(target: Target) -> list[PatternEntry]:
@@ -98,12 +105,12 @@ def _standalone(func: Function) -> IRModule:
     return IRModule(functions={"main": func.replace(attrs=attrs)})
 
 
-def _time(mod: IRModule, target: Target, dispatch: Any, args: list[np.ndarray],
-          device: Any, compile_fn: Callable[..., Any]) -> float:
+def _time(ex: Any, args: list[np.ndarray], device: Any) -> float:
+    """The median time of an executable's ``main`` on ``args``."""
     from ..runtime import tensor
     from .vm import VirtualMachine
 
-    vm = VirtualMachine(compile_fn(mod, target=target, dispatch=dispatch), device)
+    vm = VirtualMachine(ex, device)
     targs = [tensor(a, device) for a in args]
     return float(vm.time_evaluator("main", device, number=3, repeat=3,
                                    min_repeat_ms=20)(*targs).median)
@@ -116,13 +123,18 @@ def _measure(func: Function, pattern: str, target: Target, device: Any,
     args = []
     for p in func.params:
         sinfo = p.struct_info
-        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or \
+                not all(hasattr(d, "value") for d in sinfo.shape):
             raise IRCError(f"dispatch='auto': cannot measure {pattern}: a parameter of "
                            "unknown shape")
         shape = [int(d.value) for d in sinfo.shape]
         args.append(rng.standard_normal(shape).astype(sinfo.dtype))
-    lib_s = _time(mod, target, [pattern], args, device, compile_fn)
-    irc_s = _time(mod, target, None, args, device, compile_fn)
+    library = compile_fn(mod, target=target, dispatch=[pattern])
+    if not library.external:  # the code generator refused it (logged by the build)
+        return {"pattern": pattern, "library_s": None, "irc_s": None, "choice": "irc",
+                "reason": "the library cannot compile it"}
+    lib_s = _time(library, args, device)
+    irc_s = _time(compile_fn(mod, target=target, dispatch=None), args, device)
     return {"pattern": pattern, "library_s": lib_s, "irc_s": irc_s,
             "choice": "library" if lib_s < irc_s else "irc"}
 
@@ -195,9 +207,17 @@ def auto_dispatch(mod: IRModule, target: Target, compile_fn: Callable[..., Any],
                 decision = cache.get(key)
                 if not isinstance(decision, dict) or \
                         decision.get("choice") not in ("library", "irc"):
-                    decision = _measure(func, pattern, target, device, compile_fn)
-                    cache[key] = decision
-                    changed = True
+                    try:
+                        decision = _measure(func, pattern, target, device, compile_fn)
+                    except IRCError as err:  # not cached: the next compile tries again
+                        logger.warning("dispatch='auto': measuring %s (%s) failed, so it "
+                                       "runs on irc's kernels: %s", gv.name_hint, pattern,
+                                       err)
+                        decision = {"pattern": pattern, "library_s": None, "irc_s": None,
+                                    "choice": "irc", "reason": str(err)}
+                    else:
+                        cache[key] = decision
+                        changed = True
                 if report is not None:
                     report.append({"function": gv.name_hint, **decision})
                 if decision["choice"] == "irc":
@@ -205,7 +225,50 @@ def auto_dispatch(mod: IRModule, target: Target, compile_fn: Callable[..., Any],
             kept = [_refusing(e, losers) for e in entries]
         if changed:
             _save_cache(path, cache)
-    return passes.RunCodegen()(fused)
+    return fuse_and_codegen(mod, kept, fused)
+
+
+def fuse_and_codegen(mod: IRModule, entries: list[PatternEntry],
+                     fused: IRModule | None = None) -> IRModule:
+    """``mod`` with the matches of ``entries`` made composite functions and compiled by
+    their libraries (``FuseOpsByPattern(annotate_codegen=True)`` — already done when
+    ``fused`` is given —, then ``RunCodegen``). A match its library cannot compile (an
+    irc error from the backend's code generator) is refused, with a warning on the
+    ``irc.dispatch`` logger naming it and the cause, and the entries fused again without
+    it: a smaller pattern may take part of it, the rest runs on irc's kernels. An error
+    no single match reproduces (a backend for another device) is raised."""
+    refused: set[tuple[int, str]] = set()
+    while True:
+        if fused is None:
+            fused = passes.FuseOpsByPattern([_refusing_pairs(e, refused) for e in entries],
+                                            annotate_codegen=True)(mod)
+        try:
+            return passes.RunCodegen()(fused)
+        except IRCError:
+            failed = _failed_matches(fused)
+            if not failed - refused:  # no match fails alone: the error is not a match's
+                raise
+        refused |= failed
+        fused = None
+
+
+def _failed_matches(fused: IRModule) -> set[tuple[int, str]]:
+    """``(root variable id, pattern)`` of each composite function of ``fused`` that its
+    backend's code generator refuses alone, each logged."""
+    composites = {gv: f for gv, f in fused.functions.items()
+                  if isinstance(f, Function) and "Codegen" in f.attrs}
+    failed: set[tuple[int, str]] = set()
+    for root, gv in _call_sites(fused, composites):
+        f = composites[gv]
+        symbol = str(f.attrs.get("global_symbol") or gv.name_hint)
+        try:
+            get_codegen(str(f.attrs["Codegen"]))([(symbol, f)])
+        except IRCError as err:
+            failed.add((id(root), str(f.attrs["Composite"])))
+            logger.warning("library dispatch: %s; %s (pattern %s, computing %s) runs on "
+                           "irc's kernels instead", err, gv.name_hint,
+                           f.attrs["Composite"], root.name_hint)
+    return failed
 
 
 def _call_sites(mod: IRModule, composites: dict[GlobalVar, Function]
@@ -225,6 +288,21 @@ def _call_sites(mod: IRModule, composites: dict[GlobalVar, Function]
                         isinstance(b.value.op, GlobalVar) and b.value.op in composites:
                     out.append((b.var, b.value.op))
     return out
+
+
+def _refusing_pairs(entry: PatternEntry, refused: set[tuple[int, str]]) -> PatternEntry:
+    """``entry`` whose check also refuses its matches rooted at a variable paired with
+    its name in ``refused``."""
+    check = entry.check
+
+    def accepted(ctx: PatternCheckContext) -> bool:
+        if (id(ctx.match.root), entry.name) in refused:
+            return False
+        return check is None or bool(check(ctx))
+
+    return PatternEntry(entry.name, entry.pattern,
+                        {k: v for k, v in entry.annotations.items() if k != "root"},
+                        accepted)
 
 
 def _refusing(entry: PatternEntry, losers: set[int]) -> PatternEntry:

@@ -12,22 +12,24 @@ from typing import Any
 
 from .. import passes
 from ..codegen import build as build_kernels
-from ..core.diagnostics import BuildError, MissingDependencyError
+from ..core.diagnostics import BuildError, IRWellFormedError, MissingDependencyError
 from ..core.gc_pauses import with_fewer_gc_pauses
 from ..core.module import IRModule
 from ..core.target import Target
 from ..dispatch import (
     PatternEntry,
+    check_backend_target,
     get_pattern,
     get_patterns_with_prefix,
     unavailable_reason,
 )
 from ..ir.expr import Function
+from ..ir.well_formed import well_formed
 from ..runtime import Module
 from ..runtime.external import ExternalModule
 from ..tir.analysis.flops import flop_count
 from ..tir.stmt import PrimFunc
-from .auto_dispatch import auto_dispatch, candidate_patterns
+from .auto_dispatch import auto_dispatch, candidate_patterns, fuse_and_codegen
 from .compiler import ConstantPool, compile_functions
 from .executable import Executable
 
@@ -51,15 +53,18 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     form libraries take (:func:`prepare_for_dispatch`): NHWC convolutions when oneDNN is
     among the patterns, batch norms folded into the convolutions before them.
     ``check_bounds`` builds every kernel with run-time index checks (``irc.build``).
+    A module that is not well formed (``irc.ir.well_formed``) is refused first with an
+    :class:`~irc.IRWellFormedError` naming the function and the problem.
     """
     if isinstance(mod, Function):
         mod = IRModule(functions={"main": mod})
     if not isinstance(mod, IRModule):
         raise BuildError(f"irc.compile expects an IRModule, got {type(mod).__name__}")
+    _check_well_formed(mod)
     t = Target.canon(target)
     if params:
         mod = passes.BindParams(_entry_name(mod), params)(mod)
-    patterns = candidate_patterns(t) if dispatch == "auto" else dispatch_patterns(dispatch)
+    patterns = candidate_patterns(t) if dispatch == "auto" else dispatch_patterns(dispatch, t)
     if patterns:
         mod = prepare_for_dispatch(mod, patterns)
     if dispatch == "auto":
@@ -67,8 +72,7 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
             mod = auto_dispatch(mod, t, compile)
     elif patterns:
         with t:  # library epilogues compile for the target
-            mod = passes.RunCodegen()(passes.FuseOpsByPattern(
-                patterns, annotate_codegen=True)(mod))
+            mod = fuse_and_codegen(mod, patterns)
     if pipeline is not None:
         p = passes.get_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
         if not callable(p):
@@ -79,8 +83,22 @@ def compile(mod: Any, target: Any = "llvm", pipeline: Any = "default",
     return link(mod, t, check_bounds=check_bounds)
 
 
-def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
-    """The pattern entries ``irc.compile(..., dispatch=...)`` names (see there)."""
+def _check_well_formed(mod: IRModule) -> None:
+    """Refuse a module that breaks the IR's invariants (``irc.ir.well_formed``: a
+    DataflowVar used outside its block, a variable used before its binding, an ill-typed
+    call, ...) before any pass relies on them."""
+    try:
+        well_formed(mod)
+    except IRWellFormedError as err:
+        raise IRWellFormedError(f"irc.compile: the module is not well formed: {err.message}",
+                                span=err.span, node=err.node,
+                                hint=err.hint or "fix the function it names; "
+                                "irc.ir.well_formed(mod) checks a module") from None
+
+
+def dispatch_patterns(dispatch: Any, target: Any = None) -> list[PatternEntry]:
+    """The pattern entries ``irc.compile(..., dispatch=...)`` names (see there); with a
+    ``target``, a backend whose library runs on another device is a BuildError."""
     if dispatch is None or dispatch == "none":
         return []
     items = [dispatch] if isinstance(dispatch, str) else dispatch
@@ -94,6 +112,9 @@ def dispatch_patterns(dispatch: Any) -> list[PatternEntry]:
                              "combined with named patterns",
                              hint="dispatch='auto', or a list of names such as "
                                   "['dnnl', 'blas']")
+        if target is not None:
+            check_backend_target(item.partition(".")[0], target, f"irc.compile: dispatch="
+                                 f"{item!r}")
         reason = unavailable_reason(item.partition(".")[0])
         if reason is not None:
             raise MissingDependencyError(f"irc.compile: dispatch={item!r}: {reason}")
@@ -112,11 +133,14 @@ CHANNELS_LAST = {"nn.conv2d": ["NHWC", "OIHW"]}
 
 
 def prepare_for_dispatch(mod: IRModule, patterns: list[PatternEntry]) -> IRModule:
-    """``mod`` in the form libraries take: convolutions converted to NHWC when oneDNN may
-    take them (``passes.ConvertLayout``; permutations at the ends of convolution chains
-    only), then batch norms folded into the constant-weight convolutions before them
+    """``mod`` in the form libraries take: in A-normal form (``passes.Normalize``: the
+    ONNX importer nests calls, ``add(conv2d(x, w), reshape(b))``, and patterns match
+    through bound variables), convolutions converted to NHWC when oneDNN may take them
+    (``passes.ConvertLayout``; permutations at the ends of convolution chains only),
+    then batch norms folded into the constant-weight convolutions before them
     (``passes.FoldBatchNormToConv2D``), so a convolution with batch norm is one with a
     bias."""
+    mod = passes.Normalize()(mod)
     if any(e.name.startswith("dnnl.conv2d") for e in patterns):
         mod = passes.ConvertLayout(CHANNELS_LAST)(mod)
     return passes.FoldBatchNormToConv2D()(mod)
@@ -155,5 +179,6 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
         if not isinstance(m, ExternalModule):
             raise BuildError(f"the module attribute external_mods holds a "
                              f"{type(m).__name__}, not a library module made by RunCodegen")
+        check_backend_target(m.kind, t, "irc.compile: the module's library functions")
     return Executable(functions, consts.values, lib, str(t), external, flops)
 

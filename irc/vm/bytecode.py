@@ -157,6 +157,9 @@ class VMFunction:
     storage_sizes: list[int]
     num_input: int | None = None
     intermediate_bytes: int = 0
+    # Integer parameter -> the extent its values index (passes.AnnotateIndexExtents):
+    # random inputs of it are drawn in [0, extent).
+    index_extents: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -167,6 +170,7 @@ class VMFunction:
             "allocs": [a.to_json() for a in self.allocs], "exprs": self.exprs,
             "slot_names": self.slot_names, "storage_sizes": self.storage_sizes,
             "num_input": self.num_input, "intermediate_bytes": self.intermediate_bytes,
+            "index_extents": self.index_extents,
         }
 
     @staticmethod
@@ -179,6 +183,7 @@ class VMFunction:
             allocs=[AllocSpec.from_json(a) for a in d["allocs"]], exprs=d["exprs"],
             slot_names=list(d["slot_names"]), storage_sizes=list(d["storage_sizes"]),
             num_input=d.get("num_input"), intermediate_bytes=d.get("intermediate_bytes", 0),
+            index_extents={str(k): int(v) for k, v in d.get("index_extents", {}).items()},
         )
 
     def as_text(self) -> str:

@@ -195,6 +195,8 @@ class FunctionCompiler:
             exprs=self.exprs, slot_names=self.slot_names, storage_sizes=storage_sizes,
             num_input=int(num_input) if num_input is not None else None,
             intermediate_bytes=inter,
+            index_extents={str(k): int(v) for k, v in
+                           (self.func.attrs.get("index_extents") or {}).items()},
         )
 
     def expr(self, e: Expr) -> int:

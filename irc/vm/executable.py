@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError, VMError
-from ..core.dtype import to_numpy
 from ..runtime import Module
 from ..runtime.cuda_program import MAGIC as CUDA_MAGIC
 from ..runtime.cuda_program import CUDAProgramModule
 from ..runtime.external import ExternalModule, load_external
 from .bytecode import VMFunction
+from .random_inputs import random_arguments
 
 FORMAT = "irc-vm-executable/1"
 
@@ -71,40 +71,15 @@ class Executable:
                       shapes: dict[str, int] | None = None) -> list[np.ndarray]:
         """Seeded random arguments for ``function``: its first ``num_input`` tensors (all
         of them without that attribute) uniform in [0, 1), the rest (weights) uniform in
-        +-1/sqrt(fan-in), integers in [0, 8). A symbolic dimension takes its value from
-        ``shapes`` (name -> int), or is an error naming it."""
+        +-1/sqrt(fan-in), integers in [0, 8) or, where they index an axis, within its
+        extent. A symbolic dimension takes its value from ``shapes`` (name -> int);
+        missing or unknown names, and inputs too large for the memory available, are
+        errors (:mod:`irc.vm.random_inputs`)."""
         fn = self.functions.get(function)
         if fn is None:
             raise VMError(f"the executable has no function {function!r}; it has "
                           f"{', '.join(self.functions) or 'none'}")
-        shapes = shapes or {}
-        rng = np.random.default_rng(seed)
-        n_in = len(fn.params) if fn.num_input is None else fn.num_input
-        arrays = []
-        for i, (name, chk) in enumerate(zip(fn.params, fn.param_checks)):
-            if chk.kind != "tensor" or chk.dims is None or not chk.dtype:
-                raise VMError(f"cannot make a random value for parameter {name} of "
-                              f"{function}: it is not a tensor of known rank and dtype")
-            shape = []
-            for d in chk.dims:
-                if isinstance(d, int):
-                    shape.append(d)
-                elif d[0] == "bind" and fn.slot_names[d[1]] in shapes:
-                    shape.append(shapes[fn.slot_names[d[1]]])
-                else:
-                    raise VMError(f"parameter {name} of {function} has a symbolic dimension; "
-                                  "give its value (--shape NAME=INT on the command line)")
-            np_dtype = to_numpy(chk.dtype)
-            if np.issubdtype(np_dtype, np.floating):
-                if i < n_in:
-                    arr = rng.random(shape)
-                else:
-                    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0], 1)
-                    arr = rng.uniform(-1, 1, shape) / np.sqrt(max(fan_in, 1))
-            else:
-                arr = rng.integers(0, 8, shape)
-            arrays.append(np.asarray(arr, dtype=np_dtype))
-        return arrays
+        return random_arguments(fn, seed, shapes)
 
     # -- files ------------------------------------------------------------------------------
     def save(self, path: str) -> None:

@@ -34,7 +34,17 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import dtype as dt
-from ..core.diagnostics import RuntimeShapeError, VMError
+from ..core.diagnostics import (
+    IRCError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+    RuntimeDTypeError,
+    RuntimeReadOnlyError,
+    RuntimeShapeError,
+    VMError,
+)
 from ..runtime import (
     Device,
     Tensor,
@@ -47,15 +57,18 @@ from ..runtime import (
 from ..runtime import device as as_device
 from ..runtime.cuda_backend import BorrowedMemory, DeviceMemory
 from ..runtime.cuda_program import CUDAProgramModule
-from ..runtime.ndarray import ALIGNMENT, data_pointer
+from ..runtime.ndarray import ALIGNMENT, data_pointer, host_array
 from ..runtime.ndarray import empty as device_empty
 from ..runtime.ndarray import tensor as device_tensor
+from ..runtime.signature import KernelSignature
 from .bytecode import ValueCheck, VMFunction, expr_to_python
 from .executable import Executable
 from .native_plan import NativePlan, make_plan
+from .param_writes import written_params
 from .profiler import ProfileReport, Recorder
 
 _Closure = Callable[[list, list], Any]
+_MISSING = object()  # a parameter set_input has no value for yet
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,8 +93,8 @@ def _to_value(arg: Any, device: Device) -> Any:
         return _to_device_value(arg, device)
     if isinstance(arg, Tensor):
         if arg._array is None:
-            raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
-                                    "it with .copyto(irc.cpu())")
+            raise RuntimeDeviceError(f"tensor on {arg.device} passed to a VM on {device}; "
+                                     "copy it with .copyto(irc.cpu())")
         if arg.dtype == "bfloat16":
             arg = arg._array.view(cpu_numpy_dtype("bfloat16"))
         else:
@@ -91,6 +104,9 @@ def _to_value(arg: Any, device: Device) -> Any:
         if data_pointer(arg) % ALIGNMENT or not arg.flags.c_contiguous:
             copy = aligned_empty(arg.shape, arg.dtype)
             np.copyto(copy, arg)
+            # The copy of a read-only array stays read-only: the VM refuses it where a
+            # kernel writes, as it does the array itself.
+            copy.flags.writeable = arg.flags.writeable
             return copy
         return arg
     if isinstance(arg, (tuple, list)):
@@ -98,9 +114,24 @@ def _to_value(arg: Any, device: Device) -> Any:
     if isinstance(arg, (bool, int, float, np.generic, str)):
         return arg
     if hasattr(arg, "__dlpack__"):
-        return from_dlpack(arg)._array
-    raise RuntimeShapeError(f"cannot pass a {type(arg).__name__} to a VM function; use "
-                            "irc.tensor(...) or a numpy array")
+        return _to_value(host_array(arg), device)
+    raise RuntimeArgumentTypeError(f"cannot pass a {type(arg).__name__} to a VM function; "
+                                   "use irc.tensor(...) or a numpy array")
+
+
+def _write_back(arg: Any, value: Any) -> None:
+    """Copy ``value`` (what a kernel wrote) into the user's argument ``arg`` when the VM
+    ran on a copy of it (an unaligned or strided array)."""
+    if isinstance(arg, Tensor):
+        arg = arg._array
+    elif not isinstance(arg, (np.ndarray, tuple, list)) and hasattr(arg, "__dlpack__"):
+        arg = host_array(arg)
+    if isinstance(arg, np.ndarray) and isinstance(value, np.ndarray):
+        if value is not arg and not np.shares_memory(value, arg):
+            np.copyto(arg, value.view(arg.dtype) if value.dtype != arg.dtype else value)
+    elif isinstance(arg, (tuple, list)) and isinstance(value, tuple):
+        for a, v in zip(arg, value):
+            _write_back(a, v)
 
 
 def _to_device_value(arg: Any, device: Device) -> Any:
@@ -108,8 +139,8 @@ def _to_device_value(arg: Any, device: Device) -> Any:
         if arg.device == device:
             return arg
         if arg.device.device_type == "cuda":
-            raise RuntimeShapeError(f"tensor on {arg.device} passed to a VM on {device}; copy "
-                                    f"it with .copyto(irc.cuda({device.index}))")
+            raise RuntimeDeviceError(f"tensor on {arg.device} passed to a VM on {device}; "
+                                     f"copy it with .copyto(irc.cuda({device.index}))")
         return arg.copyto(device)
     if isinstance(arg, np.ndarray):
         return device_tensor(arg, device)
@@ -119,8 +150,8 @@ def _to_device_value(arg: Any, device: Device) -> Any:
         return arg
     if hasattr(arg, "__dlpack__"):
         return _to_device_value(from_dlpack(arg), device)
-    raise RuntimeShapeError(f"cannot pass a {type(arg).__name__} to a VM function; use "
-                            "irc.tensor(...) or a numpy array")
+    raise RuntimeArgumentTypeError(f"cannot pass a {type(arg).__name__} to a VM function; "
+                                   "use irc.tensor(...) or a numpy array")
 
 
 def _to_user(value: Any, device: Device) -> Any:
@@ -133,6 +164,15 @@ def _to_user(value: Any, device: Device) -> Any:
     if isinstance(value, tuple):
         return tuple(_to_user(v, device) for v in value)
     return value
+
+
+def _writeable(value: Any) -> bool:
+    """False when ``value`` (a VM value on the CPU) is or holds a read-only array."""
+    if isinstance(value, np.ndarray):
+        return bool(value.flags.writeable)
+    if isinstance(value, tuple):
+        return all(_writeable(v) for v in value)
+    return True
 
 
 def _describe(value: Any) -> str:
@@ -159,6 +199,8 @@ class _PreparedFunction:
         self.exprs = [eval(f"lambda h: {expr_to_python(e)}") for e in fn.exprs]  # noqa: S307
         self.storage = [vm._storage(n) for n in fn.storage_sizes]
         self.code: list[_Closure] = [self._prepare(ins) for ins in fn.code]
+        # Parameters some kernel writes (usually none): a read-only array is refused there.
+        self.written = frozenset() if vm.on_gpu else vm._params_written(fn.name)
         # Straight-line static functions on the CPU run as one native call (a profile
         # runs the timed copy of the plan, made on first use).
         self.plan = None
@@ -184,21 +226,21 @@ class _PreparedFunction:
             elif isinstance(value, Tensor):  # on a GPU
                 dtype = value.dtype
             else:
-                raise self._mismatch(label, chk, value)
+                raise self._mismatch(label, chk, value, error=RuntimeArgumentTypeError)
             if chk.dtype and dtype != chk.dtype:
-                raise self._mismatch(label, chk, value)
+                raise self._mismatch(label, chk, value, error=RuntimeDTypeError)
             if chk.ndim >= 0 and len(value.shape) != chk.ndim:
                 raise self._mismatch(label, chk, value)
             if chk.dims is not None:
                 self._check_dims(value.shape, chk, heap, label, value)
         elif kind == "tuple":
             if not isinstance(value, tuple) or len(value) != len(chk.fields):
-                raise self._mismatch(label, chk, value)
+                raise self._mismatch(label, chk, value, error=RuntimeArgumentTypeError)
             for i, (v, c) in enumerate(zip(value, chk.fields)):
                 self.check(v, c, heap, f"{label}[{i}]")
         elif kind == "shape":
             if not isinstance(value, tuple) or not all(isinstance(v, int) for v in value):
-                raise self._mismatch(label, chk, value)
+                raise self._mismatch(label, chk, value, error=RuntimeArgumentTypeError)
             if chk.ndim >= 0 and len(value) != chk.ndim:
                 raise self._mismatch(label, chk, value)
             if chk.dims is not None:
@@ -207,7 +249,7 @@ class _PreparedFunction:
             if isinstance(value, (np.ndarray, Tensor)) and len(value.shape) == 0:
                 return
             if not isinstance(value, (bool, int, float, np.generic)):
-                raise self._mismatch(label, chk, value)
+                raise self._mismatch(label, chk, value, error=RuntimeArgumentTypeError)
 
     def _check_dims(self, shape: tuple, chk: ValueCheck, heap: list, label: str,
                     value: Any) -> None:
@@ -224,7 +266,8 @@ class _PreparedFunction:
                     raise self._mismatch(label, chk, value, heap, dim=i)
 
     def _mismatch(self, label: str, chk: ValueCheck, value: Any, heap: list | None = None,
-                  dim: int | None = None) -> RuntimeShapeError:
+                  dim: int | None = None, error: type[RuntimeArgumentError] = RuntimeShapeError
+                  ) -> RuntimeArgumentError:
         expected = chk.describe(self.fn.slot_names, self.fn.exprs)
         extra = ""
         if dim is not None and heap is not None:
@@ -232,8 +275,8 @@ class _PreparedFunction:
                      if heap[i] is not None}
             extra = f" (dimension {dim} differs"
             extra += f"; bound so far: {bound})" if bound else ")"
-        return RuntimeShapeError(f"{self.fn.name}: {label} expects {expected}, got "
-                                 f"{_describe(value)}{extra}")
+        return error(f"{self.fn.name}: {label} expects {expected}, got "
+                     f"{_describe(value)}{extra}")
 
     # -- instructions ------------------------------------------------------------------------
     def _prepare(self, ins: tuple) -> _Closure:
@@ -414,7 +457,7 @@ class _PreparedFunction:
         else by the function's own plan or its instructions."""
         fn = self.fn
         if len(args) != len(fn.params):
-            raise RuntimeShapeError(
+            raise RuntimeArgumentCountError(
                 f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), got "
                 f"{len(args)}")
         regs: list = [None] * fn.num_regs
@@ -422,6 +465,15 @@ class _PreparedFunction:
         for i, (value, chk) in enumerate(zip(args, fn.param_checks)):
             self.check(value, chk, heap, f"parameter {fn.params[i]} (#{i})")
             regs[i] = value
+        for i in self.written:
+            if not _writeable(args[i]):
+                raise RuntimeReadOnlyError(
+                    f"{fn.name}: parameter {fn.params[i]} (#{i}) is not writeable (a "
+                    "read-only array, such as np.load(..., mmap_mode='r') or one with "
+                    "flags.writeable False), but a kernel of this function writes it",
+                    hint="pass a writeable array for it, e.g. np.array(x); an executable "
+                         "saved without the record of which buffers its kernels write "
+                         "counts every buffer as written (compile it again to record them)")
         plan = plan or self.plan
         if plan is not None:
             return plan.run(args)
@@ -440,7 +492,9 @@ class _PreparedFunction:
 
 
 class VirtualMachine:
-    """Runs an :class:`Executable` on ``device``: ``vm["forward"](x, *params)``."""
+    """Runs an :class:`Executable` on ``device``: ``vm["forward"](x, *params)``, or with
+    TVM's stateful calls :meth:`set_input`, :meth:`invoke_stateful` and
+    :meth:`get_outputs`."""
 
     def __init__(self, exe: Executable, device: Device | str | None = None):
         if not isinstance(exe, Executable):
@@ -470,6 +524,11 @@ class VirtualMachine:
         self._prepared: dict[str, _PreparedFunction] = {}
         # Profiled copies of functions, per recorder, while vm.profile runs.
         self._profiled: dict[int, dict[str, _PreparedFunction]] = {}
+        self._written: dict[str, frozenset[int]] = {}
+        # The stateful calls (set_input / invoke_stateful / get_outputs), per function:
+        # the arguments as given and as VM values, and the result of the last call.
+        self._inputs: dict[str, tuple[tuple, list]] = {}
+        self._outputs: dict[str, Any] = {}
 
     def _load_constant(self, c: Any) -> Any:
         if isinstance(c, np.ndarray):
@@ -485,6 +544,30 @@ class VirtualMachine:
         if self.on_gpu:
             return DeviceMemory(nbytes, self.device.index)
         return aligned_empty((nbytes,), np.uint8)
+
+    def _params_written(self, name: str) -> frozenset[int]:
+        """The parameters of VM function ``name`` that its kernels may write (see
+        :mod:`irc.vm.param_writes`)."""
+        got = self._written.get(name)
+        if got is None:
+            fn = self.exe.functions.get(name)
+            if fn is None:
+                return frozenset()  # calling it raises the error that names it
+            # A recursive call finds every parameter counted as written (conservative).
+            self._written[name] = frozenset(range(len(fn.params)))
+            got = written_params(fn, self._kernel_writes, self._params_written)
+            self._written[name] = got
+        return got
+
+    def _kernel_writes(self, name: str) -> list[bool] | None:
+        """Per argument of kernel ``name``, whether it writes it (None when unknown)."""
+        try:
+            sig = getattr(self.exe.lib.get_function(name), "signature", None)
+        except IRCError:
+            return None
+        if not isinstance(sig, KernelSignature):
+            return None
+        return [kind == "buffer" and sig.buffers[i].written for kind, i in sig.order]
 
     def _function(self, name: str, recorder: Recorder | None = None) -> _PreparedFunction:
         cache = self._prepared if recorder is None else self._profiled.setdefault(
@@ -505,7 +588,10 @@ class VirtualMachine:
 
         def call(*args: Any) -> Any:
             values = [_to_value(a, device) for a in args]
-            return _to_user(prepared.invoke(values), device)
+            result = prepared.invoke(values)
+            for i in prepared.written:  # kernels that update a parameter in place
+                _write_back(args[i], values[i])
+            return _to_user(result, device)
 
         call.__name__ = name
         call.__doc__ = f"Run VM function {name}({', '.join(prepared.fn.params)})."
@@ -515,11 +601,94 @@ class VirtualMachine:
         """Call function ``name`` with ``args``."""
         return self[name](*args)
 
+    # -- the stateful calls (TVM's set_input / invoke_stateful / get_outputs) ---------------
+    def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """Set the arguments of function ``func_name`` for :meth:`invoke_stateful`:
+        positionally, by parameter name, or both (the positional ones fill the
+        parameters not named, in order). They are checked here, against the function's
+        parameters, and replace any set before.
+
+        >>> vm.set_input("main", x, w=weights)
+        >>> vm.invoke_stateful("main")
+        >>> y = vm.get_outputs("main")
+        """
+        prepared = self._function(func_name)
+        fn = prepared.fn
+        params = list(fn.params)
+        ordered: list[Any] = [_MISSING] * len(params)
+        for key, value in kwargs.items():
+            if key not in params:
+                raise RuntimeArgumentError(
+                    f"set_input({func_name!r}): {func_name} has no parameter {key!r}; its "
+                    f"parameters are {', '.join(params) or 'none'}")
+            ordered[params.index(key)] = value
+        free = [i for i, v in enumerate(ordered) if v is _MISSING]
+        if len(args) != len(free):
+            named = f" ({len(kwargs)} by name)" if kwargs else ""
+            raise RuntimeArgumentCountError(
+                f"set_input({func_name!r}): {func_name} takes {len(params)} arguments "
+                f"({', '.join(params)}), got {len(args) + len(kwargs)}{named}")
+        for i, value in zip(free, args):
+            ordered[i] = value
+        values = [_to_value(a, self.device) for a in ordered]
+        heap: list = [None] * len(fn.slot_names)
+        for i, (value, chk) in enumerate(zip(values, fn.param_checks)):
+            prepared.check(value, chk, heap, f"parameter {params[i]} (#{i})")
+        self._inputs[func_name] = (tuple(ordered), values)
+
+    def invoke_stateful(self, func_name: str) -> None:
+        """Run function ``func_name`` on the arguments given to :meth:`set_input`; the
+        result is kept for :meth:`get_outputs`. Time it as TVM does with
+        ``vm.time_evaluator("invoke_stateful", dev)(func_name)``."""
+        prepared = self._function(func_name)
+        stored = self._inputs.get(func_name)
+        if stored is None:
+            raise VMError(f"invoke_stateful({func_name!r}): no inputs are set for "
+                          f"{func_name}",
+                          hint=f"call vm.set_input({func_name!r}, ...) first (even for a "
+                               "function without parameters)")
+        args, values = stored
+        result = prepared.invoke(values)
+        for i in prepared.written:  # kernels that update a parameter in place
+            _write_back(args[i], values[i])
+        self._outputs[func_name] = result
+
+    def get_outputs(self, func_name: str) -> Any:
+        """The result of the last :meth:`invoke_stateful` of ``func_name``: a tensor, or a
+        tuple of results for a function returning a tuple (as ``vm[func_name]`` returns)."""
+        self._function(func_name)
+        if func_name not in self._outputs:
+            raise VMError(f"get_outputs({func_name!r}): no output is saved for {func_name}",
+                          hint=f"call vm.invoke_stateful({func_name!r}) first (after "
+                               f"vm.set_input({func_name!r}, ...))")
+        return _to_user(self._outputs[func_name], self.device)
+
     def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
-                       repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., Any]:
-        """Time function ``name`` as ``Module.time_evaluator`` does (seconds per call)."""
-        return time_evaluator(self[name], dev or self.device, number=number, repeat=repeat,
-                              min_repeat_ms=min_repeat_ms)
+                       repeat: int = 1, min_repeat_ms: float = 0,
+                       cooldown_interval_ms: float = 0,
+                       repeats_to_cooldown: int = 1) -> Callable[..., Any]:
+        """Time function ``name`` as ``Module.time_evaluator`` does (seconds per call).
+        ``name`` may be ``"invoke_stateful"``: the timer then takes a function name and
+        runs it on the arguments given to :meth:`set_input`,
+        ``vm.time_evaluator("invoke_stateful", dev, repeat=3)("main")`` (unless the
+        executable has a function of that name)."""
+        if name == "invoke_stateful" and name not in self.exe.functions:
+            func: Callable[..., Any] = self._checked_stateful
+        else:
+            func = self[name]
+        return time_evaluator(func, dev or self.device, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms,
+                              cooldown_interval_ms=cooldown_interval_ms,
+                              repeats_to_cooldown=repeats_to_cooldown)
+
+    def _checked_stateful(self, *args: Any) -> None:
+        """``invoke_stateful`` as the timer calls it: with one function name."""
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise RuntimeArgumentCountError(
+                "time_evaluator('invoke_stateful', ...) times a function run on the inputs "
+                "given to vm.set_input: call the timer with that function's name, e.g. "
+                f"timer('main'), not with {len(args)} argument(s)")
+        self.invoke_stateful(args[0])
 
     def profile(self, name: str, *args: Any, repeat: int = 10, warmup: int = 1
                 ) -> ProfileReport:

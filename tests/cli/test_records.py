@@ -20,7 +20,7 @@ import pytest
 
 from irc import te
 from irc.cli import records
-from irc.core.diagnostics import MissingDependencyError, TuningError
+from irc.core.diagnostics import IRCError, MissingDependencyError, TuningError
 from irc.target import Target
 from irc.tune import JSONDatabase, SQLiteDatabase, TuningRecord, Workload, trace_key
 from irc.tune.database.__main__ import main as database_main
@@ -152,6 +152,17 @@ def test_show_top_and_errors(log, capsys):
     assert "matmul: kernel crashed (SIGSEGV)" in errors
 
 
+def test_show_errors_when_nothing_failed(tmp_path, capsys):
+    path = str(tmp_path / "clean.json")
+    with JSONDatabase(path) as db:
+        db.commit_workload(MM)
+        db.commit_records([rec(MM, default_trace(MM), 4.0), rec(MM, ["tile", 8], 2.0)])
+    assert run_records(["show", path, "--errors"]) == 0
+    out = capsys.readouterr().out
+    assert "failed records:" not in out and "sample message" not in out  # no empty table
+    assert out.rstrip().endswith("no failed records (of 2)")
+
+
 def test_show_filters(log, capsys):
     assert run_records(["show", log, "--workload", "add"]) == 0
     out = capsys.readouterr().out
@@ -217,12 +228,12 @@ def test_merge_same_machine_skips_duplicates(tmp_path, capsys):
         db.commit_workload(MM)
         db.commit_workload(ADD)
         db.commit_records([rec(MM, ["t", 1], 2.1), rec(ADD, None, 0.5)])
-    assert run_records(["merge", out, a, b]) == 0
+    assert run_records(["merge", a, b, "-o", out]) == 0
     assert f"merged 4 records of 2 databases into {out}: 3 written, 1 duplicates " \
            "skipped" in capsys.readouterr().out
     with JSONDatabase(out) as db:
         assert len(db) == 3 and db.get_workload(ADD.key) is not None
-    assert run_records(["merge", out, a, b]) == 0
+    assert run_records(["merge", a, b, "-o", out]) == 0
     assert "0 written, 4 duplicates skipped" in capsys.readouterr().out
 
 
@@ -233,13 +244,13 @@ def test_merge_refuses_other_hardware(tmp_path, capsys):
     with JSONDatabase(b) as db:
         db.commit_records([rec(MM, None, 3.0, fingerprint=OTHER_MACHINE)])
     with pytest.raises(TuningError) as err:
-        run_records(["merge", out, a, b])
+        run_records(["merge", a, b, "-o", out])
     assert FINGERPRINT in str(err.value) and OTHER_MACHINE in str(err.value)
     assert "--allow-mixed" in str(err.value) and not os.path.exists(out)
-    assert run_records(["merge", out, a, b, "--allow-mixed"]) == 0
+    assert run_records(["merge", a, b, "-o", out, "--allow-mixed"]) == 0
     assert "2 written" in capsys.readouterr().out
     with pytest.raises(TuningError, match="into itself"):
-        run_records(["merge", a, a, b])
+        run_records(["merge", a, b, "-o", a])
 
 
 # -- missing and damaged databases --------------------------------------------------------
@@ -366,7 +377,7 @@ def test_plot_png_and_svg(work_dir, tmp_path, capsys):
     svg = tmp_path / "total.svg"
     assert run_records(["plot", work_dir, "-o", str(svg), "--kind", "total"]) == 0
     assert "<svg" in svg.read_text()[:1000]
-    with pytest.raises(TuningError, match="must end in .png, .svg, .pdf"):
+    with pytest.raises(IRCError, match="must end in .png, .svg, .pdf"):  # before reading
         run_records(["plot", work_dir, "-o", str(tmp_path / "run.jpeg")])
 
 
@@ -421,7 +432,7 @@ def test_irc_records_show_and_best(log, tmp_path):
 
 def test_irc_records_merge_and_plot(log, work_dir, tmp_path):
     out = str(tmp_path / "merged.json")
-    proc = run_module("irc", "records", "merge", out, log)
+    proc = run_module("irc", "records", "merge", log, "-o", out)
     assert proc.returncode == 0 and "7 written" in proc.stdout, proc.stderr
     proc = run_module("irc", "records", "plot", work_dir, "-o", str(tmp_path / "p.svg"))
     assert proc.returncode == 0 and os.path.exists(tmp_path / "p.svg"), proc.stderr

@@ -136,7 +136,7 @@ def test_bad_arguments_are_errors(example, tmp_path):
     assert r.returncode == 2 and "expected 1 or more" in r.stderr
     (tmp_path / "file.txt").write_text("x")
     r = run_irc("tune", example, "--records", tmp_path / "file.txt", "--trials", "1")
-    assert r.returncode == 1 and "not a directory or a .json/.db record file" in r.stderr
+    assert r.returncode == 1 and "not a record file or a work directory" in r.stderr
 
 
 def test_runner_resource_needs_a_cluster(example, tmp_path):

@@ -1,12 +1,15 @@
 """Loop kinds (parallel, unrolled, vectorized), Allocate, and errors of the LLVM backend."""
 
+import importlib
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 from llvm_kernels import buf, func, loop, ramp, rand, run, store
 
 import irc
 from irc import tir
-from irc.codegen import codegen_llvm
+from irc.codegen import codegen_llvm, llvm_parallel
 from irc.tir import stmt as S
 
 
@@ -28,10 +31,14 @@ def test_parallel_loop_runs_and_uses_openmp():
 
 
 @pytest.mark.parametrize("cores", [2, 3, 4])
-def test_parallel_chunks_run_every_iteration_once(cores):
+def test_parallel_chunks_run_every_iteration_once(cores, monkeypatch):
     """Each thread takes the chunks of its own range, then what is left of the others':
     whatever the extent against the thread count (none, fewer iterations than threads,
     ranges of unequal chunk counts), every iteration runs exactly once."""
+    # A thread per stored element, so that small extents run in a region too (and a
+    # build cache of this test's own, where no other build sees that setting).
+    monkeypatch.setattr(llvm_parallel, "WORK_PER_THREAD", 1)
+    monkeypatch.setattr(importlib.import_module("irc.codegen.build"), "_cache", OrderedDict())
     n = tir.var("n")
     a = buf("a", (n,), "int32")
     i = tir.var("i")

@@ -28,7 +28,13 @@ from gemm_modules import (
 )
 
 import irc
-from irc.core.diagnostics import IRCError, MissingDependencyError, RuntimeShapeError
+from irc.core.diagnostics import (
+    IRCError,
+    MissingDependencyError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentTypeError,
+    RuntimeShapeError,
+)
 from irc.dispatch import get_pattern, get_patterns_with_prefix, table
 from irc.runtime import dnnl
 from irc.runtime.dnnl_module import DnnlModule
@@ -290,13 +296,13 @@ def test_calls_with_wrong_arguments_are_irc_errors():
     (symbol,) = ext.function_names
     fn = ext.get_function(symbol)
     x, w = (np.ones(s, "float32") for s in [(1, 4, 6, 6), (4, 4, 3, 3)])
-    with pytest.raises(RuntimeShapeError, match="takes 2 inputs"):
+    with pytest.raises(RuntimeArgumentCountError, match="takes 2 inputs"):
         fn(x, w)
     with pytest.raises(RuntimeShapeError, match="output has shape"):
         fn(x, w, np.empty((1, 4, 5, 5), "float32"))
     with pytest.raises(RuntimeShapeError, match="input #0 has shape"):
         fn(np.ones((1, 4, 7, 7), "float32"), w, np.empty((1, 4, 6, 6), "float32"))
-    with pytest.raises(RuntimeShapeError, match="contiguous"):
+    with pytest.raises(RuntimeArgumentTypeError, match="contiguous"):
         fn(x[:, :, ::1, ::-1], w, np.empty((1, 4, 6, 6), "float32"))
     with pytest.raises(IRCError, match="no function"):
         ext.get_function("nope")

@@ -12,7 +12,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from irc.frontend.onnx import UnsupportedOpError, from_onnx, supported_ops  # noqa: E402
+from irc.frontend.onnx import UnsupportedOperatorError, from_onnx, supported_ops  # noqa: E402
 
 
 def _model(nodes, inputs, outputs, inits=(), opset=17):
@@ -101,7 +101,7 @@ def test_every_unsupported_operator_is_listed_in_one_error():
              helper.make_node("FakeOpTwo", ["c"], ["y"], name="f3")]
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    with pytest.raises(UnsupportedOpError) as info:
+    with pytest.raises(UnsupportedOperatorError) as info:
         from_onnx(model)
     msg = str(info.value)
     assert "FakeOpOne (ai.onnx, opset 17): 2 nodes, first 'f1', 'f2'" in msg
@@ -139,7 +139,8 @@ def test_a_node_error_names_the_node():
 def test_old_opsets_are_refused_with_a_hint():
     model = _mlp(2)
     model.opset_import[0].version = 6
-    with pytest.raises(UnsupportedOpError, match=r"(?s)Add \(ai.onnx, opset 6\).*convert_version"):
+    with pytest.raises(UnsupportedOperatorError,
+                       match=r"(?s)Add \(ai.onnx, opset 6\).*convert_version"):
         from_onnx(model)
 
 

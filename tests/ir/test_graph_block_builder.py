@@ -72,7 +72,7 @@ def test_seed_003_mlp():
     assert mod.names() == ["forward"]
     f = mod["forward"]
     assert [p.name_hint for p in f.params] == ["x", "fc1_weight", "fc1_bias", "fc2_weight"]
-    assert f.attrs == {"num_input": 1}
+    assert f.attrs == {"num_input": 1, "global_symbol": "forward"}
     assert format_sinfo(f.ret_struct_info) == 'R.Tensor((1, 10), "float32")'
     (block,) = f.body.blocks
     assert isinstance(block, DataflowBlock)

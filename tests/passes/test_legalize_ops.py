@@ -265,10 +265,10 @@ def test_repeated_operators_share_one_function_and_compute_right():
     """The same operator on the same static shapes (and the same attributes) is built
     once (call_te's memo); a different attribute or shape gets its own function; every
     call still reads its own arguments."""
-    from irc.passes.legalize import context as legalize_context
+    from irc.ir import te_call  # makes the PrimFuncs of legalization
 
     built = []
-    real = legalize_context.te.create_prim_func
+    real = te_call.te.create_prim_func
 
     def counting(*args, **kwargs):
         built.append(1)
@@ -290,11 +290,11 @@ def test_repeated_operators_share_one_function_and_compute_right():
             out = bb.emit_output(ops.add(ops.reshape(e, (6, 4)), g))
         bb.emit_func_output(out)
     mod = bb.get()
-    legalize_context.te.create_prim_func = counting
+    te_call.te.create_prim_func = counting
     try:
         legal = irc.passes.LegalizeOps()(mod)
     finally:
-        legalize_context.te.create_prim_func = real
+        te_call.te.create_prim_func = real
     prim_funcs = [gv for gv, f in legal.functions.items()
                   if isinstance(f, irc.tir.PrimFunc)]
     assert len(prim_funcs) == 5  # add (4,6), reshape (6,4), reshape (3,8), add (6,4), ...

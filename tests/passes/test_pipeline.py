@@ -151,7 +151,8 @@ def test_nhwc_conversion_then_the_default_pipeline(network):
 
 def test_default_pipeline_order():
     names = [p.info.name for p in passes.get_pipeline("default").passes]
-    assert names == ["FoldBatchNormToConv2D", "DecomposeOpsForInference", "Normalize",
+    assert names == ["AnnotateIndexExtents",
+                     "FoldBatchNormToConv2D", "DecomposeOpsForInference", "Normalize",
                      "CanonicalizeBindings", "DeadCodeElimination", "ConvertLayoutForTarget",
                      "WinogradConv2D",
                      "LegalizeOps", "Normalize", "CanonicalizeBindings",

@@ -21,7 +21,12 @@ import numpy as np
 import pytest
 
 import irc
-from irc.core.diagnostics import MissingDependencyError, RuntimeShapeError
+from irc.core.diagnostics import (
+    MissingDependencyError,
+    RuntimeArgumentCountError,
+    RuntimeArgumentTypeError,
+    RuntimeDeviceError,
+)
 from irc.runtime import cuda_backend, dlpack
 from irc.runtime.cuda_backend import CUDAError, Event, Stream
 from irc.runtime.cuda_module import DEFAULT_SHARED_LIMIT, CUDAModule, KernelSpec
@@ -96,21 +101,24 @@ def test_arguments_are_packed_with_their_c_layout():
     assert devices == [1, 1]
 
 
-@pytest.mark.parametrize("args, message", [
-    ([0, 0, 0], r"kernel 'vadd' takes 4 arguments \(handle, handle, handle, int32\), got 3"),
-    ([0, 0, 0, 2**31], r"argument 3 \(int32\): 2147483648 does not fit in int32"),
-    ([0, 0, 0, 1.5], r"argument 3 \(int32\) takes a number, not float"),
-    ([0, 0, 0, True], r"argument 3 \(int32\) takes a number, not bool"),
-    ([0, "x", 0, 1], r"argument 1 is a device pointer; pass a CUDA tensor or an int"),
-    ([0, -1, 0, 1], r"argument 1 \(-1\) is not a device address"),
+@pytest.mark.parametrize("args, error, message", [
+    ([0, 0, 0], RuntimeArgumentCountError,
+     r"kernel 'vadd' takes 4 arguments \(handle, handle, handle, int32\), got 3"),
+    ([0, 0, 0, 2**31], RuntimeArgumentTypeError,
+     r"argument 3 \(int32\): 2147483648 does not fit in int32"),
+    ([0, 0, 0, 1.5], RuntimeArgumentTypeError, r"argument 3 \(int32\) takes a number, not float"),
+    ([0, 0, 0, True], RuntimeArgumentTypeError, r"argument 3 \(int32\) takes a number, not bool"),
+    ([0, "x", 0, 1], RuntimeArgumentTypeError,
+     r"argument 1 is a device pointer; pass a CUDA tensor or an int"),
+    ([0, -1, 0, 1], RuntimeArgumentTypeError, r"argument 1 \(-1\) is not a device address"),
 ])
-def test_argument_errors_name_the_kernel_and_position(args, message):
-    with pytest.raises(RuntimeShapeError, match=message):
+def test_argument_errors_name_the_kernel_and_position(args, error, message):
+    with pytest.raises(error, match=message):
         CUDAModule(FAKE_CUBIN, VADD_SPEC).pack_arguments("vadd", args)
 
 
 def test_cpu_tensor_for_a_device_pointer_is_an_error():
-    with pytest.raises(RuntimeShapeError, match=r"argument 0 is a cpu\(0\) tensor"):
+    with pytest.raises(RuntimeDeviceError, match=r"argument 0 is a cpu\(0\) tensor"):
         CUDAModule(FAKE_CUBIN, VADD_SPEC).pack_arguments(
             "vadd", [irc.tensor(np.zeros(4, "float32")), 0, 0, 4])
 
@@ -525,8 +533,8 @@ def test_fake_streams_and_devices(fake):
         mod.launch("vadd", 1, 32, args, device=3)
     mem = cuda_backend.BorrowedMemory(c.ctypes.data, 16, 1, owner=None)
     on_gpu1 = irc.runtime.Tensor(mem=mem, shape=(4,), dtype="float32", device=irc.cuda(1))
-    with pytest.raises(RuntimeShapeError, match=r"launches on cuda\(0\) but takes tensors on "
-                                                r"cuda\(1\)"):
+    with pytest.raises(RuntimeDeviceError, match=r"launches on cuda\(0\) but takes tensors on "
+                                                 r"cuda\(1\)"):
         mod.launch("vadd", 1, 32, [on_gpu1, 0, 0, 4], device=0)
 
 

@@ -95,7 +95,7 @@ def test_arguments_are_still_checked(monkeypatch):
     planned, _ = _vms(CHAIN, monkeypatch)
     with pytest.raises(irc.RuntimeShapeError, match="expects R.Tensor"):
         planned["main"](np.ones((4, 9), "float32"), np.ones((8, 8), "float32"))
-    with pytest.raises(irc.RuntimeShapeError, match="expects R.Tensor"):
+    with pytest.raises(irc.RuntimeDTypeError, match="expects R.Tensor"):
         planned["main"](np.ones((4, 8), "float64"), np.ones((8, 8), "float32"))
     # Unaligned and strided inputs are copied before the native call.
     big = np.ones((8, 16), "float32")

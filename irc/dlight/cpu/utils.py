@@ -45,7 +45,8 @@ PER_ELEMENT_WORK = {
     # 128 x 768 layer norms, three stages of 98k elements, 80-90 us each on one core).
     "row": 2,
 }
-# Symbolic extents count as this many iterations when estimating work.
+# Symbolic extents count as this many iterations when choosing the loops to fuse into a
+# parallel loop.
 SYMBOLIC_EXTENT_GUESS = 64
 
 
@@ -56,8 +57,10 @@ def vector_lanes(target: Target, dtype: str) -> int:
 
 
 def work_of(extents) -> int:
-    """The product of loop extents (symbolic ones estimated)."""
-    return prod(e.value if type(e) is IntImm else SYMBOLIC_EXTENT_GUESS for e in extents)
+    """The product of loop extents, a symbolic one counting as ``PARALLEL_MIN_WORK``: a
+    nest with one may be large, and its parallel loop decides at run time, from the
+    actual extents, whether to start other threads (``codegen/llvm_parallel.py``)."""
+    return prod(e.value if type(e) is IntImm else PARALLEL_MIN_WORK for e in extents)
 
 
 def wants_parallel(target: Target, work: int, per_element: str | None = None) -> bool:

@@ -216,11 +216,15 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0,
     return _emit_tuple(frame, call, name, count)
 
 
-def take(x: Tensor, indices: Tensor, axis: int | None = None, name: str = "take") -> Tensor:
-    """Elements of ``x`` at integer ``indices`` along ``axis`` (``R.take``)."""
+def take(x: Tensor, indices: Tensor, axis: int | None = None, mode: str = "raise",
+         name: str = "take") -> Tensor:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (``R.take``). With the
+    default ``mode="raise"`` a negative index counts from the end and any index outside
+    ``[-extent, extent)`` fails the run, naming it; see ``R.take`` for the other modes."""
     frame = _frame("take")
     return frame.emit(ops.take(_tensor(frame, x, "take"),
-                               _tensor(frame, indices, "take", "indices"), axis), name)
+                               _tensor(frame, indices, "take", "indices"), axis, mode),
+                      name)
 
 
 def broadcast_to(x: Tensor, shape: Sequence[Any], name: str = "broadcast_to") -> Tensor:

@@ -1,11 +1,13 @@
 """The ONNX importer: ``from_onnx(model, shape_dict=None, dtype_dict=None, opset=None,
 keep_params_in_input=False)`` turns an ONNX model into a graph-level IRModule (see
 :mod:`irc.frontend.onnx.importer`); ``supported_ops()`` lists the operator types irc
-converts and the opsets their converters start at. Needs the ``onnx`` package
+converts and the opsets their converters start at. An operator irc does not convert
+raises :class:`irc.UnsupportedOperatorError` (``UnsupportedOpError`` is a deprecated
+name of it). Needs the ``onnx`` package
 (``pip install 'irc[onnx]'``), imported when the importer is first used.
 """
 
-from ...core.diagnostics import UnsupportedOperatorError
+from ...core.diagnostics import UnsupportedOperatorError, deprecated_aliases
 from . import (
     ops_control,
     ops_elementwise,
@@ -20,6 +22,9 @@ from . import (
 from .importer import from_onnx
 from .registry import supported_ops
 
-UnsupportedOpError = UnsupportedOperatorError
+__all__ = ["from_onnx", "supported_ops", "UnsupportedOperatorError"]
 
-__all__ = ["from_onnx", "supported_ops", "UnsupportedOpError"]
+
+# UnsupportedOpError: a deprecated second name of UnsupportedOperatorError.
+__getattr__ = deprecated_aliases("irc.frontend.onnx", {
+    "UnsupportedOpError": ("irc.UnsupportedOperatorError", UnsupportedOperatorError)})

@@ -21,9 +21,9 @@ shape used as data by any other operator is an import error naming the node.
 ``Identity``, ``Dropout`` (inference) and ``Constant`` produce no computation.
 
 Errors: every operator type without a converter for the model's opset is collected first
-and reported together in one :class:`~irc.UnsupportedOpError`; anything else wrong with a
-node (missing input, bad attribute, shapes that contradict) is an :class:`IRCError`
-naming the node and its operator.
+and reported together in one :class:`~irc.UnsupportedOperatorError`; anything else wrong
+with a node (missing input, bad attribute, shapes that contradict) is an
+:class:`IRCError` naming the node and its operator.
 """
 
 from __future__ import annotations
@@ -36,7 +36,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.diagnostics import IRCError, MissingDependencyError, UnsupportedOperatorError
+from ...core.diagnostics import (
+    IRCError,
+    MissingDependencyError,
+    UnsupportedOperatorError,
+    did_you_mean,
+)
 from ...core.gc_pauses import with_fewer_gc_pauses
 from ...core.module import IRModule
 from ...ir import ops
@@ -44,6 +49,7 @@ from ...ir.block_builder import BlockBuilder
 from ...ir.expr import Constant, Expr, PrimValue, Tuple, TupleGetItem, Var
 from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
+from .dataflow import if_out_of_dataflow
 from .registry import MIN_OPSET, lookup
 
 # ONNX TensorProto element types irc has a dtype for.
@@ -291,6 +297,100 @@ def _load(model: Any, onnx: Any) -> Any:
                    f"{type(model).__name__}")
 
 
+def _check_model(proto: Any, model: Any) -> None:
+    """Refuse a model that computes nothing: no graph (an empty or cut-short file parses
+    as an empty model) or a graph without outputs. A graph whose outputs are its inputs
+    (no nodes) is a model."""
+    if isinstance(model, (str, os.PathLike)):
+        source = f"the file {os.fspath(model)!r}"
+        empty = os.path.getsize(model) == 0
+    elif isinstance(model, (bytes, bytearray)):
+        source, empty = "the bytes given", len(model) == 0
+    else:
+        source, empty = "the ModelProto given", proto.ByteSize() == 0
+    if not proto.HasField("graph"):
+        why = "it is empty (0 bytes)" if empty else "it has no graph"
+        raise IRCError(f"from_onnx: cannot import {source}: {why}, so it is not an ONNX "
+                       "model",
+                       hint="give the .onnx file the exporter wrote (a file cut short by a "
+                            "failed copy or download parses as an empty model)")
+    if not proto.graph.output:
+        raise IRCError(f"from_onnx: cannot import {source}: its graph "
+                       f"{proto.graph.name!r} has no outputs, so it computes nothing",
+                       hint="export the model with its outputs declared")
+
+
+def _check_settings(proto: Any, shape_dict: Any, dtype_dict: Any, opset: Any) -> None:
+    """Refuse a setting that names nothing in the model, or whose value has the wrong
+    kind, instead of ignoring it: ``shape_dict`` keys are graph inputs (value: a list of
+    sizes, names or None, one per dimension) or named dimensions of them (value: a size);
+    ``dtype_dict`` keys are graph inputs; ``opset`` is an int from 1."""
+    init_names = {t.name for t in proto.graph.initializer}
+    inputs = [vi for vi in proto.graph.input if vi.name not in init_names]
+    ranks: dict[str, int | None] = {}
+    dim_names: list[str] = []
+    for vi in inputs:
+        tt = vi.type.tensor_type if vi.type.WhichOneof("value") == "tensor_type" else None
+        if tt is None or not tt.HasField("shape"):
+            ranks[vi.name] = None
+            continue
+        ranks[vi.name] = len(tt.shape.dim)
+        for axis, d in enumerate(tt.shape.dim):
+            if not (d.HasField("dim_value") and d.dim_value >= 0):
+                dim_names.append(d.dim_param if d.HasField("dim_param")
+                                 else f"{vi.name}_dim{axis}")
+    inputs_text = ", ".join(repr(n) for n in ranks) or "none"
+
+    def unknown(what: str, key: Any, known: list[str], extra: str) -> IRCError:
+        return IRCError(f"from_onnx: {what} names {key!r}, which is not {extra} of the "
+                        f"model{did_you_mean(str(key), known)}",
+                        hint=f"the model's graph inputs are {inputs_text}" + (
+                            f"; its named dimensions {', '.join(map(repr, dim_names))}"
+                            if dim_names else ""))
+
+    if shape_dict is not None:
+        if not isinstance(shape_dict, dict):
+            raise IRCError(f"from_onnx: shape_dict must be a dict of input or dimension name "
+                           f"to shape or size, got {type(shape_dict).__name__}")
+        for key, value in shape_dict.items():
+            if key in ranks:
+                if not isinstance(value, (list, tuple)) or not all(
+                        d is None or isinstance(d, str) or (isinstance(d, (int, np.integer))
+                                                            and not isinstance(d, bool))
+                        for d in value):
+                    raise IRCError(f"from_onnx: shape_dict[{key!r}] must be a list of "
+                                   f"sizes, dimension names or None, got {value!r}")
+                rank = ranks[key]
+                if rank is not None and len(value) != rank:
+                    raise IRCError(f"from_onnx: shape_dict[{key!r}] has {len(value)} "
+                                   f"dimensions, but the model declares input {key!r} with "
+                                   f"{rank}")
+            elif key in dim_names:
+                if not isinstance(value, (int, np.integer)) or isinstance(value, bool) \
+                        or value < 0:
+                    raise IRCError(f"from_onnx: shape_dict[{key!r}] fixes the named "
+                                   f"dimension {key!r}; give its size (an int >= 0), got "
+                                   f"{value!r}")
+            else:
+                raise unknown("shape_dict", key, [*ranks, *dim_names],
+                              "a graph input or a named dimension of one")
+    if dtype_dict is not None:
+        if not isinstance(dtype_dict, dict):
+            raise IRCError(f"from_onnx: dtype_dict must be a dict of input name to dtype, "
+                           f"got {type(dtype_dict).__name__}")
+        for key, value in dtype_dict.items():
+            if key not in ranks:
+                raise unknown("dtype_dict", key, list(ranks), "a graph input")
+            try:
+                dt.check(str(value))
+            except IRCError as err:
+                raise IRCError(f"from_onnx: dtype_dict[{key!r}]: {err.message}") from None
+    if opset is not None and (not isinstance(opset, (int, np.integer))
+                              or isinstance(opset, bool) or opset < 1):
+        raise IRCError(f"from_onnx: opset must be an ONNX opset version (an int from 1), "
+                       f"got {opset!r}")
+
+
 def _default_opset(proto: Any) -> int:
     for imp in proto.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -344,7 +444,8 @@ class GraphImporter:
 
     # -- the graph's interface -------------------------------------------------------------
     def _dim(self, d: Any, input_name: str, axis: int) -> Any:
-        if d.HasField("dim_value"):
+        # Some exporters write -1 for a dimension known only at run time: it is one.
+        if d.HasField("dim_value") and d.dim_value >= 0:
             return E.IntImm(dtype="int64", value=int(d.dim_value))
         name = d.dim_param if d.HasField("dim_param") else f"{input_name}_dim{axis}"
         fixed = self.shape_dict.get(name)
@@ -375,6 +476,10 @@ class GraphImporter:
                     dims.append(self.dim_vars.setdefault(vname, E.Var(name=vname,
                                                                       dtype="int64")))
                 else:
+                    if int(d) < 0:
+                        raise IRCError(f"from_onnx: shape_dict[{vi.name!r}] gives dimension "
+                                       f"{axis} as {d}; give a size (>= 0), or a name or None "
+                                       "for a dimension known only at run time")
                     dims.append(E.IntImm(dtype="int64", value=int(d)))
             return TensorStructInfo(shape=tuple(dims), dtype=dtype)
         if not tt.HasField("shape"):
@@ -404,10 +509,16 @@ class GraphImporter:
                 missing.setdefault(key, []).append(node.name or ", ".join(node.output))
         if not missing:
             return
+        # Each domain's operators are versioned by that domain's entry in opset_import.
+        versions = {imp.domain or "ai.onnx": int(imp.version)
+                    for imp in self.proto.opset_import}
         lines = []
         for (domain, op), names in sorted(missing.items()):
             first = ", ".join(repr(n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
-            lines.append(f"  {op} ({domain}, opset {self.opset}): {len(names)} node"
+            version = self.opset if domain == "ai.onnx" else versions.get(domain)
+            where = (f"opset {version}" if version is not None
+                     else "a domain missing from the model's opset_import")
+            lines.append(f"  {op} ({domain}, {where}): {len(names)} node"
                          f"{'s' if len(names) > 1 else ''}, first {first}")
         raise UnsupportedOperatorError(
             f"from_onnx: {len(missing)} operator type{'s' if len(missing) > 1 else ''} "
@@ -477,7 +588,7 @@ class GraphImporter:
                     outs.append(e)
             result = outs[0] if len(outs) == 1 else Tuple(fields=tuple(outs))
             self.bb.emit_func_output(result)
-        return self.bb.get()
+        return if_out_of_dataflow(self.bb.get())
 
     # -- subgraphs (If, Loop) -------------------------------------------------------------
     def subgraph_function(self, graph: Any, name: str,
@@ -526,7 +637,7 @@ class GraphImporter:
         self.emitted_outputs = set()
         fname = self.bb.get().unique_name(valid_name(name, "subgraph"))
         try:
-            with self.bb.function(fname, params):
+            with self.bb.function(fname, params, private=True):
                 with self.bb.dataflow():
                     for node in graph.node:
                         self.convert(node)
@@ -558,7 +669,8 @@ class GraphImporter:
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is None or not tt.HasField("shape"):
             return None
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                for d in tt.shape.dim]
         sinfo = self.bb.normalize(e).struct_info
         if any(d is None for d in dims) or not isinstance(sinfo, TensorStructInfo) or \
                 sinfo.ndim != len(dims) or sinfo.static_shape is not None:
@@ -927,6 +1039,8 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: dict | Non
     ``irc.compile(mod, params=params)`` binds)."""
     onnx = onnx_module()
     proto = _load(model, onnx)
+    _check_model(proto, model)
+    _check_settings(proto, shape_dict, dtype_dict, opset)
     imp = GraphImporter(proto, shape_dict, dtype_dict, opset, keep_params_in_input)
     mod = imp.run()
     if keep_params_in_input:

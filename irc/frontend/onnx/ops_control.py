@@ -154,7 +154,7 @@ def _loop(node: Node) -> Any:
     name = bb.get().unique_name(valid_name(f"{base}_loop", "loop"))
     loop_gv = bb.declare_function(name, FuncStructInfo(
         params=tuple(p.struct_info for p in params), ret=ret))
-    with bb.function(name, params):
+    with bb.function(name, params, private=True):
         go = bb.emit(ops.logical_and(ops.less(p_i, p_trip), p_c), "go")
         call = bb.normalize(_call(body_gv, [p_i, p_c, *p_v, *p_cap]))
         r = Var(name_hint="step", struct_info=call.struct_info)

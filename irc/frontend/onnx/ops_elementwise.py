@@ -158,8 +158,10 @@ def _sign(node: Node) -> Expr:
     x = node.input(0)
     dtype = node.dtype(0)
     zero, one = scalar(0, dtype), scalar(1, dtype)
+    # A float NaN fails both compares; x * 0 keeps it (and is 0 for a zero x).
+    rest = ops.multiply(x, zero) if dt.is_float(dtype) else zero
     neg = ops.where(ops.less(x, zero), ops.negative(one) if not dt.is_uint(dtype) else zero,
-                    zero)
+                    rest)
     return ops.where(ops.greater(x, zero), one, neg)
 
 

@@ -369,9 +369,13 @@ def _max_unpool(node: Node) -> Expr:
     if min(inferred) < 1:
         raise node.error(f"the unpooled shape {inferred} is empty")
     total = int(np.prod(inferred, dtype="int64"))
+    # MaxUnpool's indices are flat positions in [0, total): a negative one is moved below
+    # -total, where the scatter's run-time check (which counts [-total, 0) from the end)
+    # fails the call.
+    idx = ops.reshape(ops.astype(node.input(1), "int64"), [-1])
+    idx = ops.where(ops.less(idx, _i64_const(0)), ops.subtract(idx, _i64_const(total)), idx)
     flat = ix.scatter_elements(Constant.from_numpy(np.zeros(total, dt.to_numpy(node.dtype(0)))),
-                               ops.reshape(ops.astype(node.input(1), "int64"), [-1]),
-                               ops.reshape(node.input(0), [-1]), axis=0)
+                               idx, ops.reshape(node.input(0), [-1]), axis=0)
     y = ops.reshape(flat, inferred)
     if not node.has_input(2):
         return y

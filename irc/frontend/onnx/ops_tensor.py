@@ -301,7 +301,7 @@ def _gather(node: Node) -> Any:
                 raise node.error(f"an index is out of range for axis {axis} of size {size}")
             idx = np.where(idx < 0, idx + size, idx)
             return ops.take(data, Constant.from_numpy(idx.astype("int64")), axis)
-    return ops.take(data, node.input(1), axis, mode="wrap")
+    return ops.take(data, node.input(1), axis, mode="raise")
 
 
 @converter("Expand", since=8)
@@ -387,9 +387,8 @@ def _range(node: Node) -> Expr:
 @converter("Pad", since=11)
 def _pad(node: Node) -> Expr:
     n = node.ndim(0)
-    if node.const(1) is None or min(node.ints(1, "pads")) < 0 or \
-            node.attr("mode", "constant") == "wrap" or \
-            (node.has_input(2) and node.const(2) is None):
+    if node.const(1) is None or (node.has_input(2) and node.const(2) is None) or \
+            (node.has_input(3) and node.const(3) is None):
         return _pad_runtime(node)
     pads = node.ints(1, "pads")
     axes = node.ints(3, "axes") if node.has_input(3) else list(range(n))
@@ -400,18 +399,50 @@ def _pad(node: Node) -> Expr:
         a = _axis(node, a, n)
         width[2 * a], width[2 * a + 1] = pads[j], pads[len(axes) + j]
     mode = node.attr("mode", "constant")
-    modes = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}
+    modes = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+             "wrap": "circular"}
     if mode not in modes:
         raise node.error(f"mode {mode!r} is not one of {', '.join(modes)}")
     value = 0.0
     if node.has_input(2):
         c = node.const(2)
-        if c is None:
-            raise node.error("the constant value must be known at import time")
         value = float(c.reshape(-1)[0]) if c.size else 0.0
-    if any(w < 0 for w in width):
-        raise node.error("negative pads (cropping) are not supported")
+    if mode != "constant":
+        _check_padded_lengths(node, width, mode)
     return ops.nn.pad(node.input(0), width, modes[mode], value)
+
+
+def _check_padded_lengths(node: Node, width: list[int], mode: str) -> None:
+    """Check that each padded axis has what ``mode`` needs after cropping: more elements
+    than the reflect pad, at least one to replicate or wrap. Axes of known length are
+    checked now (an import error naming the node, as ONNX Runtime refuses such a node),
+    the others when the model runs."""
+    dims, needs = [], []
+    for a, d in enumerate(node.shape(0)):
+        before, after = width[2 * a], width[2 * a + 1]
+        most = max(before, after)
+        if most <= 0:
+            continue
+        crop = max(0, -before) + max(0, -after)
+        need = (most + 1 if mode == "reflect" else 1) + crop
+        if not isinstance(d, E.IntImm):
+            dims.append(d)
+            needs.append(need)
+            continue
+        left = int(d.value) - crop
+        if mode == "reflect" and most > left - 1:
+            raise node.error(f"reflect padding of axis {a} by {most} needs more than {most} "
+                             f"elements, the axis has {left}"
+                             + (" after cropping" if crop else ""),
+                             hint="ONNX Runtime refuses it too; use mode 'edge' or smaller "
+                                  "pads")
+        if left < 1:
+            raise node.error(f"{mode} padding of axis {a}, which is empty"
+                             + (" after cropping" if crop else ""))
+    if dims:
+        lengths = ops.concat(Tuple(fields=tuple(ops.full([1], PrimValue(value=d), "int64")
+                                                for d in dims)), 0)
+        node.runtime_check(_any(ops.less(lengths, _i64(needs))), f"{mode}_pad_too_large")
 
 
 # -- shape-like inputs known only at run time ----------------------------------------------
@@ -716,27 +747,38 @@ def _pad_runtime(node: Node) -> Expr:
     dims = node.runtime_dims(sizes, "dim")
     x = node.input(0)
     mask: Expr | None = None
+    zero = _i64(0)
     for j, a in enumerate(axes):
         d = in_shape[a]
-        src = ops.subtract(ops.arange(0, dims[j], 1, "int64"), _element(before, j))
+        # Negative pads crop first; the padding applies to the ``length`` elements left
+        # (``pos`` indexes them), as in ONNX Runtime.
+        b, e = _element(before, j), _element(after, j)
+        lo = ops.maximum(ops.negative(b), zero)
+        length = ops.subtract(ops.subtract(_i64(d), lo), ops.maximum(ops.negative(e), zero))
+        pos = ops.subtract(ops.arange(0, dims[j], 1, "int64"), ops.maximum(b, zero))
         if mode == "constant":
-            inside = ops.logical_and(ops.greater_equal(src, _i64(0)),
-                                     ops.less(src, _i64(d)))
+            inside = ops.logical_and(ops.greater_equal(pos, zero), ops.less(pos, length))
             shape = [1] * n
             shape[a] = -1
             m = ops.reshape(inside, shape)
             mask = m if mask is None else ops.logical_and(mask, m)
-            idx = ops.minimum(ops.maximum(src, _i64(0)), _i64(max(d - 1, 0)))
-        elif mode == "edge" or (mode == "reflect" and d == 1):
-            idx = ops.minimum(ops.maximum(src, _i64(0)), _i64(max(d - 1, 0)))
-        elif mode == "wrap":
-            idx = _floor_mod(src, max(d, 1))
+            kept = pos
         else:
-            if d < 1:
-                raise node.error(f"reflect padding of the empty axis {a}")
-            period = 2 * (d - 1)
-            r = _floor_mod(src, period)
-            idx = ops.where(ops.greater_equal(r, _i64(d)), ops.subtract(_i64(period), r), r)
+            # What the mode needs of the axis once padded: ONNX Runtime's conditions.
+            pads = ops.maximum(ops.maximum(b, e), zero)
+            some = ops.minimum(pads, _i64(1))  # 1 where the axis is padded
+            need = ops.add(pads, some) if mode == "reflect" else some
+            node.runtime_check(_any(ops.less(length, need)), f"{mode}_pad_too_large")
+            last = ops.subtract(length, _i64(1))
+            if mode == "edge":
+                kept = ops.minimum(ops.maximum(pos, zero), last)
+            elif mode == "wrap":
+                period = ops.maximum(length, _i64(1))
+                kept = ops.subtract(pos, ops.multiply(ops.floor_divide(pos, period), period))
+            else:
+                mag = ops.abs(pos)
+                kept = ops.minimum(mag, ops.subtract(ops.add(last, last), mag))
+        idx = ops.minimum(ops.maximum(ops.add(kept, lo), zero), _i64(max(d - 1, 0)))
         x = _gather_axis(node, x, idx, a)
     if mask is None:
         return x

@@ -385,11 +385,15 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
 
 @register_op("take", ["x", "indices"], [
     AttrSpec("axis", None, lambda v, o, a: None if v is None else conv_int(v, o, a)),
-    AttrSpec("mode", "fast", conv_choice("fast", "clip", "wrap")),
+    AttrSpec("mode", "fast", conv_choice("fast", "clip", "wrap", "raise")),
 ], pattern=INJECTIVE)
 def _infer_take(call: Call, ctx: Any) -> StructInfo:
     """R.take(x, indices, axis=None, mode="fast"): elements of ``x`` at integer
-    ``indices`` along ``axis`` (None: of the flattened ``x``)."""
+    ``indices`` along ``axis`` (None: of the flattened ``x``). ``mode`` says what an index
+    outside the axis does: "raise" counts negative indices from the end once and fails
+    the run at any other (ONNX's Gather, numpy's take, embedding lookups); "wrap" takes it
+    modulo the extent; "clip" clamps it into range; "fast" promises indices in range
+    (irc clamps them, so a read stays in bounds)."""
     x, idx = tensor_arg(call, 0), tensor_arg(call, 1)
     if idx.dtype and not dt.is_integer(idx.dtype):
         raise fail(call, f"indices must be an integer tensor, got {idx.dtype}")

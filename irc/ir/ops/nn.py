@@ -25,7 +25,7 @@ from ..op import (
     register_op,
 )
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ..struct_info_analysis import const_value, format_dim, format_shape, prove_not_equal
+from ..struct_info_analysis import const_value, format_shape, prove_not_equal
 from ._common import (
     conv_axes_required,
     conv_pad_width,
@@ -182,7 +182,12 @@ def _infer_batch_norm(call: Call, ctx: Any) -> StructInfo:
 ], pattern=INJECTIVE)
 def _infer_pad(call: Call, ctx: Any) -> StructInfo:
     """R.nn.pad(data, pad_width, pad_mode="constant", pad_value=0.0): ``pad_width`` lists
-    (before, after) for every axis, flattened."""
+    (before, after) for every axis, flattened. ``pad_mode`` is ``"constant"``
+    (``pad_value``), ``"reflect"`` (the mirror image without the edge element),
+    ``"replicate"`` (the edge element repeated) or ``"circular"`` (the other end's
+    elements). A negative width removes that many elements from that end first (ONNX's
+    cropping); the padding then applies to what is left, so a reflect pad is at most its
+    length - 1, and replicate and circular padding need at least one element."""
     x = tensor_arg(call, 0)
     widths = call.attrs["pad_width"]
     if x.ndim < 0:
@@ -190,8 +195,6 @@ def _infer_pad(call: Call, ctx: Any) -> StructInfo:
     if len(widths) != 2 * x.ndim:
         raise fail(call, f"pad_width needs 2 values (before, after) per axis: {2 * x.ndim} for "
                          f"a tensor of rank {x.ndim}, got {len(widths)}")
-    if min(widths, default=0) < 0:
-        raise fail(call, f"pad_width must be non-negative, got {list(widths)}")
     if x.shape is None:
         return x
     mode = call.attrs["pad_mode"]
@@ -199,10 +202,19 @@ def _infer_pad(call: Call, ctx: Any) -> StructInfo:
     for k, d in enumerate(x.shape):
         before, after = widths[2 * k], widths[2 * k + 1]
         size = const_value(d)
-        if mode == "reflect" and size is not None and max(before, after) >= size:
-            raise fail(call, f"reflect padding of axis {k} by {max(before, after)} needs a "
-                             f"dimension larger than that, got {format_dim(d)}")
-        dims.append(d + before + after)
+        if size is not None:
+            left = size - max(0, -before) - max(0, -after)
+            if left < 0:
+                raise fail(call, f"pad_width removes {max(0, -before) + max(0, -after)} "
+                                 f"elements of axis {k}, which has {size}")
+            most = max(before, after)
+            if mode == "reflect" and most > left - 1:
+                raise fail(call, f"reflect padding of axis {k} by {most} needs more than "
+                                 f"{most} elements, it has {left}"
+                                 + (" after cropping" if left != size else ""))
+            if mode != "constant" and most > 0 and left == 0:
+                raise fail(call, f"{mode} padding of axis {k}, which is empty")
+        dims.append(d + before + after if before or after else d)
     return tensor(dims, x.dtype, vdevice=x.vdevice)
 
 

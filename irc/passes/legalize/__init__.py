@@ -62,6 +62,8 @@ class _Legalizer(Mutator):
                                 span=call.span, node=call,
                                 hint="dispatch it to a library first, or add a rule with "
                                      "LegalizeOps(customize_legalize_map={...})")
+        self.ctx.where = (f"binding {self.binding} of {self.func_name}" if self.binding
+                          else f"function {self.func_name}")
         try:
             out = rule(self.ctx, call)
         except LegalizeError:

@@ -5,7 +5,8 @@ argument (a graph expression with tensor struct info, or a list of them) by a
 ``te.placeholder`` of the same shape and dtype, runs ``fcompute`` (usually an
 ``irc.topi`` function), makes a block-form PrimFunc of the result with int64 indices,
 adds it to the module (a structurally equal function is reused) and returns
-``R.call_tir(func, args, out_sinfo)``. A network repeats the same operator on the same
+``R.call_tir(func, args, out_sinfo)`` (:func:`irc.ir.te_call.te_call_tir`, which
+``BlockBuilder.emit_te`` shares). A network repeats the same operator on the same
 shapes many times: a call with the same ``fcompute`` and arguments that are all
 static-shape tensors and plain Python values reuses the function made the first time
 without building it again.
@@ -19,12 +20,11 @@ from ...core.diagnostics import LegalizeError
 from ...core.module import IRModule
 from ...core.structural import structural_hash_hex
 from ...ir.block_builder import normalize
-from ...ir.expr import Expr, GlobalVar, ShapeExpr
+from ...ir.expr import Expr, GlobalVar
 from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
-from ...tir import te
-from ...tir.analysis.var_use import undefined_vars
-from ...tir.expr import FloatImm, IntImm, cast
+from ...ir.te_call import te_call_tir
+from ...tir.expr import FloatImm, IntImm
 from ...tir.stmt import PrimFunc
 
 
@@ -39,6 +39,8 @@ class LegalizeContext:
         self._gvars: dict[str, GlobalVar] = {}
         # call_te results by (fcompute, name, argument key): (function, output struct info)
         self._memo: dict[tuple, tuple[GlobalVar, Any]] = {}
+        # Where the call being legalized is ("binding y of main"): run-time checks name it.
+        self.where = ""
         for gv, f in mod.functions.items():
             if isinstance(f, PrimFunc):
                 self._by_hash.setdefault(structural_hash_hex(f), gv)
@@ -84,47 +86,11 @@ class LegalizeContext:
             gv, out_sinfo = self._memo[memo_key]
             return normalize(call_tir(
                 gv, _tensor_args(args) + _tensor_args(list(kwargs.values())), out_sinfo))
-        inputs: list[Expr] = []
-        placeholders: list[Any] = []
-
-        def to_te(a: Any) -> Any:
-            if isinstance(a, Expr):
-                sinfo = a.struct_info
-                if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None \
-                        or not sinfo.dtype:
-                    raise LegalizeError(f"cannot legalize {name}: an operand has struct info "
-                                        f"{sinfo!r}; a tensor of known shape and dtype is "
-                                        "needed", node=a)
-                ph = te.placeholder(sinfo.shape, sinfo.dtype, name=f"p{len(placeholders)}")
-                inputs.append(a)
-                placeholders.append(ph)
-                return ph
-            if isinstance(a, (list, tuple)):
-                return type(a)(to_te(x) for x in a)
-            return a
-
-        te_args = [to_te(a) for a in args]
-        te_kwargs = {k: to_te(v) for k, v in kwargs.items()}
-        out = fcompute(*te_args, **te_kwargs)
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
-        func = te.create_prim_func(placeholders + outs, index_dtype_override="int64")
-        # Shape variables of the graph that the computation reads but no parameter's
-        # dimension binds (a fill value ``n``, a length ``max(n, 0)``) become scalar
-        # parameters, passed as ``tir_vars``.
-        free = undefined_vars(func)
-        if free:
-            func = te.create_prim_func(placeholders + outs + free,
-                                       index_dtype_override="int64")
-        func = func.replace(attrs={k: v for k, v in func.attrs.items()
-                                   if k != "global_symbol"})
-        gv = self.add_prim_func(func, name)
-        sinfos = [TensorStructInfo(shape=tuple(_as_int64(s) for s in o.shape), dtype=o.dtype)
-                  for o in outs]
-        out_sinfo: Any = sinfos if isinstance(out, (list, tuple)) else sinfos[0]
-        tir_vars = ShapeExpr(values=tuple(free)) if free else None
-        if memo_key is not None and not free:
-            self._memo[memo_key] = (gv, out_sinfo)
-        return normalize(call_tir(gv, inputs, out_sinfo, tir_vars))
+        made = te_call_tir(fcompute, args, kwargs, name=name, add_func=self.add_prim_func,
+                           error=LegalizeError, what=f"cannot legalize {name}")
+        if memo_key is not None and made.tir_vars is None:
+            self._memo[memo_key] = (made.gvar, made.out_sinfo)
+        return normalize(made.call())
 
 
 class _NotStatic(Exception):
@@ -167,9 +133,3 @@ def _tensor_args(args: Any) -> list[Expr]:
         elif isinstance(a, (list, tuple)):
             out.extend(_tensor_args(a))
     return out
-
-
-def _as_int64(e: Any) -> Any:
-    if isinstance(e, IntImm):
-        return IntImm(dtype="int64", value=e.value)
-    return cast(e, "int64")

@@ -248,13 +248,10 @@ def _batch_norm(ctx: LegalizeContext, call: Call) -> Expr:
 @rule("nn.pad")
 def _pad(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
-    if a["pad_mode"] != "constant":
-        raise LegalizeError(f"R.nn.pad mode {a['pad_mode']!r} is not supported (only "
-                            "'constant')", node=call, span=call.span)
     width = list(a["pad_width"])
     before, after = width[0::2], width[1::2]
     return ctx.call_te(topi.nn.pad, call.args[0], before, after, pad_value=a["pad_value"],
-                       name="pad")
+                       mode=a["pad_mode"], name="pad")
 
 
 # -- manipulation -------------------------------------------------------------------------
@@ -307,13 +304,6 @@ def _strided_slice(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
     return ctx.call_te(topi.strided_slice, call.args[0], a["begin"], a["end"],
                        strides=a["strides"], axes=a["axes"], name="strided_slice")
-
-
-@rule("take")
-def _take(ctx: LegalizeContext, call: Call) -> Expr:
-    mode = call.attrs["mode"]
-    return ctx.call_te(topi.take, call.args[0], call.args[1], axis=call.attrs["axis"],
-                       mode="clip" if mode == "fast" else mode, name="take")
 
 
 @rule("broadcast_to")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from ...ir.expr import Call, Expr
 from ...tir.topi import image as topi_image
+from ...tir.topi import index as topi_index
 from .context import LegalizeContext
 from .rules import rule
+from .rules_index import checked_indices
 
 
 @rule("image.resize")
@@ -43,6 +45,8 @@ def _col2im(ctx: LegalizeContext, call: Call) -> Expr:
 @rule("image.roi_align")
 def _roi_align(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
-    return ctx.call_te(topi_image.roi_align, call.args[0], call.args[1], call.args[2],
+    batch = checked_indices(ctx, call, lambda d, v, o, what: topi_index.check_in_range(
+        v, o, 0, d.shape[0] - 1, what, "batch index"), data_pos=0, index_pos=2)
+    return ctx.call_te(topi_image.roi_align, call.args[0], call.args[1], batch,
                        list(a["output_size"]), a["spatial_scale"], a["sampling_ratio"],
                        mode=a["mode"], half_pixel=a["half_pixel"], name="roi_align")

@@ -1,4 +1,5 @@
-"""Legalization rules of the indexing operators (``irc/ir/ops/index.py``): gathers,
+"""Legalization rules of the indexing operators (``irc/ir/ops/index.py``, and ``take``):
+gathers (after a kernel that checks their indices at run time),
 ``one_hot``, ``trilu``, ``eye_like`` and ``reverse_sequence`` as te computations;
 scatters, ``topk`` and the scans as loop kernels (``irc.tir.topi.index``) made into
 PrimFuncs here. Registered in :data:`rules.RULES` when this module is imported.
@@ -13,6 +14,7 @@ from ...ir.block_builder import normalize
 from ...ir.expr import Call, Expr, PrimValue
 from ...ir.ops import call_tir
 from ...ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ...tir import topi
 from ...tir.buffer import Buffer
 from ...tir.stmt import Stmt
 from ...tir.topi import index as topi_index
@@ -48,16 +50,59 @@ def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
     return normalize(call_tir(gv, args, res))
 
 
+def checked_indices(ctx: LegalizeContext, call: Call,
+                    kernel: Callable[[Buffer, Buffer, Buffer, str], Stmt],
+                    data_pos: int = 0, index_pos: int = 1) -> Expr:
+    """``R.call_tir`` of a kernel ``kernel(data, indices, out, what)`` that checks the
+    indices of ``call`` (operands ``data_pos`` and ``index_pos``: the tensor indexed, for
+    its shape, and the indices) and returns them as int64, negative ones counted from the
+    end where the operator allows them (``topi_index.check_indices``,
+    ``check_in_range``): the operator reads through its result, so an index out of range
+    fails the run naming the operator, the binding, the index and the extent instead of
+    reading another element."""
+    data = _tensor(call.args[data_pos].struct_info, call, "the data")
+    idx = _tensor(call.args[index_pos].struct_info, call, "the indices")
+    bufs = [topi_index.buffer(data.shape, data.dtype, "data"),
+            topi_index.buffer(idx.shape, idx.dtype, "indices"),
+            topi_index.buffer(idx.shape, "int64", "checked")]
+    func = topi_index.loop_func(bufs, kernel(*bufs, _what(ctx, call)))
+    gv = ctx.add_prim_func(func, f"check_{call.op.name.replace('.', '_')}_indices")
+    return normalize(call_tir(gv, [call.args[data_pos], call.args[index_pos]],
+                              TensorStructInfo(shape=idx.shape, dtype="int64")))
+
+
+def _what(ctx: LegalizeContext, call: Call) -> str:
+    """The operator and where its call is, for run-time error messages."""
+    return f"{call.op.name} ({ctx.where})" if ctx.where else call.op.name
+
+
+@rule("take")
+def _take(ctx: LegalizeContext, call: Call) -> Expr:
+    mode, axis = call.attrs["mode"], call.attrs["axis"]
+    indices = call.args[1]
+    if mode == "raise":
+        indices = checked_indices(ctx, call, lambda d, i, o, what: topi_index.check_indices(
+            d, i, o, axis, what))
+    return ctx.call_te(topi.take, call.args[0], indices, axis=axis,
+                       mode="wrap" if mode == "wrap" else "clip", name="take")
+
+
 @rule("gather_elements")
 def _gather_elements(ctx: LegalizeContext, call: Call) -> Expr:
-    return ctx.call_te(topi_index.gather_elements, call.args[0], call.args[1],
-                       axis=call.attrs["axis"], name="gather_elements")
+    axis = call.attrs["axis"]
+    indices = checked_indices(ctx, call, lambda d, i, o, what: topi_index.check_indices(
+        d, i, o, axis, what))
+    return ctx.call_te(topi_index.gather_elements, call.args[0], indices, axis=axis,
+                       name="gather_elements")
 
 
 @rule("gather_nd")
 def _gather_nd(ctx: LegalizeContext, call: Call) -> Expr:
-    return ctx.call_te(topi_index.gather_nd, call.args[0], call.args[1],
-                       batch_dims=call.attrs["batch_dims"], name="gather_nd")
+    b = call.attrs["batch_dims"]
+    indices = checked_indices(ctx, call, lambda d, i, o, what:
+                              topi_index.check_index_tuples(d, i, o, b, what))
+    return ctx.call_te(topi_index.gather_nd, call.args[0], indices, batch_dims=b,
+                       name="gather_nd")
 
 
 @rule("one_hot")
@@ -83,7 +128,10 @@ def _eye_like(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("reverse_sequence")
 def _reverse_sequence(ctx: LegalizeContext, call: Call) -> Expr:
-    return ctx.call_te(topi_index.reverse_sequence, call.args[0], call.args[1],
+    time_axis = call.attrs["time_axis"]
+    lengths = checked_indices(ctx, call, lambda d, v, o, what: topi_index.check_in_range(
+        v, o, 0, d.shape[time_axis % d.ndim], what, "sequence length"))
+    return ctx.call_te(topi_index.reverse_sequence, call.args[0], lengths,
                        batch_axis=call.attrs["batch_axis"],
                        time_axis=call.attrs["time_axis"], name="reverse_sequence")
 
@@ -91,22 +139,26 @@ def _reverse_sequence(ctx: LegalizeContext, call: Call) -> Expr:
 @rule("scatter_elements")
 def _scatter_elements(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
+    what = _what(ctx, call)
     return call_loops(ctx, call, lambda d, i, u, o: topi_index.scatter_elements(
-        d, i, u, o, axis=a["axis"], reduction=a["reduction"]), "scatter_elements")
+        d, i, u, o, axis=a["axis"], reduction=a["reduction"], what=what),
+        "scatter_elements")
 
 
 @rule("scatter_nd")
 def _scatter_nd(ctx: LegalizeContext, call: Call) -> Expr:
     red = call.attrs["reduction"]
+    what = _what(ctx, call)
     return call_loops(ctx, call, lambda d, i, u, o: topi_index.scatter_nd(
-        d, i, u, o, reduction=red), "scatter_nd")
+        d, i, u, o, reduction=red, what=what), "scatter_nd")
 
 
 @rule("topk")
 def _topk(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
+    what = _what(ctx, call)
     return call_loops(ctx, call, lambda x, v, i: topi_index.topk(
-        x, v, i, axis=a["axis"], largest=a["largest"]), "topk")
+        x, v, i, axis=a["axis"], largest=a["largest"], what=what), "topk")
 
 
 @rule("cumsum", "cumprod")
@@ -122,4 +174,4 @@ def _scan(ctx: LegalizeContext, call: Call) -> Expr:
         call.op.name)
 
 
-__all__ = ["call_loops"]
+__all__ = ["call_loops", "checked_indices"]

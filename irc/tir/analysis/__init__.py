@@ -1,11 +1,13 @@
-"""Analyses of loop IR: block access regions, buffer accesses, variable use,
-floating-point operation counts, and a checker of the lowered form."""
+"""Analyses of loop IR: block access regions, buffer accesses, variable use, the
+parameters a function writes, floating-point operation counts, and a checker of the
+lowered form."""
 
 from .block_access import detect_block_access_regions
 from .buffer_access import BufferAccess, buffers_accessed, collect_buffer_accesses
 from .flops import flop_count
 from .var_use import collect_vars, undefined_vars, uses_var
 from .verify import verify_lowered
+from .written_params import written_params
 
 __all__ = [
     "BufferAccess",
@@ -17,4 +19,5 @@ __all__ = [
     "undefined_vars",
     "uses_var",
     "verify_lowered",
+    "written_params",
 ]

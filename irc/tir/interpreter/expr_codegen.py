@@ -270,11 +270,19 @@ class ExprCompiler:
 
     def _minmax(self, n: Any, cmp: str) -> CE:
         a, b, depth = self._operands(n)
+        is_float = dt.is_float(n.dtype)
         if _is_vector(n.dtype):
+            if is_float:
+                # NaN from either operand propagates (numpy's minimum/maximum).
+                fn = "_np.minimum" if cmp == "<" else "_np.maximum"
+                return CE(f"{fn}({a.code}, {b.code})", n.dtype, depth=depth)
             return CE(f"_np.where({a.code} {cmp} {b.code}, {a.code}, {b.code})", n.dtype,
                       depth=depth)
         ta, tb = self.fresh("_t"), self.fresh("_t")
-        code = f"({ta} if ({ta} := {a.code}) {cmp} ({tb} := {b.code}) else {tb})"
+        # A float NaN (x != x) in the first operand is kept; one in the second fails the
+        # compare and is taken.
+        nan = f" or {ta} != {ta}" if is_float else ""
+        code = f"({ta} if ({ta} := {a.code}) {cmp} ({tb} := {b.code}){nan} else {tb})"
         lo = hi = None
         if _is_int_scalar(n.dtype):
             pick = min if cmp == "<" else max
@@ -409,6 +417,8 @@ class ExprCompiler:
             return CE(code, n.dtype, depth=depth)
         if op == "tvm_storage_sync":
             return CE("None", n.dtype, 0, 0, depth)
+        if op == "error_values":
+            return CE(f"_error_values({', '.join(codes)})", n.dtype, 0, 0, depth)
         raise InterpreterError(f"the interpreter does not support the intrinsic {op!r}",
                                node=n)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core.diagnostics import IRCError
+from ..intrin import format_error_message
 
 
 class InterpreterError(IRCError):
@@ -206,8 +207,18 @@ def binding_error(block: str, var: str, value: int, lo: int, extent: int) -> Non
                            f"outside its domain [{lo}, {lo + extent})")
 
 
+# Integers recorded by the intrinsic ``error_values`` for the next failing assertion.
+_error_values: list[int] = []
+
+
+def error_values(*values: Any) -> int:
+    _error_values[:] = [int(v) for v in values]
+    return 0
+
+
 def assert_fail(message: str) -> None:
-    raise InterpreterError(f"assertion failed: {message}")
+    values, _error_values[:] = list(_error_values), []
+    raise InterpreterError(f"assertion failed: {format_error_message(message, values)}")
 
 
 HELPERS: dict[str, Any] = {
@@ -218,5 +229,5 @@ HELPERS: dict[str, Any] = {
     "_reinterpret": reinterpret, "_erf": erf, "_sigmoid": sigmoid, "_rsqrt": rsqrt,
     "_exp10": exp10, "_popcount": popcount, "_alloc": alloc, "_oob": oob, "_vflat": vflat,
     "_ramp": ramp, "_bcast": broadcast, "_shape_err": shape_mismatch,
-    "_bind_err": binding_error, "_assert_fail": assert_fail,
+    "_bind_err": binding_error, "_assert_fail": assert_fail, "_error_values": error_values,
 }

@@ -87,11 +87,14 @@ def negative(x: Tensor) -> Tensor:
 
 
 def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of each element."""
+    """-1, 0 or 1 by the sign of each element (NaN stays NaN, as in numpy)."""
     def fn(v: PrimExpr) -> PrimExpr:
         zero, one = const(0, v.dtype), const(1, v.dtype)
         neg = const(-1, v.dtype) if not dt.is_uint(v.dtype) else zero
-        return select(v > zero, one, select(v < zero, neg, zero))
+        # A float NaN fails both compares: the innermost choice keeps it (v * 0 is NaN
+        # for NaN and 0 for every other finite or zero value; infinities compare).
+        rest = v * zero if dt.is_float(v.dtype) else zero
+        return select(v > zero, one, select(v < zero, neg, rest))
     return unary("sign", fn, x)
 
 

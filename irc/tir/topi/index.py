@@ -11,9 +11,12 @@ Two kinds:
   makes the PrimFunc (block form: one opaque root block), marked scheduled and opaque
   so default schedules and fusion leave the loops as written.
 
-Index values are read at run time; a negative index counts from the end of its axis.
-Gathers clamp an index still out of range after that (reads stay in bounds; ONNX leaves
-the result undefined); scatters check it and fail the call with a message.
+Index values are read at run time; a negative index counts from the end of its axis
+(once: ``[-extent, extent)`` is the valid range, as ONNX and numpy define it). Scatters
+check every index and fail the call naming the index and the extent; gathers read
+through indices that :func:`check_indices` / :func:`check_index_tuples` have checked and
+normalized (the legalization puts that kernel before them), and clamp as well, so a read
+stays in bounds whatever reaches them.
 """
 
 from __future__ import annotations
@@ -35,19 +38,23 @@ from ..expr import (
     min_,
     select,
 )
+from ..intrin import error_values
 from ..stmt import (
     AssertStmt,
     Block,
     BlockRealize,
     BufferStore,
+    Evaluate,
     For,
     IfThenElse,
     LetStmt,
     PrimFunc,
     Stmt,
+    no_op,
     seq,
 )
 from ..te.tensor import Tensor, compute
+from ..transform.launch_serial_loops import SERIAL_KERNEL_ATTR
 from .utils import INJECTIVE, axis_names, normalize_axis
 
 IDX = "int64"
@@ -188,13 +195,14 @@ def reverse_sequence(x: Tensor, seq_lengths: Tensor, batch_axis: int = 1,
 
 def loop_func(params: Sequence[Buffer], body: Stmt) -> PrimFunc:
     """A PrimFunc over ``params`` (inputs, then outputs) running ``body`` in an opaque
-    root block, marked so default schedules and fusion keep it as written."""
+    root block, marked so default schedules and fusion keep it as written (and so a GPU
+    build runs it in one thread: ``LaunchSerialLoops``)."""
     handles = tuple(Var(name=b.name, dtype="handle") for b in params)
     root = Block(name="root", iter_vars=(), reads=(), writes=(), body=body)
     return PrimFunc(params=handles, buffer_map=dict(zip(handles, params)),
                     body=BlockRealize(iter_values=(), predicate=const(True), block=root),
                     attrs={"tir.noalias": True, "tir.is_scheduled": True,
-                           "op_pattern": _OPAQUE})
+                           "op_pattern": _OPAQUE, SERIAL_KERNEL_ATTR: True})
 
 
 def buffer(shape: Sequence[Any], dtype: str, name: str) -> Buffer:
@@ -235,19 +243,90 @@ def _combine(reduction: str, old: PrimExpr, new: PrimExpr) -> PrimExpr:
     raise IRTypeError(f"unknown scatter reduction {reduction!r}")
 
 
-def _checked_position(raw: PrimExpr, dim: PrimExpr, what: str, body: Callable[[Var], Stmt]
-                      ) -> Stmt:
-    """Bind the wrapped index ``raw`` to a variable, fail the call when it is outside
-    ``[0, dim)``, then run ``body(var)``."""
+def checked_index(raw: PrimExpr, dim: PrimExpr, what: str, axis: str,
+                  body: Callable[[Var], Stmt]) -> Stmt:
+    """Bind the wrapped index ``raw`` to a variable, fail the call naming ``what``, the
+    index, ``axis`` and the extent when it is outside ``[-dim, dim)``, then run
+    ``body(var)``. The failing branch records the index and the extent
+    (``error_values``) for the message; the test costs one compare in the loop."""
     v = Var(name="pos", dtype=IDX)
     dim = _i64(dim)
-    check = AssertStmt(condition=(v >= const(0, IDX)) & (v < dim),
-                       message=f"{what}: an index is out of range", body=body(v))
-    return LetStmt(var=v, value=_wrap(raw, dim), body=check)
+    label = what.replace("{", "{{").replace("}", "}}")
+    message = (f"{label}: index {{0}} is out of range for {axis} of extent {{1}} "
+               f"(valid indices are -{{1}} to {{2}})")
+    fail = seq(Evaluate(value=error_values(_i64(raw), dim, dim - const(1, IDX))),
+               AssertStmt(condition=const(False), message=message, body=no_op()))
+    bad = (v < const(0, IDX)) | (v >= dim)
+    return LetStmt(var=v, value=_wrap(raw, dim),
+                   body=seq(IfThenElse(condition=bad, then_case=fail), body(v)))
+
+
+def check_in_range(values: Buffer, out: Buffer, lo: Any, hi: Any, what: str,
+                   noun: str) -> Stmt:
+    """``out`` (int64) = ``values``, failing the call at the first value outside
+    ``[lo, hi]`` (expressions of the buffers' shapes), naming ``what``, ``noun`` (the
+    kind of value: "sequence length", "batch index"), the value and the range."""
+    lo, hi = _i64(lo), _i64(hi)
+    label = what.replace("{", "{{").replace("}", "}}")
+    message = f"{label}: {noun} {{0}} is out of range [{{1}}, {{2}}]"
+
+    def step(i: list[Var]) -> Stmt:
+        v = Var(name="value", dtype=IDX)
+        fail = seq(Evaluate(value=error_values(v, lo, hi)),
+                   AssertStmt(condition=const(False), message=message, body=no_op()))
+        return LetStmt(var=v, value=_i64(values[tuple(i)]), body=seq(
+            IfThenElse(condition=(v < lo) | (v > hi), then_case=fail),
+            BufferStore(buffer=out, value=v, indices=tuple(i))))
+
+    return loop_nest(values.shape, step)
+
+
+def check_indices(data: Buffer, indices: Buffer, out: Buffer, axis: int | None,
+                  what: str) -> Stmt:
+    """``out`` (int64) = ``indices`` with negative entries counted from the end of
+    ``data``'s axis ``axis`` (of the flattened ``data`` when None), failing the call at the
+    first index outside ``[-extent, extent)``: the check before a gather."""
+    if axis is None:
+        extent: PrimExpr = const(1, IDX)
+        for d in data.shape:
+            extent = extent * _i64(d)
+        where = "the flattened data"
+    else:
+        extent = _i64(data.shape[normalize_axis(axis, data.ndim)])
+        where = f"axis {normalize_axis(axis, data.ndim)}"
+
+    def step(i: list[Var]) -> Stmt:
+        return checked_index(indices[tuple(i)], extent, what, where,
+                             lambda v: BufferStore(buffer=out, value=v, indices=tuple(i)))
+
+    return loop_nest(indices.shape, step)
+
+
+def check_index_tuples(data: Buffer, indices: Buffer, out: Buffer, batch_dims: int,
+                       what: str) -> Stmt:
+    """:func:`check_indices` for GatherND's index tuples: entry ``j`` of the last axis of
+    ``indices`` addresses axis ``batch_dims + j`` of ``data``."""
+    last = indices.shape[-1]
+    if not isinstance(last, IntImm):
+        raise IRTypeError("topi.check_index_tuples: the last dimension of indices must be "
+                          "constant")
+    m = int(last.value)
+
+    def step(head: list[Var]) -> Stmt:
+        parts = []
+        for j in range(m):
+            at = (*head, const(j, IDX))
+            parts.append(checked_index(
+                indices[at], data.shape[batch_dims + j], what, f"axis {batch_dims + j}",
+                lambda v, at=at: BufferStore(buffer=out, value=v, indices=at)))
+        return seq(*parts)
+
+    return loop_nest(indices.shape[:-1], step)
 
 
 def scatter_elements(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
-                     axis: int = 0, reduction: str = "none") -> Stmt:
+                     axis: int = 0, reduction: str = "none",
+                     what: str = "scatter_elements") -> Stmt:
     """``out`` = ``data``, then for every position ``i`` of ``indices`` in row-major order
     ``out[i with i[axis] = indices[i]]`` = ``updates[i]`` (combined by ``reduction``)."""
     ax = normalize_axis(axis, data.ndim)
@@ -258,14 +337,13 @@ def scatter_elements(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer
             dst[ax] = pos
             value = _combine(reduction, out[tuple(dst)], updates[tuple(i)])
             return BufferStore(buffer=out, value=value, indices=tuple(dst))
-        return _checked_position(indices[tuple(i)], data.shape[ax], "scatter_elements",
-                                 store)
+        return checked_index(indices[tuple(i)], data.shape[ax], what, f"axis {ax}", store)
 
     return seq(_copy(data, out), loop_nest(indices.shape, update))
 
 
 def scatter_nd(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
-               reduction: str = "none") -> Stmt:
+               reduction: str = "none", what: str = "scatter_nd") -> Stmt:
     """``out`` = ``data``, then for every index tuple (the last axis of ``indices``) in
     row-major order the slice it addresses = the matching slice of ``updates``
     (combined by ``reduction``)."""
@@ -281,8 +359,8 @@ def scatter_nd(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
             j = len(done)
             if j < m:
                 raw = indices[(*h, const(j, IDX))]
-                return _checked_position(raw, data.shape[j], "scatter_nd",
-                                         lambda p: with_positions([*done, p]))
+                return checked_index(raw, data.shape[j], what, f"axis {j}",
+                                     lambda p: with_positions([*done, p]))
 
             def store(r: list[Var]) -> Stmt:
                 dst = (*done, *r)
@@ -295,7 +373,7 @@ def scatter_nd(data: Buffer, indices: Buffer, updates: Buffer, out: Buffer,
 
 
 def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
-         largest: bool = True) -> Stmt:
+         largest: bool = True, what: str = "topk") -> Stmt:
     """The ``k`` largest (smallest) elements along ``axis`` and their int64 positions,
     best first, equal values in index order; ``k`` is the size of the outputs' ``axis``.
 
@@ -307,6 +385,12 @@ def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
     n = _i64(x.shape[ax])
     outer = [s for d, s in enumerate(x.shape) if d != ax]
     kk = _i64(values.shape[ax])
+    # k is known only at run time in general: more than the axis holds would leave
+    # output entries unwritten.
+    too_many = seq(Evaluate(value=error_values(kk, n)), AssertStmt(
+        condition=const(False), message=f"{what}: k {{0}} exceeds the size {{1}} of axis "
+                                        f"{ax}", body=no_op()))
+    check = IfThenElse(condition=kk > n, then_case=too_many)
 
     def row(o: list[Var]) -> Stmt:
         def at(buf: Buffer, pos: PrimExpr) -> tuple[PrimExpr, ...]:
@@ -336,7 +420,7 @@ def topk(x: Buffer, values: Buffer, indices: Buffer, axis: int = -1,
 
         return loop_nest([n, kk], step, "s")
 
-    return loop_nest(outer, row, "o", parallel=True)
+    return seq(check, loop_nest(outer, row, "o", parallel=True))
 
 
 def _scan_identity(kind: str, dtype: str) -> PrimExpr:

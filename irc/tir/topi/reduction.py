@@ -12,6 +12,7 @@ from typing import Any, Callable
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from ..expr import PrimExpr, cast, const, select
+from ..intrin import isnan
 from ..te import tensor as te
 from ..te.tensor import Tensor, compute
 from .transform import reshape
@@ -168,7 +169,12 @@ def _arg_reduce_axis(data: Tensor, ax: int, keepdims: bool, kind: str, out_dtype
                 src.append(idx[pos])
                 best_idx.append(idx[pos])
                 pos += 1
-        hit = data[tuple(src)] == best[tuple(best_idx)]
+        value, top = data[tuple(src)], best[tuple(best_idx)]
+        hit = value == top
+        if dt.is_float(data.dtype):
+            # A NaN is the extreme of its row (max and min propagate it): its first (last)
+            # position is the answer, as numpy's argmax/argmin give.
+            hit = hit | (isnan(value) & isnan(top))
         position = cast(k.var, out_dtype)
         if select_last_index:
             return te.max(select(hit, position, const(-1, out_dtype)), axis=k)

@@ -43,6 +43,7 @@ from .compact_buffer_allocation import CompactBufferAllocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque
 from .flatten_buffer import FlattenBuffer
 from .insert_bound_checks import InsertBoundChecks
+from .launch_serial_loops import LaunchSerialLoops
 from .loop_partition import LoopPartition
 from .lower_init_block import LowerInitBlock
 from .lower_match_buffer import LowerMatchBuffer
@@ -82,12 +83,14 @@ LOWER_TIR = Sequential(LOWERING_PASSES, name="LowerTIR")
 """The lowering pipeline as one pass over every PrimFunc of a module."""
 
 GPU_LOWERING_PASSES = LOWERING_PASSES + (
+    LaunchSerialLoops(),
     LowerThreadBinding(),
     ThreadSync(),
     Simplify(),
     RemoveNoOp(),
 )
-"""The passes of :data:`LOWER_TIR_GPU`: lowering, then thread-bound loops become kernels
+"""The passes of :data:`LOWER_TIR_GPU`: lowering, then loop kernels written as plain loops
+go into a one-thread launch (``LaunchSerialLoops``), thread-bound loops become kernels
 in launch form (``LowerThreadBinding``) with the barriers their threads need
 (``ThreadSync``)."""
 

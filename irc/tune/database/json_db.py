@@ -150,6 +150,7 @@ class JSONDatabase(Database):
                     report.unreadable += 1
                     report.unreadable_lines.append(n)
                     continue
+                rec.source = f"{self.path_tuning_record}:{n}"
                 if not self.accepts(rec):
                     report.other_target += 1
                     continue

@@ -282,10 +282,13 @@ def show_records(path: Any, out: TextIO, err: TextIO, workload: str | None = Non
         tables = workload_tables(summaries)
         if top:
             tables += top_tables(summaries, chosen, top)
-        if errors:
-            tables.append(error_table(chosen, names))
+        failures = error_table(chosen, names) if errors else None
+        if failures is not None and failures.rows:
+            tables.append(failures)
         out.write("\n")
         print_tables(tables, out)
+        if failures is not None and not failures.rows:
+            out.write(f"\nno failed records (of {len(chosen)})\n")
 
 
 def distill_records(path: Any, output: str | None, out: TextIO, err: TextIO

@@ -160,10 +160,13 @@ class SQLiteDatabase(Database):
         out = []
         for rowid, text in rows:
             try:
-                out.append(TuningRecord.from_json(json.loads(text)))
+                rec = TuningRecord.from_json(json.loads(text))
             except (ValueError, TuningError, TypeError):
                 self.load_report.unreadable += 1
                 self.load_report.unreadable_lines.append(rowid)
+                continue
+            rec.source = f"{self.path} row {rowid}"
+            out.append(rec)
         return out
 
     # -- workloads --------------------------------------------------------------------
