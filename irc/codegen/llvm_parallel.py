@@ -48,6 +48,17 @@ the stores of an iteration, inner loops counted with their extents):
   nor, while another process holds a core, the scheduler time slice (milliseconds)
   that the region's closing barrier waits for a descheduled thread.
 
+Beside a busy process, the scheduler puts a thread of the team off its core for a time
+slice (milliseconds), and libgomp's closing barrier waits for it even when the calling
+thread has taken its chunks. Each region therefore times itself (the time-stamp counter:
+the region's length, when the calling thread ran out of chunks, the other threads' time
+in the body): a region longer by ``BARRIER_WAIT_CYCLES`` than its work on one thread is
+*late*; after two late regions in a row (one alone is usually a sleeping thread's
+wake-up) the regions of every kernel run on the calling thread for a while (the
+runtime's ``irc_parallel_until``, ``irc_parallel_hold``, ``irc_parallel_strikes``):
+``BACKOFF_MIN_CYCLES``, doubled each time the team is late again when it is tried after
+the while, up to ``BACKOFF_MAX_CYCLES``.
+
 When the runtime flag ``irc_parallel_mode`` is nonzero (a process forked after libgomp
 started, where libgomp would hang) the worker is always called on the calling thread.
 Called there, ``omp_get_num_threads()`` is the enclosing team's size (1 outside any
@@ -74,6 +85,17 @@ CHUNKS_PER_THREAD = 8
 # microseconds on one core, about what waking the other threads costs on a quiet
 # machine, and far less than a time slice of a busy one.
 WORK_PER_THREAD = 1 << 18
+# Two regions in a row that each took BARRIER_WAIT_CYCLES time-stamp-counter cycles
+# (about 0.1 ms at 3 GHz) longer than their work on one thread would have (a thread the
+# scheduler put off its core: libgomp's closing barrier waits for it) make the regions of
+# every kernel run on the calling thread alone for a while: beside a busy process each
+# would otherwise wait a time slice (milliseconds). One such region alone (a sleeping
+# thread's wake-up, the team's first region) does not count. The while starts at
+# BACKOFF_MIN_CYCLES (about 50 ms) and doubles each time it ends in late regions again,
+# up to BACKOFF_MAX_CYCLES (about 1 s); a region that is not late resets it.
+BARRIER_WAIT_CYCLES = 300_000
+BACKOFF_MIN_CYCLES = 150_000_000
+BACKOFF_MAX_CYCLES = 3_000_000_000
 # An inner loop's extent that cannot be evaluated before the loop (it depends on a value
 # computed inside) counts as this many iterations.
 UNKNOWN_EXTENT = 64
@@ -96,10 +118,12 @@ def emit_parallel_for(cg, loop: S.For) -> None:
     name = f"{cg.func_name}_parallel_{k}"
     ity = value_type(loop.loop_var.dtype)
     # The free values, then the chunk counters (one per thread's range, a cache line
-    # apart), then the error slot.
+    # apart), the error slot, when the calling thread finished its share and the cycles
+    # the other threads spent in the body.
     slots = max(int(cg.num_threads), 1)
     counters = f"[{slots * _stride(ity)} x {ity}]"
-    struct = "{ " + ", ".join([v.ty for v in values] + [counters, "i32"]) + " }"
+    struct = "{ " + ", ".join([v.ty for v in values] + [counters, "i32", "i64", "i64"]) \
+        + " }"
 
     body_name = _emit_body(cg, name + "_body", loop, free, values, slots)
     _emit_worker(cg, name, body_name, struct, values)
@@ -119,6 +143,9 @@ def emit_parallel_for(cg, loop: S.For) -> None:
     err_ptr = b.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
                      f"i32 {len(values) + 1}", "ptr", "err")
     b.store(Value("i32", "0"), err_ptr, 4)
+    busy_ptr = b.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
+                      f"i32 {len(values) + 3}", "ptr", "busy")
+    b.store(const_int("i64", 0), busy_ptr, 8)
     threads = _thread_count(cg, loop, slots)
     if threads is None:
         # One thread: the worker runs here, no region.
@@ -127,8 +154,17 @@ def emit_parallel_for(cg, loop: S.For) -> None:
         cg.module.declare("GOMP_parallel",
                           "declare void @GOMP_parallel(ptr, ptr, i32, i32) nounwind")
         cg.module.declare("irc_parallel_mode", "@irc_parallel_mode = external global i32")
+        for sym, ty in (("irc_parallel_until", "i64"), ("irc_parallel_hold", "i64"),
+                        ("irc_parallel_strikes", "i32")):
+            cg.module.declare(sym, f"@{sym} = external global {ty}")
+        cg.module.declare("llvm.readcyclecounter", "declare i64 @llvm.readcyclecounter()")
+        until_ptr, hold_ptr = Value("ptr", "@irc_parallel_until"), Value("ptr",
+                                                                        "@irc_parallel_hold")
+        strikes_ptr = Value("ptr", "@irc_parallel_strikes")
         mode = b.load("i32", Value("ptr", "@irc_parallel_mode"), 4)
-        go = b.icmp("eq", mode, Value("i32", "0"))
+        t0 = b.call("i64", "llvm.readcyclecounter", [], hint="t0")
+        until = b.load("i64", until_ptr, 8)
+        go = b.binop("and", b.icmp("eq", mode, Value("i32", "0")), b.icmp("uge", t0, until))
         if not threads.is_const_int:
             go = b.binop("and", go, b.icmp("sgt", threads, Value("i32", "1")))
         omp, serial, joined = b.block("par_omp"), b.block("par_serial"), b.block("par_join")
@@ -136,10 +172,37 @@ def emit_parallel_for(cg, loop: S.For) -> None:
         b.goto(omp)
         b.emit_void(f"call void @GOMP_parallel(ptr @{name}, ptr {closure.ref}, "
                     f"{threads}, i32 0)")
+        t1 = b.call("i64", "llvm.readcyclecounter", [], hint="t1")
+        done_ptr = b.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
+                          f"i32 {len(values) + 2}", "ptr", "tdone")
+        t_done = b.load("i64", done_ptr, 8)
+        busy = b.load("i64", busy_ptr, 8)
+        # Late: the region took BARRIER_WAIT_CYCLES longer than its work on one thread
+        # would have (this thread's share plus the others' time in the body).
+        one_thread = b.binop("add", b.binop("sub", t_done, t0), busy)
+        late = b.icmp("sgt", b.binop("sub", t1, t0),
+                      b.binop("add", one_thread, const_int("i64", BARRIER_WAIT_CYCLES)))
+        strikes = b.load("i32", strikes_ptr, 4)
+        strikes = b.select(late, b.binop("add", strikes, const_int("i32", 1)),
+                           const_int("i32", 0))
+        again = b.icmp("sge", strikes, const_int("i32", 2))
+        b.store(b.select(again, const_int("i32", 0), strikes), strikes_ptr, 4)
+        # The second late region in a row holds the team back for ``hold`` cycles (at
+        # least BACKOFF_MIN_CYCLES), and doubles it for next time (up to
+        # BACKOFF_MAX_CYCLES); a region that is not late resets it.
+        hold = b.load("i64", hold_ptr, 8)
+        lo, hi = const_int("i64", BACKOFF_MIN_CYCLES), const_int("i64", BACKOFF_MAX_CYCLES)
+        hold = b.select(b.icmp("slt", hold, lo), lo, hold)
+        b.store(b.select(again, b.binop("add", t1, hold), until), until_ptr, 8)
+        doubled = b.binop("shl", hold, const_int("i64", 1))
+        doubled = b.select(b.icmp("sgt", doubled, hi), hi, doubled)
+        b.store(b.select(again, doubled, b.select(late, hold, const_int("i64", 0))),
+                hold_ptr, 8)
         b.br(joined)
         b.goto(serial)
-        # Too little work for a second thread, or a forked child, which cannot use
-        # libgomp: the worker runs on this thread.
+        # Too little work for a second thread, a team held back after regions waited for
+        # a descheduled thread, or a forked child, which cannot use libgomp: the worker
+        # runs on this thread.
         b.emit_void(f"call void @{name}(ptr {closure.ref})")
         b.br(joined)
         b.goto(joined)
@@ -337,7 +400,26 @@ def _emit_worker(cg, name: str, body_name: str, struct: str, values: list[Value]
         args.append(fb.load(v.ty, p, natural_align(v.ty)))
     args.append(fb.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
                         f"i32 {len(values)}", "ptr", "next"))
+    start = fb.call("i64", "llvm.readcyclecounter", [], hint="start")
     rc = fb.call("i32", body_name, args, hint="rc")
+    # The calling thread (0) records when it ran out of chunks, the others add their time
+    # in the body: the caller compares the region's length with the work's.
+    end = fb.call("i64", "llvm.readcyclecounter", [], hint="end")
+    mine, others, timed = fb.block("master"), fb.block("others"), fb.block("timed")
+    tid = fb.call("i32", "omp_get_thread_num", [], hint="tid")
+    fb.cbr(fb.icmp("eq", tid, const_int("i32", 0)), mine, others)
+    fb.goto(mine)
+    done_ptr = fb.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
+                       f"i32 {len(values) + 2}", "ptr", "tdone")
+    fb.store(end, done_ptr, 8)
+    fb.br(timed)
+    fb.goto(others)
+    busy_ptr = fb.emit(f"getelementptr inbounds {struct}, ptr {closure.ref}, i32 0, "
+                       f"i32 {len(values) + 3}", "ptr", "busy")
+    fb.emit_void(f"atomicrmw add ptr {busy_ptr.ref}, i64 "
+                 f"{fb.binop('sub', end, start).ref} monotonic, align 8")
+    fb.br(timed)
+    fb.goto(timed)
     fail, done = fb.block("fail"), fb.block("done")
     fb.cbr(fb.icmp("ne", rc, const_int("i32", 0)), fail, done)
     fb.goto(fail)

@@ -28,6 +28,14 @@ _initialized = False
 # start worker processes with "spawn" or "forkserver" to keep parallel loops parallel.
 _parallel_mode = ctypes.c_int32(0)
 
+# Parallel regions run on the calling thread alone until the time-stamp counter reaches
+# ``irc_parallel_until``: set, for ``irc_parallel_hold`` cycles (doubling), after
+# ``irc_parallel_strikes`` reached two regions in a row that waited long for a thread the
+# scheduler had put off its core (``irc.codegen.llvm_parallel``).
+_parallel_until = ctypes.c_uint64(0)
+_parallel_hold = ctypes.c_int64(0)
+_parallel_strikes = ctypes.c_int32(0)
+
 # Integers a failing kernel recorded for its assertion's message (symbol
 # ``irc_error_values``: a count, then up to MAX_ERROR_VALUES values; the intrinsic
 # ``error_values``). Read and cleared by :func:`take_error_values`.
@@ -44,6 +52,21 @@ def mark_openmp_used() -> None:
 def _after_fork_in_child() -> None:
     if _openmp_used:
         _parallel_mode.value = 1
+
+
+def hold_parallel_regions(hold: bool) -> None:
+    """Run every parallel region on the calling thread (``hold``), or let them use the
+    team again at once, forgetting the regions that waited for it (False)."""
+    _parallel_until.value = (1 << 64) - 1 if hold else 0
+    _parallel_hold.value = 0
+    _parallel_strikes.value = 0
+
+
+def parallel_regions_held() -> bool:
+    """Whether parallel regions were held to the calling thread after waiting for a
+    descheduled thread (or by :func:`hold_parallel_regions`); the hold may have run out
+    since (regions then use the team again)."""
+    return _parallel_until.value != 0
 
 
 def parallel_loops_enabled() -> bool:
@@ -96,6 +119,9 @@ def ensure_llvm() -> None:
             pass
         _load_openmp(llvm)
         llvm.add_symbol("irc_parallel_mode", ctypes.addressof(_parallel_mode))
+        llvm.add_symbol("irc_parallel_until", ctypes.addressof(_parallel_until))
+        llvm.add_symbol("irc_parallel_hold", ctypes.addressof(_parallel_hold))
+        llvm.add_symbol("irc_parallel_strikes", ctypes.addressof(_parallel_strikes))
         llvm.add_symbol("irc_error_values", ctypes.addressof(_error_values))
         _initialized = True
 
@@ -105,13 +131,16 @@ _OPENMP_CANDIDATES = ("libgomp.so.1", "libgomp.so", "libomp.so", "libomp.so.5", 
 # How many times libgomp's idle threads spin (a ``pause`` each) waiting for the next
 # parallel region, or for the others at a region's end, before they sleep on a futex;
 # set as ``GOMP_SPINCOUNT`` while libgomp loads (see :func:`bounded_openmp_wait`). On a
-# Zen 3 core a spin takes about 33 ns: 1000 spins are about 33 us, a few times what
-# waking a sleeping thread costs (about 10 us) and longer than the gaps between a
-# model's kernels, so a quiet machine keeps its threads awake through a call (seed 003's
-# MLP 188 us per call against 178 with libgomp's 300,000 spins, 221 never spinning);
-# beside a busy process a call waits for a spinning thread at most that long per region
-# (p90 0.47 ms against 26 ms).
-OPENMP_SPIN_COUNT = 1000
+# Zen 3 core a spin takes about 33 ns: 30,000 spins are about 1 ms, against libgomp's
+# default 300,000 (about 10 ms). Two costs bound it. Shorter, a thread sleeps between a
+# model's parallel kernels and its virtual CPU halts; waking it made seed 000's
+# convolution model 1.8x slower on the shared Zen 3 VM (1.75 -> 3.2 ms per call with
+# 1000 or 10,000 spins, 1.74-1.9 ms with 20,000-100,000). Longer, beside a busy process
+# a spinning thread holds a core for that long after each region: with the backoff of
+# parallel regions (``irc.codegen.llvm_parallel``) turned off, seed 003's MLP (its weights
+# as arguments) took a p90 of 4.4 ms per call with 30,000 spins, 9.3 ms with 100,000,
+# 16 ms with the default.
+OPENMP_SPIN_COUNT = 30000
 
 
 @contextlib.contextmanager

@@ -10,7 +10,15 @@ from llvm_kernels import buf, func, loop, ramp, store
 import irc
 from irc import tir
 from irc.codegen import codegen_llvm
-from irc.codegen.llvm_parallel import UNKNOWN_EXTENT, WORK_PER_THREAD, loop_work
+from irc.codegen.llvm_parallel import (
+    BACKOFF_MAX_CYCLES,
+    BACKOFF_MIN_CYCLES,
+    BARRIER_WAIT_CYCLES,
+    UNKNOWN_EXTENT,
+    WORK_PER_THREAD,
+    loop_work,
+)
+from irc.runtime import engine
 from irc.tir import expr as E
 from irc.tir import stmt as S
 
@@ -41,6 +49,7 @@ def test_symbolic_extent_threads_follow_the_work():
     for extent, threads in ((0, 1), (1, 1), (1000, 1), (2 * per_thread - 1, 1),
                             (2 * per_thread, 2), (3 * per_thread + 5, 3), (9 * per_thread, 4)):
         team, count = np.zeros(extent, "int32"), np.zeros(extent, "int32")
+        engine.hold_parallel_regions(False)  # a loaded machine may have held the team back
         mod["main"](team, count)
         np.testing.assert_array_equal(count, np.ones(extent, "int32"), err_msg=str(extent))
         np.testing.assert_array_equal(team, np.full(extent, threads, "int32"),
@@ -57,6 +66,7 @@ def test_symbolic_inner_extent_gates_a_static_loop():
     mod = irc.build(func([team, acc], loop(i, 3, body, kind="parallel")), target=TARGET)
     for cols, threads in ((16, 1), (WORK_PER_THREAD, 3)):
         t, a = np.zeros(3, "int32"), np.zeros((3, cols), "float32")
+        engine.hold_parallel_regions(False)
         mod["main"](t, a)
         np.testing.assert_array_equal(a, np.ones((3, cols), "float32"))
         np.testing.assert_array_equal(t, np.full(3, threads, "int32"))
@@ -70,8 +80,40 @@ def test_static_loop_threads_capped_by_its_iterations():
         mod = irc.build(func([team], loop(i, extent, store(team, i, _team_size()),
                                           kind="parallel")), target=TARGET)
         t = np.zeros(extent, "int32")
+        engine.hold_parallel_regions(False)
         mod["main"](t)
         np.testing.assert_array_equal(t, np.full(extent, threads, "int32"))
+
+
+def test_regions_run_on_one_thread_while_held():
+    # After regions waited for a descheduled thread, the next ones run on the calling
+    # thread for a while; released, the team is used again.
+    team = buf("team", (64,), "int32")
+    i = tir.var("i")
+    mod = irc.build(func([team], loop(i, 64, store(team, i, _team_size()),
+                                      kind="parallel")), target=TARGET)
+    t = np.zeros(64, "int32")
+    try:
+        engine.hold_parallel_regions(True)
+        mod["main"](t)
+        assert (t == 1).all() and engine.parallel_regions_held()
+        engine.hold_parallel_regions(False)
+        mod["main"](t)
+        assert (t == 4).all()
+    finally:
+        engine.hold_parallel_regions(False)
+
+
+def test_generated_code_holds_the_team_back_after_two_late_regions():
+    team = buf("team", (64,), "int32")
+    i = tir.var("i")
+    text = codegen_llvm({"main": func([team], loop(i, 64, store(team, i, _team_size()),
+                                                   kind="parallel"))}, TARGET).text
+    for sym in ("@irc_parallel_until", "@irc_parallel_hold", "@irc_parallel_strikes"):
+        assert sym in text
+    assert text.count("call i64 @llvm.readcyclecounter()") >= 4
+    for c in (BARRIER_WAIT_CYCLES, BACKOFF_MIN_CYCLES, BACKOFF_MAX_CYCLES):
+        assert str(c) in text
 
 
 def test_generated_code_gates_symbolic_loops_at_run_time():

@@ -4,18 +4,22 @@ declare i32 @omp_get_num_threads() nounwind
 declare i32 @omp_get_thread_num() nounwind
 declare void @GOMP_parallel(ptr, ptr, i32, i32) nounwind
 @irc_parallel_mode = external global i32
+@irc_parallel_until = external global i64
+@irc_parallel_hold = external global i64
+@irc_parallel_strikes = external global i32
+declare i64 @llvm.readcyclecounter()
 
 define i32 @parallel(ptr noalias nocapture align 64 %a.1, ptr noalias nocapture align 64 %b.2, i64 %n.3) #0 {
 entry:
-  %closure.5 = alloca { i32, ptr, ptr, [64 x i32], i32 }, i64 1, align 64
+  %closure.5 = alloca { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, i64 1, align 64
   %cv.4 = trunc i64 %n.3 to i32
-  %cl.6 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.5, i32 0, i32 0
+  %cl.6 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 0
   store i32 %cv.4, ptr %cl.6, align 4
-  %cl.7 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.5, i32 0, i32 1
+  %cl.7 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 1
   store ptr %b.2, ptr %cl.7, align 8
-  %cl.8 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.5, i32 0, i32 2
+  %cl.8 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 2
   store ptr %a.1, ptr %cl.8, align 8
-  %next.9 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.5, i32 0, i32 3
+  %next.9 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 3
   %slot.10 = getelementptr inbounds i32, ptr %next.9, i32 0
   store i32 0, ptr %slot.10, align 4
   %slot.11 = getelementptr inbounds i32, ptr %next.9, i32 16
@@ -24,34 +28,67 @@ entry:
   store i32 0, ptr %slot.12, align 4
   %slot.13 = getelementptr inbounds i32, ptr %next.9, i32 48
   store i32 0, ptr %slot.13, align 4
-  %err.14 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.5, i32 0, i32 4
+  %err.14 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 4
   store i32 0, ptr %err.14, align 4
-  %cv.15 = sext i32 %cv.4 to i64
-  %t.16 = sdiv i64 %cv.15, 262144
-  %c.17 = icmp slt i64 %cv.15, %t.16
-  %sel.18 = select i1 %c.17, i64 %cv.15, i64 %t.16
-  %c.19 = icmp slt i64 4, %sel.18
-  %sel.20 = select i1 %c.19, i64 4, i64 %sel.18
-  %cv.21 = trunc i64 %sel.20 to i32
-  %ld.22 = load i32, ptr @irc_parallel_mode, align 4
-  %c.23 = icmp eq i32 %ld.22, 0
-  %c.24 = icmp sgt i32 %cv.21, 1
-  %t.25 = and i1 %c.23, %c.24
-  br i1 %t.25, label %par_omp0, label %par_serial0
+  %busy.15 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 6
+  store i64 0, ptr %busy.15, align 8
+  %cv.16 = sext i32 %cv.4 to i64
+  %t.17 = sdiv i64 %cv.16, 262144
+  %c.18 = icmp slt i64 %cv.16, %t.17
+  %sel.19 = select i1 %c.18, i64 %cv.16, i64 %t.17
+  %c.20 = icmp slt i64 4, %sel.19
+  %sel.21 = select i1 %c.20, i64 4, i64 %sel.19
+  %cv.22 = trunc i64 %sel.21 to i32
+  %ld.23 = load i32, ptr @irc_parallel_mode, align 4
+  %t0.24 = call i64 @llvm.readcyclecounter()
+  %ld.25 = load i64, ptr @irc_parallel_until, align 8
+  %c.26 = icmp eq i32 %ld.23, 0
+  %c.27 = icmp uge i64 %t0.24, %ld.25
+  %t.28 = and i1 %c.26, %c.27
+  %c.29 = icmp sgt i32 %cv.22, 1
+  %t.30 = and i1 %t.28, %c.29
+  br i1 %t.30, label %par_omp0, label %par_serial0
 par_omp0:
-  call void @GOMP_parallel(ptr @parallel_parallel_0, ptr %closure.5, i32 %cv.21, i32 0)
+  call void @GOMP_parallel(ptr @parallel_parallel_0, ptr %closure.5, i32 %cv.22, i32 0)
+  %t1.31 = call i64 @llvm.readcyclecounter()
+  %tdone.32 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.5, i32 0, i32 5
+  %ld.33 = load i64, ptr %tdone.32, align 8
+  %ld.34 = load i64, ptr %busy.15, align 8
+  %t.35 = sub i64 %ld.33, %t0.24
+  %t.36 = add i64 %t.35, %ld.34
+  %t.37 = sub i64 %t1.31, %t0.24
+  %t.38 = add i64 %t.36, 300000
+  %c.39 = icmp sgt i64 %t.37, %t.38
+  %ld.40 = load i32, ptr @irc_parallel_strikes, align 4
+  %t.41 = add i32 %ld.40, 1
+  %sel.42 = select i1 %c.39, i32 %t.41, i32 0
+  %c.43 = icmp sge i32 %sel.42, 2
+  %sel.44 = select i1 %c.43, i32 0, i32 %sel.42
+  store i32 %sel.44, ptr @irc_parallel_strikes, align 4
+  %ld.45 = load i64, ptr @irc_parallel_hold, align 8
+  %c.46 = icmp slt i64 %ld.45, 150000000
+  %sel.47 = select i1 %c.46, i64 150000000, i64 %ld.45
+  %t.48 = add i64 %t1.31, %sel.47
+  %sel.49 = select i1 %c.43, i64 %t.48, i64 %ld.25
+  store i64 %sel.49, ptr @irc_parallel_until, align 8
+  %t.50 = shl i64 %sel.47, 1
+  %c.51 = icmp sgt i64 %t.50, 3000000000
+  %sel.52 = select i1 %c.51, i64 3000000000, i64 %t.50
+  %sel.53 = select i1 %c.39, i64 %sel.47, i64 0
+  %sel.54 = select i1 %c.43, i64 %sel.52, i64 %sel.53
+  store i64 %sel.54, ptr @irc_parallel_hold, align 8
   br label %par_join0
 par_serial0:
   call void @parallel_parallel_0(ptr %closure.5)
   br label %par_join0
 par_join0:
-  %ld.26 = load i32, ptr %err.14, align 4
-  %c.27 = icmp eq i32 %ld.26, 0
-  br i1 %c.27, label %par_ok0, label %par_fail0
+  %ld.55 = load i32, ptr %err.14, align 4
+  %c.56 = icmp eq i32 %ld.55, 0
+  br i1 %c.56, label %par_ok0, label %par_fail0
 par_ok0:
   ret i32 0
 par_fail0:
-  ret i32 %ld.26
+  ret i32 %ld.55
 }
 
 define internal i32 @parallel_parallel_0_body(i32 %n.1, ptr noalias align 64 %b.2, ptr noalias align 64 %a.3, ptr nocapture %next.4) #0 {
@@ -131,19 +168,34 @@ for_end0:
 
 define internal void @parallel_parallel_0(ptr nocapture %closure.1) #0 {
 entry:
-  %cl.2 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.1, i32 0, i32 0
+  %cl.2 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 0
   %ld.3 = load i32, ptr %cl.2, align 4
-  %cl.4 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.1, i32 0, i32 1
+  %cl.4 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 1
   %ld.5 = load ptr, ptr %cl.4, align 8
-  %cl.6 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.1, i32 0, i32 2
+  %cl.6 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 2
   %ld.7 = load ptr, ptr %cl.6, align 8
-  %next.8 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.1, i32 0, i32 3
-  %rc.9 = call i32 @parallel_parallel_0_body(i32 %ld.3, ptr %ld.5, ptr %ld.7, ptr %next.8)
-  %c.10 = icmp ne i32 %rc.9, 0
-  br i1 %c.10, label %fail0, label %done0
+  %next.8 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 3
+  %start.9 = call i64 @llvm.readcyclecounter()
+  %rc.10 = call i32 @parallel_parallel_0_body(i32 %ld.3, ptr %ld.5, ptr %ld.7, ptr %next.8)
+  %end.11 = call i64 @llvm.readcyclecounter()
+  %tid.12 = call i32 @omp_get_thread_num()
+  %c.13 = icmp eq i32 %tid.12, 0
+  br i1 %c.13, label %master0, label %others0
+master0:
+  %tdone.14 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 5
+  store i64 %end.11, ptr %tdone.14, align 8
+  br label %timed0
+others0:
+  %busy.15 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 6
+  %t.16 = sub i64 %end.11, %start.9
+  atomicrmw add ptr %busy.15, i64 %t.16 monotonic, align 8
+  br label %timed0
+timed0:
+  %c.17 = icmp ne i32 %rc.10, 0
+  br i1 %c.17, label %fail0, label %done0
 fail0:
-  %err.11 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32 }, ptr %closure.1, i32 0, i32 4
-  store atomic i32 %rc.9, ptr %err.11 monotonic, align 4
+  %err.18 = getelementptr inbounds { i32, ptr, ptr, [64 x i32], i32, i64, i64 }, ptr %closure.1, i32 0, i32 4
+  store atomic i32 %rc.10, ptr %err.18 monotonic, align 4
   br label %done0
 done0:
   ret void
