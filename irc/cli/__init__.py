@@ -1,5 +1,5 @@
-"""The ``irc`` command (also ``python -m irc``): compile, run, time and tune models, and
-work with tuning records.
+"""The ``irc`` command (also ``python -m irc``): compile, run, time and tune models, work
+with tuning records, and check irc against ONNX Runtime on random models.
 
     irc compile examples/convnet.ir -o convnet.ircx
     irc run convnet.ircx --input x=image.npy --output out.npz
@@ -7,6 +7,7 @@ work with tuning records.
     irc tune examples/convnet.ir --trials 200 --time-budget 10m --records tuning/
     irc records plot tuning/ -o curve.png
     irc show examples/convnet.ir --pipeline default --print-after-all
+    irc fuzz --models 2000 --jobs 2 --out fuzz-out/
 
 Errors a user can cause end with ``irc: error: ...`` on standard error and exit status 1;
 Ctrl-C ends with status 130 and output into a closed pipe (``irc show x.ir | head``)
@@ -22,7 +23,7 @@ from typing import Sequence
 
 from ..core.diagnostics import IRCError
 from ..core.version import __version__
-from . import records, run, tune
+from . import fuzz, records, run, tune
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.register(sub)
     tune.register(sub)
     records.register(sub)
+    fuzz.register(sub)
     return p
 
 

@@ -53,6 +53,15 @@ def threads(text: str) -> int:
     return value
 
 
+def jobs(text: str) -> int:
+    """A number of worker processes: 1 to the number of cores of this machine."""
+    value = _int_in(text, 1, None)
+    if value > cores():
+        raise argparse.ArgumentTypeError(f"{value} jobs: this machine has {cores()} cores; "
+                                         f"give 1 to {cores()}")
+    return value
+
+
 def _int_in(text: str, low: int, high: int | None) -> int:
     try:
         value = int(text.strip())
@@ -124,6 +133,24 @@ def check_output(path: str, what: str, suffixes: Sequence[str] = ()) -> None:
     if not os.access(parent, os.W_OK | os.X_OK) or \
             (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise IRCError(f"{what} {path}: not writable (permission denied)")
+
+
+def check_output_dir(path: str, what: str) -> None:
+    """Refuse a directory irc could not write into: a file of that name, a missing
+    parent directory (the directory itself is created when missing), no permission."""
+    if not path:
+        raise IRCError(f"{what}: give a directory")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise IRCError(f"{what} {path} is a file, not a directory")
+    if os.path.isdir(path):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise IRCError(f"{what} {path}: not writable (permission denied)")
+        return
+    parent = os.path.dirname(os.path.abspath(path.rstrip("/" + os.sep)))
+    if not os.path.isdir(parent):
+        raise IRCError(f"{what} {path}: there is no directory {parent} to create it in")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise IRCError(f"{what} {path}: cannot create it in {parent} (permission denied)")
 
 
 def record_path_kind(path: str, what: str = "--records") -> str:

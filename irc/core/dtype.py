@@ -15,7 +15,9 @@ rounding encodes (see :mod:`irc.tir.transform.lower_narrow_dtypes`).
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -59,6 +61,17 @@ class FloatFormat(NamedTuple):
                 top -= 1
         return (1 + man / (1 << self.man_bits)) * 2.0 ** (top - self.bias)
 
+    @property
+    def min_exponent(self) -> int:
+        """The exponent of the smallest positive value: the smallest subnormal's, or with
+        no mantissa (``float8_e8m0fnu``: powers of two, no zero) the smallest power's."""
+        return -self.bias if self.man_bits == 0 else 1 - self.bias - self.man_bits
+
+    @property
+    def has_negative_zero(self) -> bool:
+        """Whether -0.0 is a value of the format (the ``fnuz`` formats spell NaN with it)."""
+        return self.signed and self.nan != "fnuz"
+
 
 FLOAT_FORMATS = {
     "float8_e4m3fn": FloatFormat(4, 3, 7, True, False, "fn"),
@@ -69,6 +82,13 @@ FLOAT_FORMATS = {
     "float4_e2m1fn": FloatFormat(2, 1, 1, True, False, "none"),
 }
 """The narrow float dtypes, by name."""
+
+_WIDE_FORMATS = {
+    "float16": FloatFormat(5, 10, 15, True, True, "ieee"),
+    "bfloat16": FloatFormat(8, 7, 127, True, True, "ieee"),
+    "float32": FloatFormat(8, 23, 127, True, True, "ieee"),
+    "float64": FloatFormat(11, 52, 1023, True, True, "ieee"),
+}
 
 NARROW_INTS = ("int4", "uint4", "int2", "uint2")
 """The narrow integer dtypes (one element per byte, the low bits)."""
@@ -155,6 +175,79 @@ def compute_dtype(dtype: str) -> str:
     return dtype
 
 
+def float_format(dtype: str) -> FloatFormat:
+    """The :class:`FloatFormat` of a scalar float dtype (the IEEE ones and bfloat16
+    included)."""
+    f = FLOAT_FORMATS.get(dtype) or _WIDE_FORMATS.get(dtype)
+    if f is None:
+        raise IRTypeError(f"{dtype!r} is not a scalar floating-point dtype")
+    return f
+
+
+def holds_every_value(wide: str, narrow: str) -> bool:
+    """Whether float dtype ``wide`` represents every value of float dtype ``narrow``
+    exactly (its infinities, NaN and negative zero included), so that a conversion to
+    ``wide`` and back is the identity: float16 holds every float8_e5m2, bfloat16 does not
+    hold every float16 (fewer mantissa bits) nor float16 every bfloat16 (smaller range)."""
+    a, b = float_format(element_of(narrow)), float_format(element_of(wide))
+    return (b.man_bits >= a.man_bits and b.max_value >= a.max_value
+            and b.min_exponent <= a.min_exponent and (b.has_inf or not a.has_inf)
+            and (b.nan != "none" or a.nan == "none")
+            and (b.has_negative_zero or not a.has_negative_zero))
+
+
+def round_to_format(value: float, name: str) -> float:
+    """``value`` converted to the narrow float format ``name`` (a key of
+    :data:`FLOAT_FORMATS`), as compiled code converts it (``LowerNarrowDTypes``' encode,
+    the rounding ml_dtypes and ONNX's reference do): rounded to float32 first, then to
+    nearest, ties to even; beyond the largest finite value infinity where the format has
+    one, NaN otherwise (float4_e2m1fn saturates; float8_e8m0fnu rounds magnitudes up to
+    a power of two and saturates)."""
+    f = FLOAT_FORMATS[name]
+    try:
+        x = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        x = math.copysign(math.inf, value)
+    if name == "float8_e8m0fnu":
+        if math.isnan(x) or math.isinf(x):
+            return math.nan
+        bits = struct.unpack("<I", struct.pack("<f", x))[0]
+        exp = (bits >> 23) & 0xFF
+        if bits & 0x7FFFFF and exp < 0xFE:
+            exp += 1
+        return math.ldexp(1.0, exp - 127)
+    if math.isnan(x):  # float4 has no NaN: the other sign's zero, as ml_dtypes gives
+        if f.nan == "none":
+            return math.copysign(0.0, -x)
+        return math.copysign(math.nan, x) if f.nan != "fnuz" else math.nan
+    a, top = abs(x), f.max_value
+    if f.nan == "none":
+        a = min(a, top)
+    if math.isinf(a):
+        r = a
+    else:
+        quantum = max(math.frexp(a)[1] - 1, 1 - f.bias) - f.man_bits
+        r = math.ldexp(round(math.ldexp(a, -quantum)), quantum)  # round(): ties to even
+    if r > top:
+        r = math.inf if f.has_inf else math.nan
+    if r == 0.0 and not f.has_negative_zero:
+        return 0.0
+    return math.copysign(r, x)
+
+
+def format_value(value: float, name: str) -> float:
+    """The value an immediate of narrow float format ``name`` written as ``value`` stands
+    for: ``value`` itself when the format has it, else ``value`` converted
+    (:func:`round_to_format`)."""
+    if name == "float8_e8m0fnu" and value == _E8M0_SMALLEST:
+        # Code 0; converting it, a float32 subnormal, rounds up (ONNX's rule).
+        return value
+    return round_to_format(value, name)
+
+
+_E8M0_SMALLEST = math.ldexp(1.0, -127)
+
+
 def is_int(dtype: str) -> bool:
     """Signed integer (bool excluded)."""
     return parse(dtype).code == "int"
@@ -221,6 +314,26 @@ def to_numpy(dtype: str):
     return np.dtype(_NUMPY_NAMES.get(dtype, dtype))
 
 
+def user_numpy(dtype: str):
+    """The numpy dtype of the arrays of ``dtype`` irc takes and gives back (VM arguments
+    and results, ``Tensor.numpy()``): ``to_numpy``'s, except bfloat16 as ml_dtypes'
+    ``bfloat16`` (the same 16 bits, a dtype numpy computes with), or its raw uint16 bits
+    where ml_dtypes is not installed (``irc.tensor`` and compiled kernels also take the
+    bits)."""
+    if dtype == "bfloat16":
+        return _bfloat16_numpy()
+    return to_numpy(dtype)
+
+
+@lru_cache(maxsize=1)
+def _bfloat16_numpy():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return np.dtype("uint16")
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 def narrow_numpy(dtype: str):
     """ml_dtypes' numpy dtype of a narrow dtype (one byte per element)."""
     try:
@@ -278,9 +391,10 @@ def max_value(dtype: str):
 
 def bfloat16_bits(arr: np.ndarray) -> np.ndarray:
     """The bfloat16 bits (uint16) of ``arr``'s values, rounded to nearest even."""
-    f = np.ascontiguousarray(arr, dtype=np.float32)
+    f = np.asarray(arr, dtype=np.float32, order="C")
     bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    # np.asarray: arithmetic on a 0-d array gives a numpy scalar, not an array
+    rounded = np.asarray((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     nan = np.isnan(f)
     if nan.any():
         rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)

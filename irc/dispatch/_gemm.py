@@ -168,7 +168,7 @@ class CompositeFunction:
             return ["param", self.params[id(e)]]
         if isinstance(e, Constant):
             key = f"c{len(self.constants)}"
-            self.constants[key] = np.ascontiguousarray(e.data if value is None else value)
+            self.constants[key] = np.asarray(e.data if value is None else value, order="C")
             return ["const", key]
         raise self.error("an operand is computed inside the function; only parameters "
                          "and constants can be passed to the library")

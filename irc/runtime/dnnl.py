@@ -540,7 +540,7 @@ def _weights(lib: OneDNN, user_md: _Owned, md: _Owned, weight: np.ndarray | None
     if weight is None:
         op = _Operand(lib, user_md, md, what, output=False)
         return op.memory, op
-    src = np.ascontiguousarray(weight, dtype=np.float32)
+    src = np.asarray(weight, dtype=np.float32, order="C")
     packed = _Memory(lib, md.handle, _buffer(lib, md))
     user = _Memory(lib, user_md.handle, src)
     _Reorder(lib, user_md, user, md, packed, what).run()

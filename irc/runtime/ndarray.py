@@ -7,7 +7,8 @@ extra), or views another library's. Tensors speak DLPack both ways, on both devi
 memory, and :func:`from_dlpack` views a producer's memory (zero-copy when it is 64-byte
 aligned and contiguous, keeping the producer alive). CUDA memory is exchanged in order
 with irc's work on the legacy default stream (see ``Tensor.__dlpack__``).
-``bfloat16`` data is held as its raw ``uint16`` bits.
+``bfloat16`` data is held as its raw ``uint16`` bits and given back (``numpy()``,
+``np.asarray``) as ml_dtypes' ``bfloat16`` arrays (:func:`irc.core.dtype.user_numpy`).
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ def _to_storage(arr: np.ndarray, dtype: str) -> np.ndarray:
     return arr.astype(dt.to_numpy(dtype), copy=False)
 
 
+def _for_user(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """``arr`` (storage of irc dtype ``dtype``) viewed as the dtype users get back."""
+    return arr.view(dt.user_numpy(dtype)) if dtype == "bfloat16" else arr
+
+
 class Tensor:
     """An array on a device: ``.shape``, ``.dtype``, ``.device``, ``.numpy()``.
 
@@ -153,13 +159,13 @@ class Tensor:
 
     # -- data movement ------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A numpy copy of the data (bfloat16 as its uint16 bits)."""
+        """A numpy copy of the data (bfloat16 as ml_dtypes' ``bfloat16``)."""
         if self._array is not None:
-            return self._array.copy()
+            return _for_user(self._array.copy(), self.dtype)
         out = aligned_empty(self.shape, dt.to_numpy(self.dtype))
         if self.nbytes:
             cuda_backend.copy_device_to_host(out.ctypes.data, self._mem, self.nbytes)
-        return out
+        return _for_user(out, self.dtype)
 
     asnumpy = numpy
 
@@ -188,7 +194,7 @@ class Tensor:
                     hint="copy into a new tensor: irc.tensor(source)")
             np.copyto(self._array, arr, casting="unsafe")
         else:
-            host = np.ascontiguousarray(arr, dtype=dt.to_numpy(self.dtype))
+            host = np.asarray(arr, dtype=dt.to_numpy(self.dtype), order="C")
             if self.nbytes:
                 cuda_backend.copy_host_to_device(self._mem, host.ctypes.data, self.nbytes)
         return self
@@ -202,7 +208,7 @@ class Tensor:
         return out.copyfrom(self)
 
     def __array__(self, dtype=None, copy=None):
-        arr = self._array if self._array is not None else self.numpy()
+        arr = _for_user(self._array, self.dtype) if self._array is not None else self.numpy()
         return arr if dtype is None else arr.astype(dtype)
 
     # -- DLPack -------------------------------------------------------------------------

@@ -215,7 +215,7 @@ def encode_tvm_tensor(array: np.ndarray) -> bytes:
     if code is None:
         raise ValueError(f"no TVM type code for {array.dtype}")
     bits = 8 if kind == "b" else array.dtype.itemsize * 8
-    data = np.ascontiguousarray(array).tobytes()
+    data = np.asarray(array, order="C").tobytes()
     return struct.pack("<QQiiiBBH", TENSOR_MAGIC, 0, 1, 0, array.ndim, code, bits, 1) + \
         struct.pack(f"<{array.ndim}q", *array.shape) + struct.pack("<q", len(data)) + data
 

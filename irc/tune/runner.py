@@ -376,8 +376,9 @@ def _run_on_gpu(spec: dict) -> list[float]:
         if check:
             function(*tensors)
             dev.sync()
-            _compare(spec["names"], [t.numpy() for t in tensors], ref.expected, spec["rtol"],
-                     spec["atol"])
+            # As the CPU arrays' storage dtype (Tensor.numpy() gives bfloat16 as ml_dtypes').
+            _compare(spec["names"], [t.numpy().view(a.dtype) for t, a in zip(tensors, ref.arrays)],
+                     ref.expected, spec["rtol"], spec["atol"])
         evaluator = time_evaluator(function, dev, number=spec["number"],
                                    repeat=spec["repeat"], min_repeat_ms=spec["min_repeat_ms"],
                                    cooldown_interval_ms=spec["cooldown_ms"])

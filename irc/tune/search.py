@@ -59,7 +59,7 @@ def banner(title: str) -> str:
 
 
 def _digest(features: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(features).tobytes(), digest_size=12).hexdigest()
+    return hashlib.blake2b(np.asarray(features, order="C").tobytes(), digest_size=12).hexdigest()
 
 
 class MeasuredCandidate(NamedTuple):

@@ -216,7 +216,10 @@ class FunctionCompiler:
 
     def _Constant(self, e: Constant) -> int:
         dst = self.new_reg()
-        self.emit("const", dst, self.consts.add(e.data, key=e))
+        data = e.data
+        if e.struct_info.dtype == "bfloat16":  # held as bits; the VM's values are ml_dtypes'
+            data = data.view(dt.user_numpy("bfloat16"))
+        self.emit("const", dst, self.consts.add(data, key=e))
         return dst
 
     def _Tuple(self, e: Tuple) -> int:

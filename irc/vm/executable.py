@@ -2,8 +2,9 @@
 
 The file is a zip archive: ``bytecode.json`` (functions, target, format version, and
 each kernel's floating-point operations per call where known),
-``constants.npz`` (tensor constants) with ``constants.json`` (scalar and string
-constants), ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
+``constants.npz`` (tensor constants; those of ml_dtypes' types, which numpy's format
+cannot name, as their bytes with the dtype in ``bytecode.json``) with ``constants.json``
+(scalar and string constants), ``kernels.bin`` (the serialized kernel library: for the CPU a runtime
 Module, object code and signatures; for CUDA a CUDAProgramModule, cubin, source and host
 plans), and ``external.json`` with ``external/<i>.bin`` (the library modules of
 dispatched subgraphs, :mod:`irc.runtime.external`). ``Executable.load(path)`` reads it
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import dtype as dt
 from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError, VMError
 from ..runtime import Module
 from ..runtime.cuda_program import MAGIC as CUDA_MAGIC
@@ -28,6 +30,8 @@ from .bytecode import VMFunction
 from .random_inputs import random_arguments
 
 FORMAT = "irc-vm-executable/1"
+# The dtypes of ml_dtypes, saved as their bytes (numpy's file format has no name for them).
+_ML_DTYPES = frozenset(("bfloat16", *dt.FLOAT_FORMATS, *dt.NARROW_INTS))
 
 
 class Executable:
@@ -86,8 +90,12 @@ class Executable:
         """Write the executable to ``path`` (see the module docstring for the format)."""
         arrays = {}
         others = {}
+        dtypes = {}
         for i, c in enumerate(self.constants):
             if isinstance(c, np.ndarray):
+                if c.dtype.name in _ML_DTYPES:
+                    dtypes[str(i)] = c.dtype.name
+                    c = c.view(f"u{c.dtype.itemsize}")
                 arrays[f"c{i}"] = c
             elif isinstance(c, (str, int, float, bool)):
                 others[str(i)] = c
@@ -97,7 +105,7 @@ class Executable:
         np.savez(buf, **arrays)
         meta = {"format": FORMAT, "target": self.target, "num_constants": len(self.constants),
                 "functions": [f.to_json() for f in self.functions.values()],
-                "kernel_flops": self.kernel_flops}
+                "kernel_flops": self.kernel_flops, "constant_dtypes": dtypes}
         try:
             with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
                 z.writestr("bytecode.json", json.dumps(meta))
@@ -175,6 +183,8 @@ def _read_archive(z: zipfile.ZipFile, path: str) -> Executable:
         for i in range(meta["num_constants"]):
             key = f"c{i}"
             constants.append(arrays[key] if key in arrays.files else others[str(i)])
+        for i, name in meta.get("constant_dtypes", {}).items():
+            constants[int(i)] = constants[int(i)].view(dt.user_numpy(name))
     blob = z.read("kernels.bin")
     lib = CUDAProgramModule.deserialize(blob) if blob[:8] == CUDA_MAGIC \
         else Module.deserialize(blob)

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core import dtype as dt
 from ..core.diagnostics import VMError
-from ..core.dtype import to_numpy
 from .bytecode import VMFunction, format_expr
 
 INTEGER_HIGH = 8  # integers that index nothing are drawn in [0, 8)
@@ -44,7 +44,7 @@ def random_arguments(fn: VMFunction, seed: int = 0, shapes: dict[str, int] | Non
     arrays = []
     try:
         for i, (name, (shape, np_dtype)) in enumerate(zip(fn.params, specs)):
-            if np.issubdtype(np_dtype, np.floating):
+            if dt.is_float(dt.from_numpy(np_dtype)):  # ml_dtypes' floats included
                 if i < n_in:
                     arr = rng.random(shape)
                 else:
@@ -111,7 +111,7 @@ def _shapes(fn: VMFunction, shapes: dict[str, int]) -> list[tuple[list[int], Any
                                   f"{format_expr(fn.exprs[d[1]], fn.slot_names)} = {value} "
                                   "with the dimensions given; give other values")
             shape.append(value)
-        out.append((shape, to_numpy(chk.dtype)))
+        out.append((shape, dt.user_numpy(chk.dtype)))
     return out
 
 

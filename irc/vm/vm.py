@@ -73,16 +73,9 @@ _MISSING = object()  # a parameter set_input has no value for yet
 
 @functools.lru_cache(maxsize=None)
 def cpu_numpy_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype of the CPU VM's arrays of ``dtype``: bfloat16 as ml_dtypes'
-    ``bfloat16`` (the same 16 bits, but a value keeps its dtype through the VM's checks),
-    or its raw uint16 bits where ml_dtypes is not installed."""
-    if dtype == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            return dt.to_numpy(dtype)
-        return np.dtype(ml_dtypes.bfloat16)
-    return dt.to_numpy(dtype)
+    """The numpy dtype of the CPU VM's arrays of ``dtype``: the one users get back
+    (``dt.user_numpy``), so a bfloat16 value keeps its dtype through the VM's checks."""
+    return dt.user_numpy(dtype)
 
 
 def _to_value(arg: Any, device: Device) -> Any:

@@ -285,3 +285,25 @@ def test_meta_limit_leaves_large_constants_out_of_the_text():
     irc.ir.assert_structural_equal(irc.parse(text, metadata=tables), mod)
     assert '"base64"' in mod.script(show_meta=True, meta_limit=1 << 20)
 
+
+
+@pytest.mark.parametrize("begin, end", [(0, 2), (1, 3), (3, 1), (0, 0), (2, 2**31 - 1)])
+def test_strided_slice_of_a_symbolic_axis_roundtrips_after_legalization(begin, end):
+    """The binding keeps ``R.strided_slice``'s inferred shape and LegalizeOps's
+    ``call_tir`` carries ``topi.strided_slice``'s: the parser accepts the annotation only
+    when the two are provably equal (they once differed by a ``min(begin, n)`` clamp)."""
+    text = f'''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+        with R.dataflow():
+            y = R.strided_slice(x, axes=[0], begin=[{begin}], end=[{end}])
+            R.output(y)
+        return y
+'''
+    mod = irc.parse(text, source_name="<slice>")
+    assert_roundtrip(mod)
+    legal = irc.passes.LegalizeOps()(mod)
+    assert_roundtrip(legal)

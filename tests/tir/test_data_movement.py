@@ -93,12 +93,14 @@ def test_declines_arithmetic_and_reductions():
                  np.zeros(tuple(int(s) for s in out.shape), "float32"))
 
 
-def test_declines_an_empty_reduction():
-    # A reduction over an empty axis still writes its initial value (the maximum's
-    # lowest value): not a data movement, even though no iteration of it runs.
+def test_an_empty_reduction_is_its_start_value():
+    # A reduction over an empty axis is a block storing its start value (the maximum's
+    # lowest value) at every output element: evaluated exactly.
     x = te.placeholder((3, 0), name="x")
     func = te.create_prim_func([x, topi.max(x, axis=1)])
-    declined(func, np.zeros((3, 0), "float32"), np.zeros(3, "float32"))
+    out = np.zeros(3, "float32")
+    assert run_data_movement(func, [np.zeros((3, 0), "float32"), out])
+    np.testing.assert_array_equal(out, np.full(3, -np.inf, "float32"))
 
 
 def test_declines_shape_mismatch_and_scalar_params():

@@ -62,7 +62,7 @@ PADDED_COPY_WORK = 512
 
 def anchor_reduction(sch: Schedule) -> tuple[list[BlockInfo], int] | None:
     """The root blocks and the position of the only reduction block, when every other
-    block is injective; None otherwise."""
+    block is injective and the reduction's domain is not empty; None otherwise."""
     infos = get_block_infos(sch)
     if not infos or not is_normalized(infos):
         return None
@@ -73,6 +73,11 @@ def anchor_reduction(sch: Schedule) -> tuple[list[BlockInfo], int] | None:
         if k != reds[0] and not (b.is_injective() and b.has_trivial_predicate()):
             return None
     if not infos[reds[0]].has_trivial_predicate():
+        return None
+    if any(it.const_extent == 0 for it in infos[reds[0]].iters):
+        # An empty domain (a zero-size output): nothing to tile, and the tiling's
+        # cache stages cannot be given an empty range. A later rule's loops run zero
+        # times.
         return None
     return infos, reds[0]
 

@@ -387,7 +387,7 @@ class Parameter(Tensor):
                 raise NNError(f"cannot set a {self._dtype} Parameter from a {arr.dtype} array "
                               "(it would truncate); convert it explicitly")
             arr = arr.astype(want)
-        self._data = np.ascontiguousarray(arr)
+        self._data = np.asarray(arr, order="C")
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array; raises when the parameter has no data yet."""

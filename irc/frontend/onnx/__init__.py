@@ -9,15 +9,22 @@ name of it). Needs the ``onnx`` package
 
 from ...core.diagnostics import UnsupportedOperatorError, deprecated_aliases
 from . import (
+    ops_attention,
     ops_control,
     ops_elementwise,
     ops_image,
     ops_index,
+    ops_linalg,
+    ops_ml,
     ops_nn,
+    ops_optional,
     ops_quant,
     ops_rnn,
+    ops_selection,
+    ops_sequence,
     ops_signal,
     ops_tensor,
+    ops_text,
 )
 from .importer import from_onnx
 from .registry import supported_ops

@@ -11,7 +11,8 @@ the model.
 
 Import-time simplification: a node whose inputs are all known at import time (constants,
 initializers, ``Constant`` nodes, the static shape of a tensor) is evaluated then and
-there by ONNX's own reference implementation (``onnx.reference``) and its outputs become
+there by ONNX's own reference implementation (``onnx.reference``) when it is shape
+arithmetic, data movement or elementwise arithmetic (``_FOLDED``), and its outputs become
 constants, which folds the shape arithmetic exporters write (``Shape -> Gather ->
 Concat -> Reshape``) when shapes are static. Where a shape is symbolic, ``Shape`` gives a
 *symbolic shape value* (its dimensions as expressions) that ``Gather``, ``Slice``,
@@ -46,11 +47,27 @@ from ...core.gc_pauses import with_fewer_gc_pauses
 from ...core.module import IRModule
 from ...ir import ops
 from ...ir.block_builder import BlockBuilder
-from ...ir.expr import Constant, Expr, PrimValue, Tuple, TupleGetItem, Var
-from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
+from ...ir.expr import (
+    BindingBlock,
+    Constant,
+    Expr,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ...ir.struct_info import (
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 from ...tir import expr as E
 from .dataflow import if_out_of_dataflow
-from .registry import MIN_OPSET, lookup
+from .registry import MIN_OPSET, STRING_TENSORS, lookup, refusal
 
 # ONNX TensorProto element types irc has a dtype for.
 DTYPES = {
@@ -61,9 +78,29 @@ DTYPES = {
     26: "int2",
 }
 _TYPE_NAMES = {8: "string", 14: "complex64", 15: "complex128"}
-# Operators never evaluated at import time (their result is not a function of the inputs).
-_NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-               "Multinomial", "Bernoulli", "Dropout"}
+# The operators evaluated at import time when all their inputs are known: shape
+# arithmetic, data movement and elementwise arithmetic, whose reference results are exact
+# (data movement) or one rounding per element like irc's kernels. Anything else (windows,
+# normalizations, control flow, reductions of floats) stays in the graph, where
+# ``FoldConstant`` evaluates it with irc's own compiled kernels: ONNX's reference
+# evaluator is a specification aid, not an implementation to take results from.
+_FOLDED = frozenset({
+    # shapes and data movement
+    "Shape", "Size", "Gather", "GatherElements", "GatherND", "Slice", "Concat", "Split",
+    "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Expand", "Tile", "Transpose",
+    "ConstantOfShape", "Range", "Identity", "Constant", "Pad", "Where", "NonZero",
+    "Trilu", "OneHot", "CastLike", "Cast", "EyeLike", "SpaceToDepth", "DepthToSpace",
+    # elementwise arithmetic and comparison
+    "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Neg", "Abs", "Sign", "Floor", "Ceil",
+    "Round", "Sqrt", "Reciprocal", "Exp", "Log", "Min", "Max", "Clip", "Relu",
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or",
+    "Xor", "IsNaN", "IsInf", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    "BitwiseNot",
+})
+# Reductions folded when their input is an integer tensor (the product of a shape's
+# dimensions, the largest of several sizes): exact, unlike a float accumulation.
+_FOLDED_INTEGER = frozenset({"ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax",
+                             "ArgMax", "ArgMin", "CumSum"})
 # The largest constant import-time evaluation may create (elements).
 _FOLD_LIMIT = 1 << 22
 
@@ -79,9 +116,12 @@ def onnx_module() -> Any:
 
 
 def onnx_dtype(elem_type: int, what: str) -> str:
-    """irc's dtype of an ONNX element type (an IRCError naming ``what`` otherwise)."""
+    """irc's dtype of an ONNX element type (an IRCError naming ``what`` otherwise; an
+    :class:`~irc.UnsupportedOperatorError` for strings, which irc leaves out)."""
     if elem_type in DTYPES:
         return DTYPES[elem_type]
+    if elem_type == 8:
+        raise UnsupportedOperatorError(f"{what}: {STRING_TENSORS}")
     name = _TYPE_NAMES.get(elem_type, f"type {elem_type}")
     raise IRCError(f"{what}: irc has no {name} tensors")
 
@@ -127,6 +167,9 @@ class Node:
         self.opset = opset
         self.input_names = list(proto.input)
         self.output_names = list(proto.output)
+        # Inputs this node's converter reads as another expression: see
+        # GraphImporter.settle_branch_ranks.
+        self.replaced: dict[int, Expr] = {}
         onnx = graph.onnx
         self.attrs: dict[str, Any] = {}
         for a in proto.attribute:
@@ -183,6 +226,8 @@ class Node:
         """Input ``i`` as an irc expression (it must be given)."""
         if not self.has_input(i):
             raise self.error(f"input {i} is required")
+        if i in self.replaced:
+            return self.replaced[i]
         name = self.input_names[i]
         e = self.graph.values.get(name)
         if e is None:
@@ -200,12 +245,16 @@ class Node:
         return self.input(i) if self.has_input(i) else None
 
     def const(self, i: int) -> np.ndarray | None:
-        """Input ``i``'s value when it is known at import time, else None."""
+        """Input ``i``'s value when it is known at import time, else None (bfloat16 as
+        ml_dtypes' ``bfloat16``, not its bits)."""
         if not self.has_input(i):
             return None
         e = self.graph.values.get(self.input_names[i])
         if isinstance(e, Constant):
-            return np.asarray(e.data)
+            data = np.asarray(e.data)
+            if e.struct_info.dtype == "bfloat16":
+                return data.view(dt.user_numpy("bfloat16"))
+            return data
         s = self.graph.syms.get(self.input_names[i])
         if s is not None and s.static() is not None:
             vals = s.static()
@@ -253,7 +302,10 @@ class Node:
     def emit(self, expr: Expr, name: str = "") -> Expr:
         """Bind ``expr`` now (for converters that inspect the struct info of a partial
         result); returns the variable."""
-        return self.graph.bb.emit(expr, valid_name(name or self.op_type.lower()))
+        var = self.graph.bb.emit(expr, valid_name(name or self.op_type.lower()))
+        if isinstance(expr, If):
+            self.graph.ifs[var] = expr
+        return var
 
     def runtime_dims(self, values: Expr, what: str = "d") -> list[E.Var]:
         """Shape variables bound at run time to the values of ``values`` (a 1-D int64
@@ -329,6 +381,7 @@ def _check_settings(proto: Any, shape_dict: Any, dtype_dict: Any, opset: Any) ->
     inputs = [vi for vi in proto.graph.input if vi.name not in init_names]
     ranks: dict[str, int | None] = {}
     dim_names: list[str] = []
+    sequences = {vi.name for vi in inputs if _sequence_type(vi.type) is not None}
     for vi in inputs:
         tt = vi.type.tensor_type if vi.type.WhichOneof("value") == "tensor_type" else None
         if tt is None or not tt.HasField("shape"):
@@ -353,7 +406,12 @@ def _check_settings(proto: Any, shape_dict: Any, dtype_dict: Any, opset: Any) ->
             raise IRCError(f"from_onnx: shape_dict must be a dict of input or dimension name "
                            f"to shape or size, got {type(shape_dict).__name__}")
         for key, value in shape_dict.items():
-            if key in ranks:
+            if key in sequences:
+                if not _sequence_setting(value):
+                    raise IRCError(f"from_onnx: shape_dict[{key!r}] gives the sequence "
+                                   f"input {key!r} its length (an int >= 0) or its "
+                                   f"elements' shapes (a list of lists), got {value!r}")
+            elif key in ranks:
                 if not isinstance(value, (list, tuple)) or not all(
                         d is None or isinstance(d, str) or (isinstance(d, (int, np.integer))
                                                             and not isinstance(d, bool))
@@ -391,6 +449,27 @@ def _check_settings(proto: Any, shape_dict: Any, dtype_dict: Any, opset: Any) ->
                        f"got {opset!r}")
 
 
+def _sequence_type(t: Any) -> Any:
+    """The ``SequenceProto`` type of a graph input's type (itself, or the element of an
+    optional), when it is a sequence of tensors; else None."""
+    if t.WhichOneof("value") == "optional_type":
+        t = t.optional_type.elem_type
+    if t.WhichOneof("value") != "sequence_type" or \
+            t.sequence_type.elem_type.WhichOneof("value") != "tensor_type":
+        return None
+    return t.sequence_type
+
+
+def _sequence_setting(value: Any) -> bool:
+    """Whether ``value`` gives a sequence input its length or its elements' shapes."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return value >= 0
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(shape, (list, tuple)) and all(
+            d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                          and d >= 0) for d in shape) for shape in value)
+
+
 def _default_opset(proto: Any) -> int:
     for imp in proto.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -416,6 +495,11 @@ class GraphImporter:
         self.params: dict[str, np.ndarray] = {}
         self.output_names = {vi.name for vi in proto.graph.output}
         self.emitted_outputs: set[str] = set()
+        # The graph-level Ifs converters bound (Node.emit), and the variables bound to their
+        # outputs with the output's index: what settle_branch_ranks reads.
+        self.ifs: dict[Var, If] = {}
+        self.if_outputs: dict[Var, tuple[If, int]] = {}
+        self.padded: dict[tuple[Var, int], Expr] = {}
 
     def shape_tensor(self, s: SymShape, name: str) -> Expr:
         """A symbolic shape value as an int64 tensor computed at run time (its dimensions
@@ -456,8 +540,14 @@ class GraphImporter:
             self.dim_vars[vname] = E.Var(name=vname, dtype="int64")
         return self.dim_vars[vname]
 
-    def _input_sinfo(self, vi: Any) -> TensorStructInfo:
+    def _input_sinfo(self, vi: Any) -> StructInfo:
         t = vi.type
+        if t.WhichOneof("value") == "optional_type":
+            # a compiled function's signature is fixed: the optional input must be given
+            t = t.optional_type.elem_type
+        seq = _sequence_type(t)
+        if seq is not None:
+            return self._sequence_input_sinfo(vi.name, seq)
         if t.WhichOneof("value") != "tensor_type":
             raise IRCError(f"from_onnx: graph input {vi.name!r} is a "
                            f"{t.WhichOneof('value') or 'untyped value'}; irc imports tensor "
@@ -487,6 +577,38 @@ class GraphImporter:
         dims = [self._dim(d, vi.name, a) for a, d in enumerate(tt.shape.dim)]
         return TensorStructInfo(shape=tuple(dims), dtype=dtype)
 
+    def _sequence_input_sinfo(self, name: str, seq: Any) -> TupleStructInfo:
+        """A sequence input as a tuple, its length (or its elements' shapes) given by
+        ``shape_dict``; each element gets its own variables for the dimensions the model
+        leaves open (ONNX lets a sequence's elements differ in shape)."""
+        fixed = self.shape_dict.get(name)
+        if fixed is None:
+            raise IRCError(
+                f"from_onnx: graph input {name!r} is a sequence, and irc needs its length "
+                "when the model is imported (it represents a sequence as a tuple)",
+                hint=f"give it with shape_dict={{{name!r}: 3}} (3 elements of the declared "
+                     f"type) or shape_dict={{{name!r}: [[4], [3], [2]]}} (their shapes); "
+                     "pass the input as a list or tuple of arrays")
+        tt = seq.elem_type.tensor_type
+        dtype = dt.check(str(self.dtype_dict.get(name) or onnx_dtype(
+            tt.elem_type, f"the elements of graph input {name!r}")))
+        fields = []
+        count = len(fixed) if isinstance(fixed, (list, tuple)) else int(fixed)
+        for k in range(count):
+            if isinstance(fixed, (list, tuple)):
+                dims: list[Any] = list(fixed[k])
+            elif tt.HasField("shape"):
+                dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                        for d in tt.shape.dim]
+            else:
+                fields.append(TensorStructInfo(shape=None, dtype=dtype, ndim=-1))
+                continue
+            fields.append(TensorStructInfo(shape=tuple(
+                self.fresh_dim(valid_name(f"{name}_{k}_d{a}", "d")) if d is None
+                else E.IntImm(dtype="int64", value=int(d)) for a, d in enumerate(dims)),
+                dtype=dtype))
+        return TupleStructInfo(fields=tuple(fields))
+
     def _initializer(self, t: Any) -> np.ndarray:
         onnx_dtype(t.data_type, f"initializer {t.name!r}")
         try:
@@ -494,14 +616,19 @@ class GraphImporter:
         except Exception as err:  # noqa: BLE001 - malformed tensors fail in many ways
             raise IRCError(f"from_onnx: cannot read initializer {t.name!r}: "
                            f"{type(err).__name__}: {err}") from None
-        if t.data_type == 16:  # bfloat16 comes back as its bit pattern
-            arr = arr.view(np.uint16) if arr.dtype.itemsize == 2 else arr
-        return np.asarray(arr)
+        arr = np.asarray(arr)
+        if t.data_type == 16 and arr.dtype.name != "bfloat16":
+            # ml_dtypes' bfloat16, as irc gives bfloat16 arrays back (older onnx versions
+            # return the bits or float32 values)
+            bits = arr if arr.dtype.itemsize == 2 else dt.bfloat16_bits(arr)
+            arr = bits.view(dt.user_numpy("bfloat16"))
+        return arr
 
     # -- conversion ------------------------------------------------------------------------
     def check_supported(self, graph: Any) -> None:
         """Raise one error listing every operator type that has neither a converter nor a
-        function body (see :func:`function_body`) irc can convert."""
+        function body (see :func:`function_body`) irc can convert, with the reason where
+        irc leaves it out deliberately (:func:`~irc.frontend.onnx.registry.refusal`)."""
         missing: dict[tuple[str, str], list[str]] = {}
         for node in all_nodes(graph):
             if not self.convertible(node.domain, node.op_type, self.opset):
@@ -518,8 +645,10 @@ class GraphImporter:
             version = self.opset if domain == "ai.onnx" else versions.get(domain)
             where = (f"opset {version}" if version is not None
                      else "a domain missing from the model's opset_import")
+            why = refusal(op, domain)
             lines.append(f"  {op} ({domain}, {where}): {len(names)} node"
-                         f"{'s' if len(names) > 1 else ''}, first {first}")
+                         f"{'s' if len(names) > 1 else ''}, first {first}"
+                         + (f"; {why}" if why else ""))
         raise UnsupportedOperatorError(
             f"from_onnx: {len(missing)} operator type{'s' if len(missing) > 1 else ''} "
             f"of this model {'have' if len(missing) > 1 else 'has'} no irc converter:\n"
@@ -534,8 +663,11 @@ class GraphImporter:
         body ONNX defines for it when every operator of that body is convertible (a body
         that depends on the input types is assumed convertible; its operators are checked
         when it is expanded)."""
-        if domain not in ("", "ai.onnx"):
+        if refusal(op_type, domain) is not None:
             return False
+        if domain not in ("", "ai.onnx"):
+            version = self.domain_opset(domain)
+            return version is not None and lookup(op_type, version, domain) is not None
         if lookup(op_type, opset) is not None:
             return True
         kind = function_kind(self.onnx, op_type, opset)
@@ -546,6 +678,13 @@ class GraphImporter:
         body = function_body(self.onnx, op_type, opset)
         inner = _function_opset(body, opset)
         return all(self.convertible(n.domain, n.op_type, inner, depth + 1) for n in body.node)
+
+    def domain_opset(self, domain: str) -> int | None:
+        """The model's opset version of ``domain`` (None when it does not import it)."""
+        for imp in self.proto.opset_import:
+            if imp.domain == domain:
+                return int(imp.version)
+        return None
 
     def run(self) -> IRModule:
         graph = self.proto.graph
@@ -717,16 +856,26 @@ class GraphImporter:
         node = Node(self, proto, opset)
         if self._fold(node):
             return
-        conv = lookup(proto.op_type, opset)
+        if proto.domain in ("", "ai.onnx"):
+            conv = lookup(proto.op_type, opset)
+        else:
+            version = self.domain_opset(proto.domain)
+            conv = lookup(proto.op_type, version, proto.domain) if version is not None \
+                else None
         if conv is None:
             self.expand(node, depth)
             return
+        if proto.op_type in _BROADCASTING:
+            self.settle_branch_ranks(node)
         try:
             result = conv.fn(node)
         except IRCError as err:
             if err.message.startswith("ONNX node "):
                 raise
-            raise node.error(err.message, hint=err.hint) from None
+            named = node.error(err.message, hint=err.hint)
+            if isinstance(err, UnsupportedOperatorError):  # a deliberate refusal stays one
+                raise UnsupportedOperatorError(named.message, hint=err.hint) from None
+            raise named from None
         self._bind(node, result)
 
     def expand(self, node: Node, depth: int) -> None:
@@ -805,19 +954,78 @@ class GraphImporter:
                 if name in self.output_names:  # a graph output: visible after the block
                     emit = self.bb.emit_output
                     self.emitted_outputs.add(name)
+                source = value
                 try:
                     value = emit(value, valid_name(name))
                 except IRCError as err:
                     raise node.error(err.message, hint=err.hint) from None
+                if isinstance(source, TupleGetItem) and source.tuple_value in self.ifs:
+                    self.if_outputs[value] = (self.ifs[source.tuple_value], source.index)
             self.values[name] = value
         absent = [n for i, n in enumerate(node.output_names)
                   if n and (i >= len(result) or result[i] is None)]
         if absent:
             raise node.error(f"irc does not compute the output(s) {', '.join(absent)}")
 
+    def settle_branch_ranks(self, node: Node) -> None:
+        """Give ``node`` (a broadcasting elementwise operator) a known rank for each input
+        of unknown rank that is an output of a graph-level ``If`` whose branches give
+        static shapes of different ranks, none above the largest rank among the node's
+        other inputs: the result's rank is that largest rank whichever branch ran, and
+        the input, broadcast, has the same values with unit dimensions in front. The
+        node reads instead an ``If`` on the same condition that reshapes each branch's
+        value to that rank (bound once per value and rank)."""
+        unknown, ranks = [], []
+        for i in range(node.num_inputs):
+            if node.has_input(i):
+                s = node.input(i).struct_info
+                if isinstance(s, TensorStructInfo):
+                    (unknown if s.ndim < 0 else ranks).append((i, s.ndim))
+        if not unknown or not ranks:
+            return
+        rank = max(r for _, r in ranks)
+        for i, _ in unknown:
+            v = node.input(i)
+            if not isinstance(v, Var) or v not in self.if_outputs:
+                continue
+            key = (v, rank)
+            if key not in self.padded:
+                padded = self._padded_branches(v, rank)
+                if padded is None:
+                    continue
+                self.padded[key] = padded
+            node.replaced[i] = self.padded[key]
+
+    def _padded_branches(self, v: Var, rank: int) -> Expr | None:
+        """``v`` (an If's output) reshaped to ``rank`` in each branch, or None when a
+        branch's shape is not static or has a higher rank."""
+        if_expr, index = self.if_outputs[v]
+        branches = []
+        for branch in (if_expr.true_branch, if_expr.false_branch):
+            s = self.bb.normalize(branch).struct_info
+            s = s.fields[index] if isinstance(s, TupleStructInfo) else None
+            if not isinstance(s, TensorStructInfo) or s.static_shape is None or \
+                    s.ndim > rank:
+                return None
+            value = Var(name_hint=f"{v.name_hint}_rank{s.ndim}", struct_info=s)
+            shape = [1] * (rank - s.ndim) + list(s.static_shape)
+            branches.append(SeqExpr(
+                blocks=(BindingBlock(bindings=(MatchCast(var=value, value=v,
+                                                         struct_info=s),)),),
+                body=ops.reshape(value, shape)))
+        result = self.bb.emit(If(cond=if_expr.cond, true_branch=branches[0],
+                                 false_branch=branches[1]), f"{v.name_hint}_rank{rank}")
+        if result.struct_info.shape is None:  # the branches' shapes differ
+            dims = tuple(self.fresh_dim(f"{v.name_hint}_rank{rank}_d{j}")
+                         for j in range(rank))
+            result = self.bb.match_cast(result, TensorStructInfo(
+                shape=dims, dtype=result.struct_info.dtype), f"{v.name_hint}_rank{rank}")
+        return result
+
     def _fold(self, node: Node) -> bool:
         """Evaluate ``node`` now when all its inputs are known (module docstring)."""
-        if node.op_type in _NOT_FOLDED or node.proto.domain not in ("", "ai.onnx"):
+        if node.proto.domain not in ("", "ai.onnx") or node.op_type not in (
+                _FOLDED | _FOLDED_INTEGER):
             return False
         arrays = []
         for i in range(node.num_inputs):
@@ -830,18 +1038,33 @@ class GraphImporter:
             arrays.append(c)
         if all(a is None for a in arrays) and node.op_type != "Constant":
             return False
+        if node.op_type in _FOLDED_INTEGER and not all(
+                a.dtype.kind in "biu" for a in arrays if a is not None):
+            return False
         try:
             outs = _reference_run(self.onnx, node.proto, arrays, self.opset)
         except Exception:  # noqa: BLE001 - the reference lacks or rejects it: the converter decides
             return False
         limit = max(_FOLD_LIMIT, 2 * sum(a.size for a in arrays if a is not None))
-        if any(not isinstance(o, np.ndarray) or o.size > limit or o.dtype == object
-               or o.dtype.kind not in "biuf" for o in outs):
+        if any(not isinstance(o, np.ndarray) or o.size > limit or not _irc_array(o)
+               for o in outs):
             return False
         for name, arr in zip(node.output_names, outs):
             if name:
                 self.values[name] = Constant.from_numpy(np.asarray(arr))
         return True
+
+
+def _irc_array(arr: np.ndarray) -> bool:
+    """Whether irc has a dtype for ``arr``'s (numbers, bools, ml_dtypes' bfloat16 and
+    narrow formats; not strings nor objects)."""
+    if arr.dtype.kind not in "biufV":
+        return False
+    try:
+        dt.from_numpy(arr.dtype)
+    except IRCError:
+        return False
+    return True
 
 
 def all_nodes(graph: Any) -> list[Any]:
@@ -873,6 +1096,12 @@ def free_names(graph: Any) -> list[str]:
 
 
 _ELEM_TYPES = {v: k for k, v in DTYPES.items()}
+# Operators whose inputs broadcast against each other elementwise (unit dimensions in
+# front of an input do not change the values of the result).
+_BROADCASTING = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual", "Greater",
+    "GreaterOrEqual", "And", "Or", "Xor", "Where", "Sum", "Max", "Min", "Mean", "BitShift",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
 # How deep function bodies may expand into further function bodies.
 _MAX_FUNCTION_DEPTH = 8
 
@@ -1022,7 +1251,8 @@ def _reference_run(onnx: Any, node: Any, arrays: list[np.ndarray | None],
         [onnx.helper.make_empty_tensor_value_info(o) for o in outs if o])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
     res = ReferenceEvaluator(model).run(None, feeds)
-    return [np.asarray(r) for r in res]
+    # a sequence (a list) stays one, so the fold declines it and the converter decides
+    return [r if isinstance(r, list) else np.asarray(r) for r in res]
 
 
 @with_fewer_gc_pauses
@@ -1032,7 +1262,9 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: dict | Non
     it, or the serialized bytes) as an IRModule whose ``main`` computes the graph.
 
     ``shape_dict`` fixes input shapes (``{"input": [1, 3, 224, 224]}``) or named
-    dimensions (``{"batch": 1}``); ``dtype_dict`` overrides input dtypes; ``opset``
+    dimensions (``{"batch": 1}``), and gives a sequence input (a tuple, passed as a list
+    of arrays) its length (``{"seq": 3}``) or its elements' shapes (``{"seq": [[4], [2]]}``);
+    ``dtype_dict`` overrides input dtypes; ``opset``
     overrides the model's default-domain opset. With ``keep_params_in_input`` the
     initializers become parameters after the inputs and the result is ``(mod, params)``
     with ``params`` the initializers' values by parameter name, in order (what

@@ -22,7 +22,8 @@ so deep loops cost a call frame each; the loop-carried values must keep their st
 ``Scan`` (opset 9 on) has a static number of steps, the length of its scan axis: the body
 is inlined once per step (at most ``MAX_SCAN_STEPS``), each step's scan-input slices and
 state bound to the body's inputs, and the per-step scan outputs stacked along their axes
-(reversed where asked). Opset 8's batched ``Scan`` has no converter.
+(reversed where asked). Opset 8's ``Scan`` has a leading batch axis on every input and
+output: the body is inlined per batch entry and step, and the results stacked back.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.diagnostics import UnsupportedOperatorError
 from ...ir import ops
 from ...ir.expr import (
     BindingBlock,
@@ -115,10 +117,8 @@ def _loop(node: Node) -> Any:
              else Constant.from_numpy(np.asarray(True)))
     carried = [node.input(2 + k) for k in range(n_carried)]
     carried_sinfo = [bb.normalize(v).struct_info for v in carried]
-    for k, s in enumerate(carried_sinfo):
-        if not isinstance(s, TensorStructInfo):
-            raise node.error(f"loop-carried value {k} is not a tensor (sequences are not "
-                             "supported)")
+    if any(not isinstance(s, TensorStructInfo) for s in carried_sinfo):
+        return _unrolled_loop(node, body, carried, n_scan)
     scalar_i = TensorStructInfo(shape=(), dtype="int64")
     scalar_b = TensorStructInfo(shape=(), dtype="bool")
     base = node.output_names[0] if node.output_names and node.output_names[0] else "loop"
@@ -189,6 +189,54 @@ def _loop(node: Node) -> Any:
     return outs
 
 
+def _unrolled_loop(node: Node, body: Any, carried: list[Expr], n_scan: int) -> list[Any]:
+    """A Loop that carries a sequence (a tuple, whose length changes from step to step)
+    inlined once per iteration: its trip count and every step's condition must be known
+    at import time (the loops exporters and ONNX's function bodies write over a static
+    sequence: ``SequenceMap``'s expansion), at most :data:`MAX_SCAN_STEPS` steps."""
+    why = ("a Loop carrying a sequence is unrolled when the model is imported (irc "
+           "represents a sequence as a tuple of fixed length)")
+    trip = node.const(0) if node.has_input(0) else None
+    if trip is None or trip.size != 1:
+        raise UnsupportedOperatorError(f"ONNX node {node.name!r} (Loop): {why}; its trip "
+                                       "count must be a constant")
+    steps = int(trip.reshape(-1)[0])
+    if steps > MAX_SCAN_STEPS:
+        raise node.error(f"{steps} iterations; irc unrolls a Loop over at most "
+                         f"{MAX_SCAN_STEPS}")
+    go = node.const(1) if node.has_input(1) else np.asarray(True)
+    if go is None:
+        raise UnsupportedOperatorError(f"ONNX node {node.name!r} (Loop): {why}; its "
+                                       "condition must be a constant")
+    graph = node.graph
+    formal = [vi.name for vi in body.input]
+    state: list[Any] = list(carried)
+    per_step: list[list[Expr]] = [[] for _ in range(n_scan)]
+    for t in range(steps):
+        if not bool(np.asarray(go).reshape(-1)[0]):
+            break
+        values = [_int64_scalar(t), Constant.from_numpy(np.asarray(True)), *state]
+        for name, value in zip(formal, values):
+            graph.values[name] = value if isinstance(value, (Var, Constant, Tuple)) \
+                else node.emit(value, "loop_value")
+            graph.syms.pop(name, None)
+        res = graph.inline_subgraph(body, [vi.name for vi in body.output])
+        res = [graph.shape_tensor(v, f"{node.name}_step{t}_{i}") if isinstance(v, SymShape)
+               else v for i, v in enumerate(res)]
+        cond = res[0]
+        go = cond.data if isinstance(cond, Constant) else None
+        if go is None:
+            raise UnsupportedOperatorError(f"ONNX node {node.name!r} (Loop): {why}; the "
+                                           "condition of each step must be known then")
+        state = res[1:1 + len(carried)]
+        for j, v in enumerate(res[1 + len(carried):]):
+            per_step[j].append(v)
+    if n_scan and not per_step[0]:
+        raise node.error("a Loop carrying a sequence ran no iteration: its scan outputs "
+                         "have no per-iteration shape")
+    return state + [_stack(node, items, 0) for items in per_step]
+
+
 __all__: list[str] = []
 
 
@@ -205,40 +253,15 @@ def _normalized(node: Node, what: str, values: list[int], ranks: list[int]) -> l
     return out
 
 
-@converter("Scan", since=9)
-def _scan(node: Node) -> Any:
+def _run_steps(node: Node, body: Any, state: list[Any], xs: list[Expr], in_axes: list[int],
+               in_dirs: list[int], steps: int) -> tuple[list[Any], list[list[Expr]]]:
+    """The body inlined once per step: step ``t`` binds the state and the ``t``-th slice
+    of each scan input (counted from the end where its direction is 1) to the body's
+    inputs. Returns the final state and each scan output's per-step values."""
     graph = node.graph
-    body = node.required_attr("body")
-    m = int(node.required_attr("num_scan_inputs"))
-    n_state = node.num_inputs - m
-    k = len(body.output) - n_state
-    if m < 1 or n_state < 0 or k < 0 or len(body.input) != n_state + m:
-        raise node.error(f"the body has {len(body.input)} inputs and {len(body.output)} "
-                         f"outputs for {n_state} state values and {m} scan inputs")
-    in_ranks = [node.ndim(n_state + j) for j in range(m)]
-    in_axes = _normalized(node, "scan_input_axis",
-                          list(node.attr("scan_input_axes", [0] * m)), in_ranks)
-    in_dirs = list(node.attr("scan_input_directions", [0] * m))
-    out_dirs = list(node.attr("scan_output_directions", [0] * k))
-    if len(in_axes) != m or len(in_dirs) != m or len(out_dirs) != k:
-        raise node.error("scan_input_axes, scan_input_directions and scan_output_directions "
-                         "need one entry per scan input or output")
-    lengths = set()
-    for j, a in enumerate(in_axes):
-        d = node.shape(n_state + j)[a]
-        if not isinstance(d, E.IntImm):
-            raise node.error(f"scan input {j} has a symbolic length along axis {a}; irc "
-                             "unrolls Scan over a static number of steps")
-        lengths.add(int(d.value))
-    if len(lengths) != 1:
-        raise node.error(f"the scan inputs differ in length: {sorted(lengths)}")
-    steps = lengths.pop()
-    if not 1 <= steps <= MAX_SCAN_STEPS:
-        raise node.error(f"{steps} steps; irc unrolls Scan over 1 to {MAX_SCAN_STEPS} steps")
     formal = [vi.name for vi in body.input]
-    state: list[Any] = [node.input(i) for i in range(n_state)]
-    xs = [node.input(n_state + j) for j in range(m)]
-    per_step: list[list[Expr]] = [[] for _ in range(k)]
+    n_state = len(state)
+    per_step: list[list[Expr]] = [[] for _ in range(len(body.output) - n_state)]
     for t in range(steps):
         slices = []
         for x, a, rev in zip(xs, in_axes, in_dirs):
@@ -253,15 +276,107 @@ def _scan(node: Node) -> Any:
         res = [graph.shape_tensor(v, f"{node.name}_step{t}_{i}") if isinstance(v, SymShape)
                else v for i, v in enumerate(res)]
         state = res[:n_state]
-        for j in range(k):
-            per_step[j].append(res[n_state + j])
-    outs = []
-    for j, items in enumerate(per_step):
-        if out_dirs[j]:
-            items = items[::-1]
-        r = graph.bb.normalize(items[0]).struct_info.ndim + 1
-        axes = list(node.attr("scan_output_axes", [0] * k))
-        (a,) = _normalized(node, "scan_output_axis", [axes[j]], [r])
-        stacked = [ops.expand_dims(v, a) for v in items]
-        outs.append(stacked[0] if steps == 1 else ops.concat(Tuple(fields=tuple(stacked)), a))
+        for j, v in enumerate(res[n_state:]):
+            per_step[j].append(v)
+    return state, per_step
+
+
+def _stack(node: Node, items: list[Expr], axis: int) -> Expr:
+    """The per-step values stacked along a new ``axis`` (negative: from the end)."""
+    r = node.graph.bb.normalize(items[0]).struct_info.ndim + 1
+    (a,) = _normalized(node, "scan_output_axis", [axis], [r])
+    stacked = [ops.expand_dims(v, a) for v in items]
+    return stacked[0] if len(items) == 1 else ops.concat(Tuple(fields=tuple(stacked)), a)
+
+
+def _steps(node: Node, lengths: set[int]) -> int:
+    if len(lengths) != 1:
+        raise node.error(f"the scan inputs differ in length: {sorted(lengths)}")
+    steps = lengths.pop()
+    if not 1 <= steps <= MAX_SCAN_STEPS:
+        raise node.error(f"{steps} steps; irc unrolls Scan over 1 to {MAX_SCAN_STEPS} steps")
+    return steps
+
+
+def _scan_signature(node: Node, body: Any, n_inputs: int) -> tuple[int, int, int]:
+    """(state values, scan inputs, scan outputs) of a Scan over ``n_inputs`` tensors."""
+    m = int(node.required_attr("num_scan_inputs"))
+    n_state = n_inputs - m
+    k = len(body.output) - n_state
+    if m < 1 or n_state < 0 or k < 0 or len(body.input) != n_state + m:
+        raise node.error(f"the body has {len(body.input)} inputs and {len(body.output)} "
+                         f"outputs for {n_state} state values and {m} scan inputs")
+    return n_state, m, k
+
+
+def _static_length(node: Node, i: int, axis: int, what: str) -> int:
+    d = node.shape(i)[axis]
+    if not isinstance(d, E.IntImm):
+        raise node.error(f"{what} has a symbolic length along axis {axis}; irc unrolls Scan "
+                         "over a static number of steps")
+    return int(d.value)
+
+
+@converter("Scan", since=8)
+def _scan_batched(node: Node) -> Any:
+    """Opset 8's Scan: every state and scan input has a leading batch axis (scan inputs
+    ``[batch, length, ...]``), the body runs on one batch entry at a time, and the
+    outputs are stacked back along the batch axis (scan outputs ``[batch, length,
+    ...]``). ``sequence_lens``, when given, must be a constant equal to the length for
+    every batch entry."""
+    body = node.required_attr("body")
+    n_state, m, k = _scan_signature(node, body, node.num_inputs - 1)
+    first = 1  # input 0 is sequence_lens
+    dirs = list(node.attr("directions", [0] * m))
+    if len(dirs) != m:
+        raise node.error(f"directions needs one entry per scan input ({m}), got {dirs}")
+    for i in range(first, node.num_inputs):
+        if node.ndim(i) < 1:
+            raise node.error(f"input {i} needs a leading batch axis")
+    batch = _static_length(node, first, 0, "the first input")
+    steps = _steps(node, {_static_length(node, first + n_state + j, 1, f"scan input {j}")
+                          for j in range(m)})
+    if node.has_input(0):
+        lens = node.const(0)
+        if lens is None or lens.size != batch or np.any(lens.reshape(-1) != steps):
+            raise node.error(f"sequence_lens must be a constant {steps} for each of the "
+                             f"{batch} batch entries; irc does not scan shorter sequences")
+
+    def entry(i: int, b: int) -> Expr:
+        return node.emit(ops.squeeze(ops.take(node.input(i), Constant.from_numpy(
+            np.array([b], "int64")), axis=0), [0]), "scan_batch")
+
+    finals: list[list[Any]] = [[] for _ in range(n_state)]
+    outs: list[list[Expr]] = [[] for _ in range(k)]
+    for b in range(batch):
+        state = [entry(first + i, b) for i in range(n_state)]
+        xs = [entry(first + n_state + j, b) for j in range(m)]
+        state, per_step = _run_steps(node, body, state, xs, [0] * m, dirs, steps)
+        for i, v in enumerate(state):
+            finals[i].append(v)
+        for j, items in enumerate(per_step):
+            outs[j].append(_stack(node, items, 0))
+    return [_stack(node, vs, 0) for vs in finals] + [_stack(node, vs, 0) for vs in outs]
+
+
+@converter("Scan", since=9)
+def _scan(node: Node) -> Any:
+    body = node.required_attr("body")
+    n_state, m, k = _scan_signature(node, body, node.num_inputs)
+    in_ranks = [node.ndim(n_state + j) for j in range(m)]
+    in_axes = _normalized(node, "scan_input_axis",
+                          list(node.attr("scan_input_axes", [0] * m)), in_ranks)
+    in_dirs = list(node.attr("scan_input_directions", [0] * m))
+    out_dirs = list(node.attr("scan_output_directions", [0] * k))
+    out_axes = list(node.attr("scan_output_axes", [0] * k))
+    if len(in_axes) != m or len(in_dirs) != m or len(out_dirs) != k or len(out_axes) != k:
+        raise node.error("scan_input_axes, scan_input_directions, scan_output_axes and "
+                         "scan_output_directions need one entry per scan input or output")
+    steps = _steps(node, {_static_length(node, n_state + j, a, f"scan input {j}")
+                          for j, a in enumerate(in_axes)})
+    state = [node.input(i) for i in range(n_state)]
+    xs = [node.input(n_state + j) for j in range(m)]
+    state, per_step = _run_steps(node, body, state, xs, in_axes, in_dirs, steps)
+    outs = [_stack(node, items[::-1] if out_dirs[j] else items, out_axes[j])
+            for j, items in enumerate(per_step)]
     return state + outs

@@ -17,6 +17,7 @@ give that shape, and fails naming the node when they do not.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -105,21 +106,24 @@ class _Resize:
 
     # -- import-time scales / sizes --------------------------------------------------------
     def static_plan(self, axes: list[int], scales: np.ndarray | None,
-                    sizes: np.ndarray | None, policy: str) -> tuple[list[float], list[Any]]:
-        """(scale, output size) of every axis, as ONNX's reference computes them."""
+                    sizes: np.ndarray | None, policy: str) -> tuple[list[Fraction], list[Any]]:
+        """(scale, output size) of every axis, as ONNX's reference computes them but in
+        exact arithmetic: a scale from ``scales`` is its binary float, one from ``sizes``
+        the ratio ``size / input size``."""
         node, r = self.node, self.rank
-        full_scale = [1.0] * r
+        full_scale = [Fraction(1)] * r
         out: list[Any] = list(self.in_shape)
         if scales is not None:
             if len(scales) != len(axes):
                 raise node.error(f"scales has {len(scales)} values for {len(axes)} axes")
             for a, s in zip(axes, scales.tolist()):
-                if not s > 0:
-                    raise node.error(f"scales must be positive, got {scales.tolist()}")
-                full_scale[a] = float(s)
+                if not s > 0 or not math.isfinite(s):
+                    raise node.error(f"scales must be positive and finite, got "
+                                     f"{scales.tolist()}")
+                full_scale[a] = Fraction(s)
             for a in range(r):
-                if full_scale[a] != 1.0:
-                    out[a] = int(np.float64(full_scale[a]) * self.in_dim(a, "scaling"))
+                if full_scale[a] != 1:
+                    out[a] = math.floor(full_scale[a] * self.in_dim(a, "scaling"))
             return full_scale, out
         assert sizes is not None
         if len(sizes) != len(axes):
@@ -130,9 +134,9 @@ class _Resize:
         for a, s in zip(axes, sizes.tolist()):
             d = _static_dim(self.in_shape[a])
             if d is not None:
-                ratio[a] = int(s) / d if d else 1.0
+                ratio[a] = Fraction(int(s), d) if d else Fraction(1)
             elif policy != "stretch":
-                ratio[a] = (int(s) / self.in_dim(a, "keep_aspect_ratio_policy"))
+                ratio[a] = Fraction(int(s), self.in_dim(a, "keep_aspect_ratio_policy"))
             out[a] = int(s)
         if policy == "stretch":
             for a in axes:
@@ -142,7 +146,9 @@ class _Resize:
         scale = min(ratio.values()) if policy == "not_larger" else max(ratio.values())
         for a in axes:
             full_scale[a] = scale
-            out[a] = int(scale * self.in_dim(a, "keep_aspect_ratio_policy") + 0.5)
+            # ONNX's round_int: the nearest integer, halfway cases up
+            out[a] = math.floor(scale * self.in_dim(a, "keep_aspect_ratio_policy") +
+                                Fraction(1, 2))
         return full_scale, out
 
     # -- the node --------------------------------------------------------------------------
@@ -236,8 +242,7 @@ class _Resize:
             trivial_roi = full_roi is None or (math.isclose(full_roi[a][0], 0.0) and
                                                math.isclose(full_roi[a][1], 1.0))
             same = isinstance(out[a], int) and out[a] == _static_dim(self.in_shape[a])
-            if not (math.isclose(scale[a], 1.0) and (same or out[a] is self.in_shape[a])
-                    and trivial_roi):
+            if not (scale[a] == 1 and (same or out[a] is self.in_shape[a]) and trivial_roi):
                 chosen.append(a)
         if not chosen:
             return node.input(0)
@@ -248,8 +253,12 @@ class _Resize:
         roi_attr: list[float] = []
         if full_roi is not None:
             roi_attr = [full_roi[a][0] for a in chosen] + [full_roi[a][1] for a in chosen]
+        exact = [scale[a] for a in chosen]
+        ratios = [] if all(f == Fraction(float(f)) for f in exact) else \
+            [f.numerator for f in exact] + [f.denominator for f in exact]
         return ops.image.resize(node.input(0), chosen, [out[a] for a in chosen],
-                                [scale[a] for a in chosen], roi_attr, **attrs)
+                                [float(f) for f in exact], roi_attr, scale_ratios=ratios,
+                                **attrs)
 
     def _runtime(self, axes: list[int], vec_i: int, use_scales: bool, policy: str,
                  roi_i: int | None, legacy: bool, attrs: dict) -> Expr:

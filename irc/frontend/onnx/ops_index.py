@@ -1,7 +1,7 @@
 """Converters of ONNX operators that read or write at run-time indices, and scans:
 ``GatherElements``, ``GatherND``, ``ScatterElements``, ``ScatterND``, ``Scatter``,
 ``OneHot``, ``Trilu``, ``TopK``, ``CumSum``, ``CumProd``, ``EyeLike``,
-``ReverseSequence``, ``Hardmax``.
+``ReverseSequence``, ``Hardmax``, ``TensorScatter``.
 
 Index tensors stay run-time data (the kernels read them). Inputs that fix an output's
 shape (TopK's ``k``, OneHot's ``depth``) may be run-time values too: the VM reads them
@@ -395,3 +395,59 @@ def _max_unpool(node: Node) -> Expr:
                       "unpooled")
         inferred[a] = dims[a]
     return y
+
+
+@converter("TensorScatter", since=24)
+def _tensor_scatter(node: Node) -> Expr:
+    """``past_cache`` with ``update`` written along ``axis`` from each batch entry's write
+    index (``write_indices``, 0 when absent; modulo the cache length in ``circular``
+    mode): every output element reads the update element that lands on it, or the cache.
+    A linear write past either end of the cache fails at run time."""
+    past, update = node.input(0), node.input(1)
+    shape, upd = node.static_shape(0), node.static_shape(1)
+    if shape is None or upd is None:
+        raise node.error("past_cache and update need static shapes")
+    if node.dtype(0) != node.dtype(1):
+        raise node.error(f"past_cache ({node.dtype(0)}) and update ({node.dtype(1)}) must "
+                         "share a dtype")
+    mode = node.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise node.error(f"mode {mode!r} is not 'linear' or 'circular'")
+    rank = len(shape)
+    axis = _axis(node, int(node.attr("axis", -2)), rank)
+    if axis == 0:
+        raise node.error("axis must not be the batch axis (0)")
+    if len(upd) != rank or any(a != b for d, (a, b) in enumerate(zip(shape, upd))
+                               if d != axis) or upd[axis] > shape[axis]:
+        raise node.error(f"update {upd} must match past_cache {shape} except along axis "
+                         f"{axis}, where it may be shorter")
+    cache_len, length = shape[axis], upd[axis]
+    if node.has_input(2):
+        starts = ops.reshape(ops.astype(_int_indices(node, 2, "write_indices"), "int64"),
+                             [shape[0]])
+    else:
+        starts = Constant.from_numpy(np.zeros(shape[0], "int64"))
+    # j[b, s]: the position in the update that lands on cache position s of batch b.
+    pos = Constant.from_numpy(np.arange(cache_len, dtype="int64")[None, :])
+    offset = ops.subtract(pos, ops.expand_dims(starts, 1))
+    if mode == "circular":
+        j = integer.floor_mod(offset, _i64_const(cache_len))
+    else:
+        bad = ops.logical_or(ops.less(starts, _i64_const(0)),
+                             ops.greater(ops.add(starts, _i64_const(length)),
+                                         _i64_const(cache_len)))
+        node.runtime_check(ops.sum(ops.astype(bad, "int64")),
+                           "write_indices_out_of_range")
+        j = offset
+    lands = ops.logical_and(ops.greater_equal(j, _i64_const(0)),
+                            ops.less(j, _i64_const(length)))
+    j = ops.minimum(ops.maximum(j, _i64_const(0)), _i64_const(max(length - 1, 0)))
+    # Broadcast [batch, cache_len] to the cache's shape: batch at 0, positions at axis.
+    view = [shape[0]] + [1] * (rank - 1)
+    view[axis] = cache_len
+    if length == 0:
+        return past
+    lands = ops.broadcast_to(ops.reshape(lands, view), shape)
+    gathered = ix.gather_elements(update, ops.broadcast_to(ops.reshape(j, view), shape),
+                                  axis=axis)
+    return ops.where(lands, gathered, past)

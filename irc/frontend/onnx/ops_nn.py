@@ -3,7 +3,8 @@ number of spatial axes; 1-D and plain 2-D through the 2-D graph operators, the r
 through ``irc/ir/ops/nn_nd.py``), ``DeformConv``, pooling (``MaxPool`` with its
 ``Indices``, ``AveragePool``, ``LpPool``, ``GlobalAveragePool``, ``GlobalMaxPool``,
 ``GlobalLpPool``), normalizations (``BatchNormalization``, ``LayerNormalization`` with its
-statistics, ``InstanceNormalization``, ``LpNormalization``, ``LRN``), ``Softmax`` /
+statistics, ``InstanceNormalization``, ``LpNormalization``, ``LRN``,
+``MeanVarianceNormalization``), ``Softmax`` /
 ``LogSoftmax``, ``Gemm``, ``MatMul``, the ``Reduce*`` family and ``ArgMax`` / ``ArgMin``;
 ``Einsum`` lives in :mod:`.ops_einsum`, imported here."""
 
@@ -19,6 +20,7 @@ from ...ir.expr import Constant, Expr, If, SeqExpr, ShapeExpr, TupleGetItem
 from ...ir.ops import nn_nd
 from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
+from ...tir.topi.utils import accumulator_dtype
 from . import ops_einsum  # noqa: F401 - registers the Einsum converter
 from .importer import Node, valid_name
 from .ops_elementwise import scalar
@@ -380,7 +382,9 @@ def _layer_norm(node: Node) -> Any:
         raise node.error(f"stash_type {stash} is not float32, float64 or float16")
     stash_dtype = {1: "float32", 11: "float64", 10: "float16"}[stash]
     gamma, beta = node.input(1), node.optional(2)
-    if not any(node.output_names[1:]) and stash_dtype == d:
+    # The fused operator keeps its statistics in the input's accumulator dtype (float32
+    # for 16-bit floats) and rounds once, at its output.
+    if not any(node.output_names[1:]) and stash_dtype in (d, accumulator_dtype(d)):
         norm_shape = node.shape(0)[axis:]
         if beta is None:
             beta = ops.zeros(list(int(s.value) for s in norm_shape), d) if all(
@@ -403,6 +407,28 @@ def _layer_norm(node: Node) -> Any:
     if beta is not None:
         y = ops.add(y, beta)
     return y, mean, inv
+
+
+@converter("MeanVarianceNormalization", since=9)
+def _mean_variance_normalization(node: Node) -> Expr:
+    """``(x - mean) / (sqrt(variance) + 1e-9)`` over ``axes``, the population variance
+    computed from the deviations; 16-bit inputs compute in float32 and round once. (ONNX's
+    function body adds a float32 constant, so it serves float32 inputs only.)"""
+    d, nd = node.dtype(0), node.ndim(0)
+    if not dt.is_float(d):
+        raise node.error(f"needs a floating-point input, got {d}")
+    axes = [int(a) for a in node.attr("axes", [0, 2, 3])]
+    bad = [a for a in axes if not -nd <= a < nd]
+    if bad:
+        raise node.error(f"axes {bad} are out of range for rank {nd}")
+    axes = sorted({a % nd for a in axes})
+    acc = accumulator_dtype(d)
+    x = node.input(0) if acc == d else ops.astype(node.input(0), acc)
+    mean = node.emit(ops.mean(x, axes, keepdims=True), "mean")
+    dev = node.emit(ops.subtract(x, mean), "deviation")
+    std = ops.sqrt(ops.mean(ops.multiply(dev, dev), axes, keepdims=True))
+    y = ops.divide(dev, ops.add(std, scalar(1e-9, acc)))
+    return y if acc == d else ops.astype(y, d)
 
 
 def _softmax(node: Node, log: bool) -> Expr:

@@ -113,7 +113,7 @@ Value = Any  # np.ndarray | Expr
 
 
 def _as_expr(v: Value, dtype: str) -> Expr:
-    return Constant.from_numpy(np.ascontiguousarray(v), dtype) if isinstance(
+    return Constant.from_numpy(np.asarray(v, order="C"), dtype) if isinstance(
         v, np.ndarray) else v
 
 
@@ -390,8 +390,8 @@ class _Recurrence:
         r_t = dirn.r_t
         if isinstance(r_t, Constant):
             arr = np.asarray(r_t.data)
-            r_zr, r_h = Constant.from_numpy(np.ascontiguousarray(arr[:, :2 * hs]), self.dtype),\
-                Constant.from_numpy(np.ascontiguousarray(arr[:, 2 * hs:]), self.dtype)
+            r_zr, r_h = Constant.from_numpy(np.asarray(arr[:, :2 * hs], order="C"), self.dtype),\
+                Constant.from_numpy(np.asarray(arr[:, 2 * hs:], order="C"), self.dtype)
         else:
             r_zr, r_h = self.split(r_t, [2 * hs], 1, "r_split")
         zr = self.emit(f(self.clipped(ops.add(x_zr, ops.matmul(h, r_zr)))), "zr")

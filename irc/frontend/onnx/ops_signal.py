@@ -1,4 +1,5 @@
-"""Converters of ONNX's signal operators: ``DFT`` (opsets 17 and 20) and ``STFT``.
+"""Converters of ONNX's signal operators: ``DFT`` (opsets 17 and 20), ``STFT`` and
+``MelWeightMatrix``.
 
 A DFT of a static length is a product with constant matrices of cosines and sines (the
 transform axis moved last, real and imaginary parts kept apart): O(n^2) work per signal
@@ -20,7 +21,7 @@ from ...ir import ops
 from ...ir.expr import Constant, Expr, If, SeqExpr, Tuple
 from ...ir.ops import integer
 from ...ir.struct_info import TensorStructInfo
-from .importer import Node, valid_name
+from .importer import Node, onnx_dtype, valid_name
 from .registry import converter
 
 
@@ -302,6 +303,61 @@ def _stft_runtime_length(node: Node, shape: list[int], d: str) -> Expr:
 
 def _i64(v: int) -> Constant:
     return Constant.from_numpy(np.asarray(v, "int64"))
+
+
+@converter("MelWeightMatrix", since=17)
+def _mel_weight_matrix(node: Node) -> Expr:
+    """The ``[dft_length // 2 + 1, num_mel_bins]`` matrix of triangular filters that
+    maps a one-sided spectrum to mel bands, computed as ONNX's reference does: the band
+    edges evenly spaced in mel between the two edge frequencies (in the edges' dtype),
+    converted to spectrum bins in float64 and rounded down; each filter rises from its
+    left edge to 1 at its centre and falls to its right edge. The sizes are read at run
+    time when they are not constants."""
+    for i, what in ((0, "num_mel_bins"), (1, "dft_length"), (2, "sample_rate")):
+        if not dt.is_integer(node.dtype(i)) or node.ndim(i) != 0:
+            raise node.error(f"{what} (input {i}) must be an integer scalar")
+    for i, what in ((3, "lower_edge_hertz"), (4, "upper_edge_hertz")):
+        if not dt.is_float(node.dtype(i)) or node.ndim(i) != 0:
+            raise node.error(f"{what} (input {i}) must be a float scalar")
+    edge = node.dtype(3)
+    out_dtype = onnx_dtype(int(node.attr("output_datatype", 1)), "output_datatype")
+
+    def f64(e: Expr) -> Expr:
+        return ops.astype(e, "float64")
+
+    def const(v: float, dtype: str = "float64") -> Constant:
+        return Constant.from_numpy(np.asarray(v, dt.to_numpy(dtype)))
+
+    def mel(hertz: Expr) -> Expr:  # 2595 * log10(1 + hz / 700), in the edges' dtype
+        x = ops.astype(hertz, edge) if node.dtype(4) != edge else hertz
+        ratio = ops.log(ops.add(const(1, edge), ops.divide(x, const(700, edge))))
+        return ops.multiply(const(2595, edge), ops.divide(ratio, const(np.log(10), edge)))
+
+    bins = ops.astype(node.input(0), "int64")
+    dft_length = ops.astype(node.input(1), "int64")
+    rows = ops.add(ops.floor_divide(dft_length, _i64(2)), _i64(1))
+    (n_rows, n_bins) = node.runtime_dims(ops.reshape(ops.concat(Tuple(fields=(
+        ops.reshape(rows, [1]), ops.reshape(bins, [1]))), 0), [2]), "dim")
+    low, high = mel(node.input(3)), mel(node.input(4))
+    step = ops.divide(ops.subtract(high, low), ops.astype(ops.add(bins, _i64(2)), edge))
+    points = ops.arange(0, n_bins + 2, 1, "int64")
+    hz = ops.add(ops.multiply(f64(points), f64(step)), f64(low))
+    hz = ops.multiply(const(700), ops.subtract(
+        ops.exp(ops.multiply(ops.divide(hz, const(2595)), const(np.log(10)))), const(1)))
+    edges = ops.astype(ops.floor(ops.divide(
+        ops.multiply(f64(ops.add(dft_length, _i64(1))), hz), f64(node.input(2)))), "int64")
+    left, centre, right = (ops.take(edges, ops.arange(k, n_bins + k, 1, "int64"), axis=0)
+                           for k in range(3))
+    j = ops.expand_dims(ops.arange(0, n_rows, 1, "int64"), 1)  # [rows, 1] against [bins]
+    rising = ops.logical_and(ops.greater_equal(j, left), ops.less(j, centre))
+    falling = ops.logical_and(ops.greater(j, centre), ops.less(j, right))
+    up = ops.divide(f64(ops.subtract(j, left)), f64(ops.maximum(ops.subtract(centre, left),
+                                                                 _i64(1))))
+    down = ops.divide(f64(ops.subtract(right, j)), f64(ops.maximum(ops.subtract(right, centre),
+                                                                    _i64(1))))
+    value = ops.where(ops.equal(j, centre), const(1), ops.where(
+        rising, up, ops.where(falling, down, const(0))))
+    return ops.astype(value, out_dtype)
 
 
 __all__: list[str] = []

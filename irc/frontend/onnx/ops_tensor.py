@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.diagnostics import UnsupportedOperatorError
 from ...ir import ops
 from ...ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
 from ...ir.struct_info import TensorStructInfo
@@ -19,7 +20,7 @@ from ...ir.struct_info_analysis import simplify
 from ...tir import expr as E
 from .importer import Node, SymShape, valid_name
 from .ops_elementwise import scalar
-from .registry import converter
+from .registry import DROPOUT_TRAINING, converter
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -43,9 +44,23 @@ def _identity(node: Node) -> Any:
 
 @converter("Dropout", since=7)
 def _dropout(node: Node) -> Any:
-    # Inference: the input unchanged, and a mask of ones when asked for.
-    if node.has_input(2) and node.const(2) is not None and bool(node.const(2)):
-        raise node.error("Dropout in training mode (training_mode=True) is not supported")
+    """Inference: the input unchanged, and a mask of ones when asked for. Training mode
+    with a ratio above 0 draws a random mask, which irc refuses
+    (``registry.DROPOUT_TRAINING``): at import when the mode and the ratio are constants,
+    else by a run-time check."""
+    if node.has_input(2):
+        mode = node.const(2)
+        ratio = node.const(1) if node.has_input(1) else np.float32(0.5)
+        if mode is not None and ratio is not None:
+            if bool(mode) and float(ratio) != 0:
+                raise UnsupportedOperatorError(
+                    f"ONNX node {node.name!r} (Dropout): {DROPOUT_TRAINING}")
+        elif mode is None or bool(mode):
+            t = ops.astype(node.input(2), "bool")
+            r = node.input(1) if node.has_input(1) else scalar(0.5, "float32")
+            nonzero = ops.not_equal(r, ops.zeros_like(r))
+            node.runtime_check(ops.astype(ops.logical_and(t, nonzero), "int64"),
+                               "training_mode_is_not_supported")
     x = node.input(0)
     if len(node.output_names) > 1 and node.output_names[1]:
         return [x, ops.ones_like(x, "bool")]
@@ -230,7 +245,7 @@ def _split(node: Node) -> Any:
     outputs = len(node.output_names)
     if node.opset >= 13:
         if node.has_input(1) and node.const(1) is None:
-            return _split_runtime(node, axis, outputs)
+            return split_runtime(node, axis, outputs)
         sizes = node.ints(1, "split") if node.has_input(1) else None
     else:
         sizes = node.attr("split")
@@ -626,7 +641,7 @@ def _squeeze_runtime(node: Node) -> Expr:
     return ops.reshape(node.input(0), node.runtime_dims(dims, "dim"))
 
 
-def _split_runtime(node: Node, axis: int, outputs: int) -> list[Expr]:
+def split_runtime(node: Node, axis: int, outputs: int) -> list[Expr]:
     """Split with sizes known only at run time: each output's length along ``axis`` is a
     shape variable bound from the sizes; they must add up to the axis (checked)."""
     sizes = _int_vector(node, 1, "split")
@@ -789,4 +804,4 @@ def _pad_runtime(node: Node) -> Expr:
     return ops.where(mask, x, value)
 
 
-__all__ = ["scalar"]
+__all__ = ["scalar", "split_runtime"]

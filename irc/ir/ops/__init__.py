@@ -14,6 +14,7 @@ from . import (
     image,
     index,  # registers the indexing operators
     integer,
+    linalg,
     linear_algebra,
     manipulate,
     nn,
@@ -21,6 +22,7 @@ from . import (
     nn_nd,
     quantization,
     reduce,
+    selection,
     unary,
 )
 from .binary import (
@@ -91,8 +93,8 @@ from .unary import (
 from .unary import round as round
 
 __all__ = [
-    "binary", "call", "create", "image", "linear_algebra", "manipulate", "nn", "nn_conv", "nn_nd",
-    "reduce", "unary",
+    "binary", "call", "create", "image", "linalg", "linear_algebra", "manipulate", "nn",
+    "nn_conv", "nn_nd", "reduce", "selection", "unary",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "where",

@@ -8,7 +8,10 @@ listed ``axes`` to ``sizes``. The scale of each resized axis (which the coordina
 transformation uses, and which need not be ``size / input size``) is the attribute
 ``scales`` or, when known only at run time, the operand ``scale_values`` (a 1-D float
 tensor, one value per resized axis); ``tf_crop_and_resize``'s region of interest likewise
-(attribute ``roi`` or operand ``roi_values``: the starts, then the ends).
+(attribute ``roi`` or operand ``roi_values``: the starts, then the ends). Scales that are
+ratios of integers (ONNX's ``sizes`` over the input sizes) are also given exactly, as
+``scale_ratios`` (the numerators, then the denominators), which the coordinate
+transformation uses in place of their rounded ``scales``.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def _check_vector(call: Call, i: int, length: int, what: str) -> None:
     AttrSpec("axes", convert=conv_int_list),
     AttrSpec("sizes", convert=conv_sizes),
     AttrSpec("scales", (), conv_float_list),
+    AttrSpec("scale_ratios", (), conv_int_list),
     AttrSpec("roi", (), conv_float_list),
     AttrSpec("method", "nearest", conv_choice("nearest", "linear", "cubic")),
     AttrSpec("coordinate_transformation_mode", "half_pixel",
@@ -86,7 +90,8 @@ def _check_vector(call: Call, i: int, length: int, what: str) -> None:
 ], pattern=OUT_ELEMWISE_FUSABLE, optional=["scale_values", "roi_values"])
 def _infer_resize(call: Call, ctx: Any) -> StructInfo:
     """R.image.resize(data, scale_values=None, roi_values=None, axes, sizes, scales=(),
-    roi=(), method="nearest", ...): ``data`` with ``axes`` resized to ``sizes``."""
+    scale_ratios=(), roi=(), method="nearest", ...): ``data`` with ``axes`` resized to
+    ``sizes``."""
     x = tensor_arg(call, 0)
     a = call.attrs
     k = len(a["axes"])
@@ -98,6 +103,11 @@ def _infer_resize(call: Call, ctx: Any) -> StructInfo:
         raise fail(call, f"scales has {len(a['scales'])} values for {k} axes")
     elif any(s <= 0 for s in a["scales"]):
         raise fail(call, f"scales must be positive, got {list(a['scales'])}")
+    ratios = a["scale_ratios"]
+    if ratios and (len(call.args) > 1 or len(ratios) != 2 * k or
+                   any(v <= 0 for v in ratios)):
+        raise fail(call, f"scale_ratios must be {k} positive numerators, then {k} positive "
+                         f"denominators, of the attribute scales; got {list(ratios)}")
     if a["coordinate_transformation_mode"] == "tf_crop_and_resize":
         if len(call.args) > 2:
             _check_vector(call, 2, 2 * k, "roi_values")
@@ -128,15 +138,18 @@ def resize(data: Expr, axes: Sequence[int], sizes: Sequence[int],
            method: str = "nearest", coordinate_transformation_mode: str = "half_pixel",
            nearest_mode: str = "round_prefer_floor", cubic_coeff_a: float = -0.75,
            exclude_outside: bool = False, extrapolation_value: float = 0.0,
-           antialias: bool = False, min_scales: Sequence[float] = ()) -> Expr:
+           antialias: bool = False, min_scales: Sequence[float] = (),
+           scale_ratios: Sequence[int] = ()) -> Expr:
     """``R.image.resize``: ``scales`` and ``roi`` are floats (attributes) or 1-D tensors
-    read at run time (operands)."""
+    read at run time (operands); ``scale_ratios`` the exact attribute scales as numerators
+    then denominators, when they are ratios of integers."""
     scale_operand = scales if isinstance(scales, Expr) else None
     roi_operand = roi if isinstance(roi, Expr) else None
     if roi_operand is not None and scale_operand is None:
         raise IRTypeError("R.image.resize: a run-time roi needs the scales as a tensor too")
     return make_call("image.resize", data, scale_operand, roi_operand, axes=axes,
                      sizes=sizes, scales=() if scale_operand is not None else scales,
+                     scale_ratios=scale_ratios,
                      roi=() if roi_operand is not None else roi, method=method,
                      coordinate_transformation_mode=coordinate_transformation_mode,
                      nearest_mode=nearest_mode, cubic_coeff_a=cubic_coeff_a,

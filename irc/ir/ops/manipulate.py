@@ -337,15 +337,24 @@ _END_OF_AXIS = 2**31 - 1  # an ``end`` at or past this means "to the end of the 
 
 def _slice_length(size: PrimExpr, begin: int, end: int, stride: int,
                   assume_inbound: bool) -> PrimExpr:
+    """The length of ``begin:end:stride`` on an axis of ``size``. On a symbolic axis it
+    is ``max((e - b + stride - 1) // stride, 0)`` in the form ``topi.strided_slice``
+    writes, so the ``call_tir`` LegalizeOps makes has a provably equal shape (the printed
+    module parses back): a non-negative ``begin`` is not clamped to ``size``, as past the
+    end ``e - b`` is negative anyway and the outer ``max`` gives 0. Non-negative bounds
+    with ``end <= begin`` give 0 (in both)."""
     s = const_value(size)
     if s is not None:
         return E.const(len(range(*slice(begin, end, stride).indices(s))), "int64")
     if stride < 0:
         raise ValueError("negative strides on symbolic dimensions")
+    if 0 <= end <= begin:
+        return E.const(0, "int64")
     b = size + begin if begin < 0 else E.const(begin, "int64")
     e = size if end >= _END_OF_AXIS else (size + end if end < 0 else E.const(end, "int64"))
     if not assume_inbound:
-        b = E.min_(b, size) if begin >= 0 else E.max_(b, E.const(0, "int64"))
+        if begin < 0:
+            b = E.max_(b, E.const(0, "int64"))
         e = E.min_(e, size) if end >= 0 and end < _END_OF_AXIS else e
     return simplify(E.max_((e - b + (stride - 1)) // stride, E.const(0, "int64")))
 

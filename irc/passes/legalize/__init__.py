@@ -26,7 +26,13 @@ from ...ir.expr import Call, Expr, Function, Op, Tuple, VarBinding
 from ...ir.op import get_op_def
 from ...ir.ops.call import VM_NATIVE
 from ..normalize import normalize_function
-from . import rules_image, rules_index, rules_nd, rules_quant  # they register rules
+from . import (  # they register rules
+    rules_image,
+    rules_index,
+    rules_nd,
+    rules_quant,
+    rules_selection,
+)
 from .context import LegalizeContext
 from .rules import RULES, register_all
 

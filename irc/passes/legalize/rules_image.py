@@ -22,7 +22,8 @@ def _resize(ctx: LegalizeContext, call: Call) -> Expr:
         method=a["method"], coordinate_transformation_mode=a["coordinate_transformation_mode"],
         nearest_mode=a["nearest_mode"], cubic_coeff_a=a["cubic_coeff_a"],
         exclude_outside=a["exclude_outside"], extrapolation_value=a["extrapolation_value"],
-        antialias=a["antialias"], min_scales=list(a["min_scales"]) or None, name="resize")
+        antialias=a["antialias"], min_scales=list(a["min_scales"]) or None,
+        scale_ratios=list(a["scale_ratios"]), name="resize")
 
 
 @rule("image.grid_sample")

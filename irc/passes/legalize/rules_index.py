@@ -18,6 +18,7 @@ from ...tir import topi
 from ...tir.buffer import Buffer
 from ...tir.stmt import Stmt
 from ...tir.topi import index as topi_index
+from ...tir.topi.utils import accumulator_dtype
 from .context import LegalizeContext
 from .rules import rule
 
@@ -30,16 +31,20 @@ def _tensor(s: StructInfo, call: Call, what: str) -> TensorStructInfo:
 
 
 def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
-               name: str) -> Expr:
+               name: str, out_dtype: str | None = None) -> Expr:
     """``R.call_tir`` of a loop kernel ``kernel(*input_buffers, *output_buffers) -> Stmt``
     over the call's tensor operands (scalar operands left out: the kernels read sizes off
-    the buffers) and results."""
+    the buffers) and results (of ``out_dtype`` when given: a single result computed in
+    another dtype than the call's)."""
     args = [a for a in call.args if not isinstance(a, PrimValue)]
     ins = [_tensor(a.struct_info, call, f"operand {i}") for i, a in enumerate(args)]
     out_sinfo = call.struct_info
     outs: Sequence[StructInfo] = out_sinfo.fields if isinstance(out_sinfo, TupleStructInfo) \
         else [out_sinfo]
     outs = [_tensor(s, call, "the result") for s in outs]
+    if out_dtype is not None and any(s.dtype != out_dtype for s in outs):
+        outs = [TensorStructInfo(shape=s.shape, dtype=out_dtype) for s in outs]
+        out_sinfo = outs[0]
     bufs: list[Buffer] = [topi_index.buffer(s.shape, s.dtype, f"p{i}")
                           for i, s in enumerate(ins)]
     bufs += [topi_index.buffer(s.shape, s.dtype, f"out{i}" if len(outs) > 1 else "out")
@@ -163,15 +168,21 @@ def _topk(ctx: LegalizeContext, call: Call) -> Expr:
 
 @rule("cumsum", "cumprod")
 def _scan(ctx: LegalizeContext, call: Call) -> Expr:
+    """Running sums and products; those of floats narrower than 32 bits run in float32
+    (``accumulator_dtype``) and are rounded afterwards."""
     a = call.attrs
     kind = "sum" if call.op.name == "cumsum" else "prod"
+    dtype = _tensor(call.struct_info, call, "the result").dtype
+    acc = accumulator_dtype(dtype)
     if len(call.args) > 1:
-        return call_loops(ctx, call, lambda x, axis, o: topi_index.scan_runtime_axis(
+        out = call_loops(ctx, call, lambda x, axis, o: topi_index.scan_runtime_axis(
             x, axis, o, kind, exclusive=a["exclusive"], reverse=a["reverse"]),
-            call.op.name)
-    return call_loops(ctx, call, lambda x, o: topi_index.scan(
-        x, o, kind, axis=a["axis"], exclusive=a["exclusive"], reverse=a["reverse"]),
-        call.op.name)
+            call.op.name, out_dtype=acc)
+    else:
+        out = call_loops(ctx, call, lambda x, o: topi_index.scan(
+            x, o, kind, axis=a["axis"], exclusive=a["exclusive"], reverse=a["reverse"]),
+            call.op.name, out_dtype=acc)
+    return out if acc == dtype else ctx.call_te(topi.cast, out, dtype, name="cast")
 
 
 __all__ = ["call_loops", "checked_indices"]

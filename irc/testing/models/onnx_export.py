@@ -33,7 +33,7 @@ class _Graph:
         if name not in self.inits:
             if name not in self.state:
                 raise IRCError(f"ONNX export: the state dict has no {name!r}")
-            arr = np.ascontiguousarray(self.state[name], dtype="float32")
+            arr = np.asarray(self.state[name], dtype="float32", order="C")
             self.inits[name] = self.onnx.numpy_helper.from_array(arr, name)
         return name
 

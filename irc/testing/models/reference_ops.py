@@ -66,7 +66,7 @@ def conv2d(x: np.ndarray, weight: np.ndarray, strides=1, padding=0, groups: int 
             np.tensordot(win[:, :, :, g * ig:(g + 1) * ig], weight[g * og:(g + 1) * og],
                          axes=([3, 4, 5], [1, 2, 3]))
             for g in range(groups)], axis=3)
-    return np.ascontiguousarray(_from_nhwc(out, layout))
+    return np.asarray(_from_nhwc(out, layout), order="C")
 
 
 def max_pool2d(x: np.ndarray, pool_size, strides, padding=0,
@@ -75,7 +75,7 @@ def max_pool2d(x: np.ndarray, pool_size, strides, padding=0,
     _check_layout(layout)
     kh, kw = _pair(pool_size)
     win = _windows(_to_nhwc(x, layout), kh, kw, strides, padding, fill=-np.inf)
-    return np.ascontiguousarray(_from_nhwc(win.max(axis=(4, 5)), layout))
+    return np.asarray(_from_nhwc(win.max(axis=(4, 5)), layout), order="C")
 
 
 def global_avg_pool2d(x: np.ndarray, layout: str = "NCHW") -> np.ndarray:

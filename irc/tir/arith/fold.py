@@ -3,7 +3,8 @@
 Integer arithmetic wraps around in two's complement at the dtype's width (what LLVM's
 ``add``/``mul`` without ``nsw`` do); ``Div``/``Mod`` truncate toward zero (C), while
 ``FloorDiv``/``FloorMod`` round toward negative infinity. Floating-point results are
-rounded to the dtype's precision (float16 and bfloat16 included). Division by a zero
+rounded to the dtype's precision (float16, bfloat16 and the narrow float formats, the
+latter as ``LowerNarrowDTypes`` encodes them: see ``dtype.round_to_format``). Division by a zero
 constant is never folded: the expression is left for the program to evaluate.
 """
 
@@ -42,7 +43,10 @@ def wrap_int(value: int, dtype: str) -> int:
 
 
 def round_float(value: float, dtype: str) -> float:
-    """``value`` rounded to the precision of the float ``dtype`` (round to nearest even)."""
+    """``value`` rounded to the precision of the float ``dtype`` (round to nearest even;
+    to a narrow float format as compiled code converts, out-of-range values included)."""
+    if dtype in dt.FLOAT_FORMATS:
+        return dt.round_to_format(value, dtype)
     if dtype == "float64" or math.isnan(value) or math.isinf(value):
         return value
     if dtype == "float32":
@@ -181,6 +185,8 @@ def fold_cast(value: PrimExpr, dtype: str) -> PrimExpr | None:
     if not isinstance(value, (IntImm, FloatImm)) or dt.lanes(dtype) != 1:
         return None
     v = value.value
+    if value.dtype in dt.FLOAT_FORMATS:  # an immediate may be written unrounded
+        v = dt.format_value(v, value.dtype)
     if dtype == "bool":
         return IntImm(dtype="bool", value=1 if v else 0)
     if dt.is_float(dtype):

@@ -162,7 +162,7 @@ def _cast_round_trip(m) -> bool:
     if src != outer:
         return False
     if dt.is_float(src):
-        return dt.is_float(inner) and dt.bits(inner) >= dt.bits(src)
+        return dt.is_float(inner) and dt.holds_every_value(inner, src)
     if not dt.is_integer(src) or not dt.is_integer(inner):
         return False
     lo, hi = m.an.bounds.bound(m.x)

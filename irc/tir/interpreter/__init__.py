@@ -123,7 +123,7 @@ class CompiledFunc:
             raise InterpreterError(f"{self.name}: parameter {buf.name} has {buf.ndim} "
                                    f"dimensions but the array has {value.ndim}")
         if not value.flags.c_contiguous or not value.flags.writeable:
-            copy = np.ascontiguousarray(value).copy()
+            copy = np.asarray(value, order="C").copy()
             if value.flags.writeable:
                 copies.append((value, copy))
             return copy

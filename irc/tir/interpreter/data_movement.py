@@ -335,6 +335,13 @@ class _Eval:
         arr = self.arrays.get(id(e.buffer))
         if arr is None or e.dtype != e.buffer.dtype or len(e.indices) != arr.ndim:
             raise _Declined
+        if arr.size == 0:
+            # An empty buffer (the source of a padded zero-size tensor) has no element
+            # to gather, not even the stand-in index 0 below: no evaluated point may
+            # load it, and the value returned for the others is never used.
+            if mask is None or np.any(mask):
+                raise _Declined  # an access out of bounds: the caller reports it
+            return np.zeros((), dtype=arr.dtype)
         indices = []
         for idx, size in zip(e.indices, arr.shape):
             i = np.asarray(self.index(idx))

@@ -304,18 +304,26 @@ def pack_weight(func: PrimFunc, param: int, array: np.ndarray) -> np.ndarray:
             imap = IndexMap.parse(rw.index_map)
             new_shape = [int(s.value) for s in func.buffer_map[func.params[param]].shape]
             moved = _split_transpose(imap, array, new_shape)
-            if moved is not None:
-                return moved
-            # Sparse grids: each new index is computed on the dimensions it uses and
-            # broadcast by the indexing itself (full grids would take ndim int64 copies
-            # of the weight's size).
-            grids = np.indices(rw.original_shape, dtype=np.int64, sparse=True)
-            env = {id(p): g for p, g in zip(imap.params, grids)}
-            new_idx = [_np_eval(o, env) for o in imap.outputs]
-            out = np.empty(new_shape, dtype=array.dtype)
-            out[tuple(new_idx)] = array
-            return out
+            return moved if moved is not None else _scatter(imap, array, new_shape)
     return array
+
+
+def _scatter(imap: IndexMap, array: np.ndarray, new_shape: list[int]) -> np.ndarray:
+    """``array`` moved by ``imap`` (a bijection of its shape onto ``new_shape``): each
+    element stored at the new indices the map computes from its own.
+
+    The index grids are sparse: each new index is computed on the dimensions it uses,
+    then broadcast to the array's shape (a view, no copy; full grids would take ndim
+    int64 copies of the weight's size). The broadcast matters where a map's indices use
+    no dimension at all (the constant ``0`` of a one-element weight, whose unit
+    dimensions no loop walks): numpy would read scalar indices as one element's address
+    and fail to store the whole array there."""
+    grids = np.indices(array.shape, dtype=np.int64, sparse=True)
+    env = {id(p): g for p, g in zip(imap.params, grids)}
+    new_idx = tuple(np.broadcast_to(_np_eval(o, env), array.shape) for o in imap.outputs)
+    out = np.empty(new_shape, dtype=array.dtype)
+    out[new_idx] = array
+    return out
 
 
 def _digit(e: PrimExpr) -> tuple[Var, int, int | None] | None:
@@ -396,12 +404,12 @@ def coalesced_transpose(array: np.ndarray, shape: list[int], perm: list[int]) ->
     merged = [int(np.prod([shape[a] for a in groups[g]])) for g in order]
     rank = {g: k for k, g in enumerate(order)}
     axes = [rank[g] for g in range(len(groups))]
-    src = np.ascontiguousarray(array).reshape(merged)
+    src = np.asarray(array, order="C").reshape(merged)
     if len(merged) > 1 and axes[-1] == len(merged) - 1 and src.size and not src.dtype.hasobject:
         rows = src.view(np.dtype((np.void, merged[-1] * src.itemsize)))
-        moved = np.ascontiguousarray(rows.transpose(axes)).view(src.dtype)
+        moved = np.asarray(rows.transpose(axes), order="C").view(src.dtype)
     else:
-        moved = np.ascontiguousarray(src.transpose(axes))
+        moved = np.asarray(src.transpose(axes), order="C")
     return moved.reshape([shape[a] for a in perm])
 
 

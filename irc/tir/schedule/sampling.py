@@ -23,7 +23,8 @@ from .analysis import (
 from .state import FuncIndex
 
 
-def _prime_factors(n: int) -> list[int]:
+def prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n`` (with multiplicity, ascending; none for 1)."""
     out = []
     p = 2
     while p * p <= n:
@@ -75,7 +76,7 @@ def perfect_tile(rng: random.Random, loop: For, n: int, max_innermost_factor: in
     innermost = rng.choice(divs) if n > 1 else extent
     out = [1] * n
     out[-1] = innermost
-    for p in _prime_factors(extent // innermost):
+    for p in prime_factors(extent // innermost):
         out[rng.randrange(n - 1) if n > 1 else 0] *= p
     return out
 

@@ -329,7 +329,14 @@ class _Builder:
         return v
 
     def stage(self, op: ComputeOp) -> Stmt:
-        axes = list(op.axis) + list(op.reduce_axis)
+        # A reduction over an empty domain (a matmul whose inner dimension is 0) is its
+        # start value at every output element: a block with no reduction loops. Kept as
+        # a reduction, its ``init`` would sit inside a loop that never runs, leaving the
+        # output unwritten.
+        empty = isinstance(op.body, Reduce) and any(
+            type(ax.dom.extent) is IntImm and ax.dom.extent.value == 0
+            for ax in op.reduce_axis)
+        axes = list(op.axis) + ([] if empty else list(op.reduce_axis))
         te_vars = {id(a.var) for a in axes}
         for ax in axes:
             for e in (ax.dom.min, ax.dom.extent):
@@ -361,7 +368,11 @@ class _Builder:
             bindings.append(const(0))
         init: Stmt | None = None
         body_expr = op.body
-        if isinstance(body_expr, Reduce):
+        if empty:
+            start = (reduction_identity(body_expr.kind, body_expr.dtype)
+                     if body_expr.init is None else sub.visit(body_expr.init))
+            body: Stmt = BufferStore(buffer=out_buf, value=start, indices=store_idx)
+        elif isinstance(body_expr, Reduce):
             source = sub.visit(body_expr.source)
             start = (reduction_identity(body_expr.kind, body_expr.dtype)
                      if body_expr.init is None else sub.visit(body_expr.init))
@@ -372,8 +383,8 @@ class _Builder:
                                       reduction_identity(body_expr.kind, source.dtype))
             acc = BufferLoad(dtype=out_buf.dtype, buffer=out_buf, indices=store_idx)
             init = BufferStore(buffer=out_buf, value=start, indices=store_idx)
-            body: Stmt = BufferStore(buffer=out_buf, indices=store_idx,
-                                     value=combine(body_expr.kind, acc, source))
+            body = BufferStore(buffer=out_buf, indices=store_idx,
+                               value=combine(body_expr.kind, acc, source))
         else:
             body = BufferStore(buffer=out_buf, value=sub.visit(body_expr), indices=store_idx)
         reads, writes = block_access_regions(body, init)

@@ -5,14 +5,25 @@ sampling, and the gathers of ``RoiAlign``, ``Col2Im`` and ``MaxUnpool``.
 Resize is separable: each resized axis gets small tables computed once per output
 coordinate (the source coordinate, the indices of the taps and their weights), and the
 output reads the input at the taps of every resized axis, weighted by the product of the
-per-axis weights. Source coordinates and weights are computed in float64 (so rounding
-decisions match a float64 reference), the weighted sum in float32 (float64 for float64
-data).
+per-axis weights. Weights are computed in float64, the weighted sum in float32 (float64
+for float64 data).
+
+Every coordinate transformation maps output index ``o`` to ``alpha * o + beta``. With the
+scale, the region of interest and the input size known when the kernel is built, alpha
+and beta are exact rationals (a scale from ONNX's ``sizes`` is ``size / input size``, one
+from ``scales`` a binary float), and the kernel computes ``(A * o + B) / C`` from their
+integer numerators and common denominator: integers below 2**52 are exact in float64 and
+the one division is correctly rounded, so ``floor``, the comparisons with ``k + 0.5`` that
+pick the nearest pixel and the ``tf_crop_and_resize`` bounds are decided as in exact
+arithmetic (a float64 evaluation of ONNX's formulas lands one ulp beside an exact integer
+or half-integer, and ``nearest`` then picks the neighbouring pixel). Scales read at run
+time use the formulas in float64.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Sequence
 
 from ...core import dtype as dt
@@ -23,7 +34,15 @@ from ..expr import max_ as _max
 from ..expr import min_ as _min
 from ..te import tensor as te
 from ..te.tensor import Tensor, compute
-from .utils import INJECTIVE, as_index, axis_names, const_int, index_dtype
+from .utils import (
+    INJECTIVE,
+    accumulator_dtype,
+    as_index,
+    axis_names,
+    const_int,
+    index_dtype,
+    round_to,
+)
 
 F64 = "float64"
 
@@ -77,6 +96,59 @@ def linear_weight(t: PrimExpr) -> PrimExpr:
     return _max(_f64(1) - intrin.fabs(t), _f64(0))
 
 
+def source_affine(mode: str, scale: Fraction, n_in: int, n_out: int,
+                  roi: tuple[Fraction, Fraction] | None = None) -> tuple[Fraction, Fraction]:
+    """(alpha, beta), exact: ONNX's coordinate transformation ``mode`` maps output index
+    ``o`` of an axis resized from ``n_in`` to ``n_out`` by ``scale`` to the input
+    coordinate ``alpha * o + beta``. As ONNX's reference, ``align_corners``,
+    ``pytorch_half_pixel`` and ``tf_crop_and_resize`` use the unrounded output width
+    ``scale * n_in``; ``roi`` is ``tf_crop_and_resize``'s (start, end)."""
+    half = Fraction(1, 2)
+    width = scale * n_in
+    if mode == "asymmetric":
+        return 1 / scale, Fraction(0)
+    if mode == "half_pixel" or (mode == "pytorch_half_pixel" and width != 1):
+        return 1 / scale, half / scale - half
+    if mode == "pytorch_half_pixel":
+        return Fraction(0), -half
+    if mode == "half_pixel_symmetric":
+        return 1 / scale, Fraction(n_in, 2) * (1 - n_out / width) + half / scale - half
+    if mode == "align_corners":
+        return (Fraction(0) if width == 1 else (n_in - 1) / (width - 1)), Fraction(0)
+    if mode == "tf_crop_and_resize":
+        if roi is None:
+            raise IRTypeError("topi.image.resize: tf_crop_and_resize needs a roi")
+        r0, r1 = roi
+        span = (r1 - r0) * (n_in - 1)
+        if width == 1:
+            return Fraction(0), span / 2 + r0 * (n_in - 1)
+        return span / (width - 1), r0 * (n_in - 1)
+    raise IRTypeError(f"topi.image.resize: unknown coordinate_transformation_mode {mode!r}")
+
+
+def exact_integers(alpha: Fraction, beta: Fraction, n_out: int
+                   ) -> tuple[int, int, int] | None:
+    """(A, B, C) with ``alpha = A / C`` and ``beta = B / C`` when ``A * o + B`` (for every
+    ``0 <= o < n_out``) and ``C`` are below 2**52, so float64 holds them exactly; else
+    None."""
+    c = alpha.denominator * beta.denominator // math.gcd(alpha.denominator,
+                                                         beta.denominator)
+    a, b = alpha.numerator * (c // alpha.denominator), beta.numerator * (c // beta.denominator)
+    if c >= _EXACT_LIMIT or abs(a) * max(n_out - 1, 0) + abs(b) >= _EXACT_LIMIT:
+        return None
+    return a, b, c
+
+
+def _finite(v: Any) -> bool:
+    """Whether ``v`` is a Python number that is not infinite nor NaN."""
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+# The bound on the integers of an exact source coordinate (see exact_integers): below
+# it, a float64 quotient never crosses an integer or a half-integer.
+_EXACT_LIMIT = 2 ** 52
+
+
 class _ResizeAxis:
     """The tables of one resized axis (see the module docstring)."""
 
@@ -93,12 +165,23 @@ class _ResizeAxis:
         self.roi = roi
         self.coord_mode = coord_mode
         self.name = f"{pos}"
+        self.affine = None
+        if static_in is not None and isinstance(scale, Fraction) and scale > 0 and (
+                roi is None or _finite(roi[0]) and _finite(roi[1])):
+            exact_roi = None if roi is None else (Fraction(roi[0]), Fraction(roi[1]))
+            alpha, beta = source_affine(coord_mode, scale, static_in, self.out_size,
+                                        exact_roi)
+            self.affine = exact_integers(alpha, beta, self.out_size)
         self.coords = compute((const(self.out_size, self.idt),), self._source,
                               name=f"resize_coord{pos}", tag=INJECTIVE, axis_names=["o"])
 
     def _source(self, o: PrimExpr) -> PrimExpr:
         """The input coordinate output index ``o`` maps to (ONNX's transformations)."""
         y = cast(o, F64)
+        if self.affine is not None:
+            a, b, c = self.affine
+            x = y * _f64(a) + _f64(b) if a != 1 else y + _f64(b)
+            return x / _f64(c) if c != 1 else x
         s, n_in = self.scale, self.in_f
         width = s * n_in  # the output width before rounding
         mode = self.coord_mode
@@ -198,13 +281,16 @@ def resize(data: Tensor, axes: Sequence[int], sizes: Sequence[int], scales: Any,
            coordinate_transformation_mode: str = "half_pixel",
            nearest_mode: str = "round_prefer_floor", cubic_coeff_a: float = -0.75,
            exclude_outside: bool = False, extrapolation_value: float = 0.0,
-           antialias: bool = False, min_scales: Sequence[float] | None = None) -> Tensor:
+           antialias: bool = False, min_scales: Sequence[float] | None = None,
+           scale_ratios: Sequence[int] = ()) -> Tensor:
     """``data`` resized along ``axes`` to ``sizes`` (ONNX ``Resize`` semantics).
 
     ``scales`` gives one scale per resized axis: Python floats, or a 1-D float tensor read
-    at run time. ``roi`` (for ``tf_crop_and_resize``) gives the starts then the ends, one
-    per resized axis: floats or a tensor. ``min_scales`` bounds run-time scales from below
-    (only antialiasing needs it: it sizes the filter window)."""
+    at run time. ``scale_ratios``, when given, are the exact scales as the numerators then
+    the denominators (a scale ``size / input size`` is not a binary float). ``roi`` (for
+    ``tf_crop_and_resize``) gives the starts then the ends, one per resized axis: floats
+    or a tensor. ``min_scales`` bounds run-time scales from below (only antialiasing needs
+    it: it sizes the filter window)."""
     if method not in RESIZE_METHODS:
         raise IRTypeError(f"topi.image.resize: method must be one of {RESIZE_METHODS}, "
                           f"got {method!r}")
@@ -220,8 +306,19 @@ def resize(data: Tensor, axes: Sequence[int], sizes: Sequence[int], scales: Any,
     if crop and roi is None:
         raise IRTypeError("topi.image.resize: tf_crop_and_resize needs a roi")
 
+    if scale_ratios and (isinstance(scales, Tensor) or len(scale_ratios) != 2 * k or
+                         min(int(d) for d in scale_ratios[k:]) <= 0):
+        raise IRTypeError(f"topi.image.resize: scale_ratios must be {k} numerators, then "
+                          f"{k} positive denominators, of constant scales; got "
+                          f"{list(scale_ratios)}")
+
     def scale_of(i: int) -> Any:
-        return cast(scales[i], F64) if isinstance(scales, Tensor) else float(scales[i])
+        if isinstance(scales, Tensor):
+            return cast(scales[i], F64)
+        if scale_ratios:
+            return Fraction(int(scale_ratios[i]), int(scale_ratios[k + i]))
+        value = float(scales[i])
+        return Fraction(value) if math.isfinite(value) else value
 
     def roi_of(i: int) -> tuple[Any, Any] | None:
         if not crop:
@@ -456,6 +553,7 @@ def col2im(data: Tensor, image_shape: Sequence[int], block_shape: Any, channels:
                        - 1, const(strides[d], idt)) + 1 for d in range(k)]
     length = as_index(data.shape[2], idt)
     rk = te.reduce_axis((const(0, idt), const(kprod, idt)), name="rk")
+    acc = accumulator_dtype(data.dtype)
 
     def fn(n: PrimExpr, c: PrimExpr, *pos: PrimExpr) -> Any:
         rem, offsets = rk.var, [None] * k
@@ -472,11 +570,11 @@ def col2im(data: Tensor, image_shape: Sequence[int], block_shape: Any, channels:
                 conds.append(floormod(num, s) == const(0, idt))
             flat = where if flat is None else flat * counts[d] + where
         flat = _min(_max(flat, const(0, idt)), length - 1)
-        value = data[n, c * kprod + rk.var, flat]
-        return te.sum(select(all(*conds), value, const(0, data.dtype)), axis=[rk])
+        value = cast(data[n, c * kprod + rk.var, flat], acc)
+        return te.sum(select(all(*conds), value, const(0, acc)), axis=[rk])
 
     shape = (data.shape[0], const(channels, idt), *ishape)
-    return compute(shape, fn, name="col2im")
+    return round_to(compute(shape, fn, name="col2im"), data.dtype)
 
 
 # -- roi align -----------------------------------------------------------------------------

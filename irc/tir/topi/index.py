@@ -25,8 +25,10 @@ from typing import Any, Callable, Sequence
 
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
+from ...core.functor import collect
 from ..buffer import Buffer
 from ..expr import (
+    BufferLoad,
     IntImm,
     PrimExpr,
     Var,
@@ -193,13 +195,21 @@ def reverse_sequence(x: Tensor, seq_lengths: Tensor, batch_axis: int = 1,
 # ---------------------------------------------------------------------------------
 
 
-def loop_func(params: Sequence[Buffer], body: Stmt) -> PrimFunc:
+def loop_func(params: Sequence[Buffer], body: Stmt, scalars: Sequence[Var] = ()) -> PrimFunc:
     """A PrimFunc over ``params`` (inputs, then outputs) running ``body`` in an opaque
     root block, marked so default schedules and fusion keep it as written (and so a GPU
-    build runs it in one thread: ``LaunchSerialLoops``)."""
+    build runs it in one thread: ``LaunchSerialLoops``). The ``local`` cells the body
+    uses (:func:`cell`) are allocated in that block. ``scalars``, passed after the
+    buffers, are shape variables no buffer's shape binds by itself (``n`` of a buffer of
+    ``n * 3`` elements)."""
     handles = tuple(Var(name=b.name, dtype="handle") for b in params)
-    root = Block(name="root", iter_vars=(), reads=(), writes=(), body=body)
-    return PrimFunc(params=handles, buffer_map=dict(zip(handles, params)),
+    cells: dict[int, Buffer] = {}
+    for n in collect(body, lambda n: isinstance(n, (BufferLoad, BufferStore))):
+        if n.buffer.scope == "local":
+            cells.setdefault(id(n.buffer), n.buffer)
+    root = Block(name="root", iter_vars=(), reads=(), writes=(), body=body,
+                 alloc_buffers=tuple(cells.values()))
+    return PrimFunc(params=handles + tuple(scalars), buffer_map=dict(zip(handles, params)),
                     body=BlockRealize(iter_values=(), predicate=const(True), block=root),
                     attrs={"tir.noalias": True, "tir.is_scheduled": True,
                            "op_pattern": _OPAQUE, SERIAL_KERNEL_ATTR: True})
@@ -209,6 +219,36 @@ def buffer(shape: Sequence[Any], dtype: str, name: str) -> Buffer:
     """A parameter buffer with int64 dimensions."""
     return Buffer(name=name, shape=tuple(_i64(s) for s in shape), dtype=dt.check(dtype),
                   data=Var(name=name, dtype="handle"))
+
+
+def cell(name: str, dtype: str = IDX) -> Buffer:
+    """A one-element ``local`` buffer: a mutable scalar of a loop kernel (counters,
+    flags), allocated by :func:`loop_func`."""
+    return Buffer(name=name, shape=(const(1, IDX),), dtype=dt.check(dtype),
+                  data=Var(name=name, dtype="handle"), scope="local")
+
+
+def let(name: str, value: PrimExpr, body: Callable[[Var], Stmt]) -> Stmt:
+    """``name = value`` for ``body(name)``: a ``LetStmt`` (the value read once)."""
+    v = Var(name=name, dtype=value.dtype)
+    return LetStmt(var=v, value=value, body=body(v))
+
+
+def store(buf: Buffer, value: PrimExpr, *index: PrimExpr) -> Stmt:
+    """``buf[index] = value``; a :func:`cell` (or a 0-d buffer) without an index."""
+    if not index and len(buf.shape) == 1:
+        index = (const(0, IDX),)
+    return BufferStore(buffer=buf, value=value, indices=tuple(index))
+
+
+def serial_range(name: str, start: PrimExpr, stop: PrimExpr,
+                 body: Callable[[PrimExpr], Stmt]) -> Stmt:
+    """``for v in range(start, stop): body(v)``, serial; an empty range (``stop <=
+    start``) runs nothing."""
+    v = Var(name=name, dtype=IDX)
+    return For(loop_var=v, min=const(0, IDX), extent=max_(_i64(stop) - _i64(start),
+                                                           const(0, IDX)),
+               kind="serial", body=body(v + _i64(start)))
 
 
 def loop_nest(extents: Sequence[Any], body: Callable[[list[Var]], Stmt],
@@ -433,16 +473,17 @@ def _scan_identity(kind: str, dtype: str) -> PrimExpr:
 
 def _scan_row(x: Buffer, out: Buffer, kind: str, n: PrimExpr, exclusive: bool,
               reverse: bool, at: Callable[[PrimExpr], tuple[PrimExpr, ...]]) -> Stmt:
-    """One row of a scan: ``at(p)`` gives the indices of element ``p`` of the row."""
-    identity = _scan_identity(kind, x.dtype)
+    """One row of a scan: ``at(p)`` gives the indices of element ``p`` of the row. The
+    running value is ``out``'s, of its dtype (each element of ``x`` read into it)."""
+    identity = _scan_identity(kind, out.dtype)
     one = const(1, IDX)
 
     def step(jv: list[Var]) -> Stmt:
         (j,) = jv
         p = n - one - j if reverse else j
         q = p + one if reverse else p - one
-        first = identity if exclusive else x[at(p)]
-        item = x[at(q)] if exclusive else x[at(p)]
+        first = identity if exclusive else cast(x[at(p)], out.dtype)
+        item = cast(x[at(q)] if exclusive else x[at(p)], out.dtype)
         rest = _combine("add" if kind == "sum" else "mul", out[at(q)], item)
         return IfThenElse(condition=j == const(0, IDX),
                           then_case=BufferStore(buffer=out, value=first, indices=at(p)),
@@ -454,7 +495,9 @@ def _scan_row(x: Buffer, out: Buffer, kind: str, n: PrimExpr, exclusive: bool,
 def scan(x: Buffer, out: Buffer, kind: str, axis: int = 0, exclusive: bool = False,
          reverse: bool = False) -> Stmt:
     """Running sums (``kind="sum"``) or products (``"prod"``) along ``axis``; exclusive
-    scans leave the element itself out, reverse ones run from the end."""
+    scans leave the element itself out, reverse ones run from the end. The running value
+    has ``out``'s dtype, which may be wider than ``x``'s (an accumulator: the
+    legalization scans floats narrower than 32 bits into float32, then rounds)."""
     ax = normalize_axis(axis, x.ndim)
     n = _i64(x.shape[ax])
     outer = [s for d, s in enumerate(x.shape) if d != ax]
@@ -512,6 +555,7 @@ def scan_runtime_axis(x: Buffer, axis: Buffer, out: Buffer, kind: str,
 
 __all__ = [
     "gather_elements", "gather_nd", "one_hot", "trilu", "eye_like", "reverse_sequence",
-    "loop_func", "buffer", "loop_nest", "scatter_elements", "scatter_nd", "topk", "scan",
+    "loop_func", "buffer", "cell", "let", "store", "serial_range", "loop_nest",
+    "scatter_elements", "scatter_nd", "topk", "scan",
     "scan_runtime_axis",
 ]

@@ -2,7 +2,9 @@
 
 A reduction stage keeps one ``Reduce`` as its whole body (as schedules expect); the
 reduced axes are ``k<axis>``, the kept ones ``ax0, ax1, ...``. ``axis=None`` reduces
-every axis; ``keepdims`` keeps reduced axes with size 1.
+every axis; ``keepdims`` keeps reduced axes with size 1. Sums and products of floats
+narrower than 32 bits accumulate in float32 (``accumulator_dtype``) and are rounded to
+the input's dtype once, in the stage after the reduction.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from ..intrin import isnan
 from ..te import tensor as te
 from ..te.tensor import Tensor, compute
 from .transform import reshape
-from .utils import COMM_REDUCE, COMM_REDUCE_IDX, axis_names, normalize_axes
+from .utils import (
+    COMM_REDUCE,
+    COMM_REDUCE_IDX,
+    accumulator_dtype,
+    axis_names,
+    normalize_axes,
+    round_to,
+)
 from .utils import prod as shape_prod
 
 
@@ -69,16 +78,26 @@ def comm_reduce(data: Tensor, axis: Any, keepdims: bool,
                    axis_names=axis_names(len(out_shape)))
 
 
+def _accumulate(data: Tensor, axis: Any, keepdims: bool, reducer: Callable[..., PrimExpr],
+                name: str) -> Tensor:
+    """A sum or product stage in the accumulator dtype of ``data``."""
+    acc = accumulator_dtype(data.dtype)
+    fvalue = None if acc == data.dtype else (lambda v: cast(v, acc))
+    return comm_reduce(data, axis, keepdims, reducer, name, fvalue=fvalue)
+
+
 def sum(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The sum over ``axis``."""
     data = _check(data, "sum")
-    return comm_reduce(data, axis, keepdims, te.sum, f"{data.name}_red")
+    return round_to(_accumulate(data, axis, keepdims, te.sum, f"{data.name}_red"),
+                    data.dtype)
 
 
 def prod(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The product over ``axis``."""
     data = _check(data, "prod")
-    return comm_reduce(data, axis, keepdims, te.prod, f"{data.name}_red")
+    return round_to(_accumulate(data, axis, keepdims, te.prod, f"{data.name}_red"),
+                    data.dtype)
 
 
 def max(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -98,10 +117,11 @@ def _count(data: Tensor, axes: list[int]) -> PrimExpr:
     return shape_prod([data.shape[d] for d in axes], dtype)
 
 
-def _divide(total: Tensor, count: PrimExpr, name: str) -> Tensor:
+def _divide(total: Tensor, count: PrimExpr, name: str, dtype: str) -> Tensor:
+    """``total / count`` (in ``total``'s dtype) rounded to ``dtype``."""
     def fn(*i: PrimExpr) -> PrimExpr:
         v = total[i]
-        return v / cast(count, v.dtype)
+        return cast(v / cast(count, v.dtype), dtype)
     return compute(total.shape, fn, name=name, tag="elemwise",
                    axis_names=axis_names(total.ndim))
 
@@ -110,8 +130,8 @@ def mean(data: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The arithmetic mean over ``axis`` (a sum stage, then a division)."""
     data = _check(data, "mean")
     axes = normalize_axes(axis, data.ndim)
-    total = comm_reduce(data, axes, keepdims, te.sum, f"{data.name}_red")
-    return _divide(total, _count(data, axes), "T_divide")
+    total = _accumulate(data, axes, keepdims, te.sum, f"{data.name}_red")
+    return _divide(total, _count(data, axes), "T_divide", data.dtype)
 
 
 def variance(data: Tensor, axis: Any = None, keepdims: bool = False,
@@ -123,8 +143,9 @@ def variance(data: Tensor, axis: Any = None, keepdims: bool = False,
         raise IRTypeError(f"topi.variance needs a floating-point tensor, got {data.dtype}")
     axes = normalize_axes(axis, data.ndim)
     count = _count(data, axes)
-    total = comm_reduce(data, axes, True, te.sum, "T_variance_sum")
-    n = cast(count, data.dtype)
+    total = _accumulate(data, axes, True, te.sum, "T_variance_sum")
+    acc = total.dtype
+    n = cast(count, acc)
 
     def fcompute(*idx: PrimExpr) -> PrimExpr:
         raxes = {d: te.reduce_axis((const(0, data.shape[d].dtype), data.shape[d]),
@@ -140,14 +161,14 @@ def variance(data: Tensor, axis: Any = None, keepdims: bool = False,
                 src.append(idx[pos])
                 mean_idx.append(idx[pos])
                 pos += 1
-        diff = data[tuple(src)] - total[tuple(mean_idx)] / n
+        diff = cast(data[tuple(src)], acc) - total[tuple(mean_idx)] / n
         return te.sum(diff * diff, axis=[raxes[d] for d in axes])
 
     out_shape = _reduce_shape(data, axes, keepdims)
     sq = compute(out_shape, fcompute, name="T_variance_sqsum", tag=COMM_REDUCE,
                  axis_names=axis_names(len(out_shape)))
     denom = count - 1 if unbiased else count
-    return _divide(sq, denom, "T_variance")
+    return _divide(sq, denom, "T_variance", data.dtype)
 
 
 def _arg_reduce_axis(data: Tensor, ax: int, keepdims: bool, kind: str, out_dtype: str,

@@ -240,6 +240,8 @@ def _canonical_slice(begin: Any, end: Any, stride: int, dim: PrimExpr
         stop: PrimExpr = dim if end is None or int(end) >= 2**31 - 1 else \
             _min(as_index(end, dim.dtype), dim)
         start = as_index(b, dim.dtype)
+        if end is not None and int(end) <= b:  # empty whatever the size (as R.strided_slice infers)
+            return start, const(0, dim.dtype)
         return start, _max(stop - start, const(0, dim.dtype))
     lo, hi = (0, size) if stride > 0 else (-1, size - 1)
     def clamp(v: Any, default: int) -> int:

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 from ...core import dtype as dt
 from ...core.diagnostics import IRTypeError
 from ..arith.polynomial import prove_equal
-from ..expr import IntImm, PrimExpr, as_int, const, convert, select
-from ..te.tensor import Tensor
+from ..expr import IntImm, PrimExpr, as_int, cast, const, convert, select
+from ..te.tensor import Tensor, compute
 
 # Tags of compute stages (what kind of computation a stage is), as in TVM's topi.
 ELEMWISE = "elemwise"
@@ -162,6 +162,24 @@ def scalar_like(value: Any, ref_dtype: str) -> PrimExpr:
         raise IRTypeError(f"cannot combine the float {value} with a tensor of dtype "
                           f"{ref_dtype}; cast the tensor to a float dtype first")
     return convert(value)
+
+
+def accumulator_dtype(dtype: str) -> str:
+    """The dtype that sums and products of ``dtype`` values accumulate in: float32 for
+    floats narrower than 32 bits (float16, bfloat16, the float8 formats), as PyTorch and
+    ONNX Runtime do, ``dtype`` itself otherwise (float32 and float64 keep theirs,
+    integers wrap as the operator's dtype says). A reduction over a narrow float reads
+    its operands into this dtype, computes in it and rounds once, at its output."""
+    return "float32" if dt.is_float(dtype) and dt.bits(dtype) < 32 else dtype
+
+
+def round_to(total: Tensor, dtype: str, name: str = "T_cast") -> Tensor:
+    """``total`` (a reduction in its accumulator dtype) rounded to ``dtype`` in an
+    elementwise stage; ``total`` itself when it already has ``dtype``."""
+    if total.dtype == dtype:
+        return total
+    return compute(total.shape, lambda *i: cast(total[i], dtype), name=name, tag=ELEMWISE,
+                   axis_names=axis_names(total.ndim))
 
 
 def prod(values: Sequence[PrimExpr], dtype: str) -> PrimExpr:

@@ -204,8 +204,11 @@ def _encode_float(name: str, x: E.PrimExpr, bits: E.PrimExpr) -> E.PrimExpr:
             re = _bin(E.Sub, _cast("int32", _shr(rb, 23)), 127)
             normal = _or(_shl(_cast("uint32", _bin(E.Add, re, f.bias)), M),
                          _and(_shr(rb, 23 - M), (1 << M) - 1))
-            sub = _cast("uint32", _bin(E.Mul, r, _pow2(M - emin, r)))
-            return _select(_cmp(E.GE, re, emin), normal, sub)
+            # Only a subnormal result is converted to an integer (never inf or NaN).
+            is_normal = _cmp(E.GE, re, emin)
+            sub = _cast("uint32", _select(is_normal, _like(0.0, r, "float32"),
+                                          _bin(E.Mul, r, _pow2(M - emin, r))))
+            return _select(is_normal, normal, sub)
 
         def signed(code: E.PrimExpr) -> E.PrimExpr:
             if f.nan == "fnuz":  # no negative zero: its pattern is NaN
@@ -254,6 +257,15 @@ def _int_value(value: E.PrimExpr) -> E.PrimExpr:
     return _cast("int32", value)
 
 
+def _is_e8m0_smallest(e: E.PrimExpr) -> bool:
+    """Whether ``e`` is a float8_e8m0fnu immediate (or its broadcast) of the format's
+    smallest value, 2**-127 (code 0): the one value converting which (a float32 subnormal)
+    gives another (ONNX's rounding up)."""
+    imm = e.value if type(e) is E.Broadcast else e
+    return type(imm) is E.FloatImm and imm.dtype == "float8_e8m0fnu" and \
+        imm.value == math.ldexp(1.0, -127)
+
+
 def round_to(dtype: str, value: E.PrimExpr) -> E.PrimExpr:
     """``value`` rounded to narrow ``dtype``, as that dtype's compute value."""
     return decode(dtype, encode(dtype, value))
@@ -280,9 +292,8 @@ class _Lower(IRRewriter):
         if not dt.is_narrow(e.dtype):
             return e
         c = dt.compute_dtype(e.dtype)
-        if dt.is_float(c):
-            v = E.FloatImm(dtype=c, value=float(e.value))
-            return round_to(e.dtype, v)
+        if dt.is_float(c):  # every value of a narrow float format is a float32
+            return E.FloatImm(dtype=c, value=dt.format_value(float(e.value), e.dtype))
         return round_to(e.dtype, E.IntImm(dtype=c, value=int(e.value)))
 
     def var(self, v):
@@ -309,6 +320,8 @@ class _Lower(IRRewriter):
         value = s.value
         if type(value) is E.BufferLoad and value.dtype == s.buffer.dtype:
             raw = self._bytes(value)  # a copy: the byte as it is
+        elif _is_e8m0_smallest(value):
+            raw = _like(0, value, "uint8")  # its code; converting 2**-127 rounds up
         else:
             if type(value) is E.Cast and dt.is_narrow(value.dtype):
                 value = value.value  # the encode rounds: no decode/encode round trip

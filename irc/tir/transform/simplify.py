@@ -79,8 +79,16 @@ class StmtSimplifier:
         mn, ext = self.expr(s.min), self.expr(s.extent)
         if type(ext) is IntImm and ext.value <= 0:
             return no_op()
-        self.an.bind(s.loop_var, Range(min=mn, extent=ext), allow_override=True)
-        body = self.visit(s.body)
+        if type(mn) is IntImm and type(ext) is IntImm:
+            self.an.bind(s.loop_var, Range(min=mn, extent=ext), allow_override=True)
+            body = self.visit(s.body)
+        else:
+            # A symbolic range gives facts (``i <= n - 1``, and ``n > 0`` since the body
+            # runs) that hold in the body only: after ``for r in range(1 - k)``, ``k`` is
+            # not known to be 0.
+            with self.an.constraint(ext > IntImm(dtype=ext.dtype, value=0)):
+                self.an.bind(s.loop_var, Range(min=mn, extent=ext), allow_override=True)
+                body = self.visit(s.body)
         if mn is s.min and ext is s.extent and body is s.body:
             return s
         return s.replace(min=mn, extent=ext, body=body)

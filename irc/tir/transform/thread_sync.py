@@ -110,7 +110,10 @@ class _Kernel:
     def same_thread(self, a: _Access, b: _Access) -> bool:
         """Whether ``a`` and ``b`` touch an element only one thread touches: the same
         index under the same ``axis == 0`` guards, mentioning every block axis those
-        guards leave free (a single thread when they fix them all)."""
+        guards leave free (a single thread when they fix them all). In a block of one
+        thread (a serial loop kernel's launch) every access is that thread's."""
+        if not self.block_axes:
+            return True
         if a.ctx != b.ctx or not same_expr(a.index, b.index):
             return False
         free = [v for tag, v in self.block_axes.items() if tag not in a.ctx]

@@ -4,6 +4,10 @@ strides, padding, dilation and groups; depthwise convolution; transposed convolu
 A convolution is two stages: ``pad_temp`` (a copy of the input with the padding, as
 schedules expect a separate padding stage) and the reduction, e.g.
 ``conv2d_nhwc(nn, yy, xx, ff) += pad_temp[nn, yy*2 + ry, xx*2 + rx, rc] * W[ry, rx, rc, ff]``.
+
+The products are summed in the accumulator dtype of the result (``out_dtype``, else the
+data's): float32 for floats narrower than 32 bits (``accumulator_dtype``), whose sums are
+then rounded to the result's dtype in a ``T_cast`` stage.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, cast, const, floordiv, floormod, if_then_else
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
-from ..utils import as_index, const_int, get_const_int, index_dtype
+from ..utils import accumulator_dtype, as_index, const_int, get_const_int, index_dtype, round_to
 from .pad import get_pad_tuple, pad, pair
 
 
@@ -29,9 +33,14 @@ def _term(i: PrimExpr, scale: int) -> PrimExpr:
     return i if scale == 1 else i * scale
 
 
-def _read(t: Tensor, dtype: str | None, idx: list[PrimExpr]) -> PrimExpr:
-    v = t[tuple(idx)]
-    return v if dtype is None or v.dtype == dtype else cast(v, dtype)
+def _read(t: Tensor, dtype: str, idx: list[PrimExpr]) -> PrimExpr:
+    return cast(t[tuple(idx)], dtype)
+
+
+def _dtypes(data: Tensor, out_dtype: str | None) -> tuple[str, str]:
+    """The result's dtype and the dtype its sums accumulate in."""
+    out = out_dtype or data.dtype
+    return out, accumulator_dtype(out)
 
 
 def conv2d(data: Tensor, kernel: Tensor, strides: Any = 1, padding: Any = 0,
@@ -72,6 +81,7 @@ def conv2d(data: Tensor, kernel: Tensor, strides: Any = 1, padding: Any = 0,
     before[dl["H"]], before[dl["W"]] = pt, pl
     after[dl["H"]], after[dl["W"]] = pb, pr
     padded = pad(data, before, after, 0.0, name="pad_temp")
+    out, acc = _dtypes(data, out_dtype)
 
     h, w = as_index(data.shape[dl["H"]], idt), as_index(data.shape[dl["W"]], idt)
     out_h = floordiv(h + pt + pb - ((kh - 1) * dh + 1), sh) + 1
@@ -101,13 +111,12 @@ def conv2d(data: Tensor, kernel: Tensor, strides: Any = 1, padding: Any = 0,
         d_idx[dl["W"]] = _term(x, sw) + _term(rx.var, dw)
         k_idx: list[PrimExpr] = [f] * 4
         k_idx[kl["O"]], k_idx[kl["I"]], k_idx[kl["H"]], k_idx[kl["W"]] = f, rc.var, ry.var, rx.var
-        return te.sum(_read(padded, out_dtype, d_idx) * _read(kernel, out_dtype, k_idx),
-                      axis=order)
+        return te.sum(_read(padded, acc, d_idx) * _read(kernel, acc, k_idx), axis=order)
 
     if name is None:
         prefix = "group_conv2d" if groups > 1 else "conv2d"
         name = f"{prefix}_{data_layout.lower()}"
-    return compute(tuple(shape), fn, name=name, tag=name, axis_names=names)
+    return round_to(compute(tuple(shape), fn, name=name, tag=name, axis_names=names), out)
 
 
 def conv2d_nchw(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilation: Any = 1,
@@ -161,6 +170,7 @@ def _depthwise(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilation
     before, after = [0] * 4, [0] * 4
     before[dl["H"]], before[dl["W"]], after[dl["H"]], after[dl["W"]] = pt, pl, pb, pr
     padded = pad(data, before, after, 0.0, name="PaddedInput")
+    out, acc = _dtypes(data, out_dtype)
     mult = as_index(kernel.shape[kl["M"]], idt)
     h, w = as_index(data.shape[dl["H"]], idt), as_index(data.shape[dl["W"]], idt)
     shape: list[PrimExpr] = [const(0, idt)] * 4
@@ -184,12 +194,11 @@ def _depthwise(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilation
         d_idx[dl["W"]] = _term(j, sw) + _term(dj.var, dw)
         k_idx: list[PrimExpr] = [cin] * 4
         k_idx[kl["C"]], k_idx[kl["M"]], k_idx[kl["H"]], k_idx[kl["W"]] = cin, m, di.var, dj.var
-        return te.sum(_read(padded, out_dtype, d_idx) * _read(kernel, out_dtype, k_idx),
-                      axis=[di, dj])
+        return te.sum(_read(padded, acc, d_idx) * _read(kernel, acc, k_idx), axis=[di, dj])
 
     name = "DepthwiseConv2d"
-    return compute(tuple(shape), fn, name=name, tag=f"depthwise_conv2d_{layout.lower()}",
-                   axis_names=names)
+    return round_to(compute(tuple(shape), fn, name=name,
+                            tag=f"depthwise_conv2d_{layout.lower()}", axis_names=names), out)
 
 
 def conv2d_transpose_nchw(data: Tensor, kernel: Tensor, strides: Any, padding: Any,
@@ -242,14 +251,15 @@ def conv2d_transpose_nchw(data: Tensor, kernel: Tensor, strides: Any, padding: A
     n = as_index(data.shape[0], idt)
     out_h = padded.shape[2] - ekh + 1
     out_w = padded.shape[3] - ekw + 1
+    out, acc = _dtypes(data, out_dtype)
     dc = te.reduce_axis((const(0, idt), as_index(in_c, idt)), name="dc")
     dy = te.reduce_axis((const(0, idt), const(kh, idt)), name="dh")
     dx = te.reduce_axis((const(0, idt), const(kw, idt)), name="dw")
 
     def fn(b: PrimExpr, c: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr:
         return te.sum(
-            _read(padded, out_dtype, [b, dc.var, h + _term(dy.var, dh), w + _term(dx.var, dw)])
-            * _read(flipped, out_dtype, [c, dc.var, dy.var, dx.var]), axis=[dc, dy, dx])
+            _read(padded, acc, [b, dc.var, h + _term(dy.var, dh), w + _term(dx.var, dw)])
+            * _read(flipped, acc, [c, dc.var, dy.var, dx.var]), axis=[dc, dy, dx])
 
-    return compute((n, as_index(out_c, idt), out_h, out_w), fn, name="conv2d_transpose_nchw",
-                   tag="conv2d_transpose_nchw")
+    return round_to(compute((n, as_index(out_c, idt), out_h, out_w), fn,
+                            name="conv2d_transpose_nchw", tag="conv2d_transpose_nchw"), out)

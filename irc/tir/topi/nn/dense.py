@@ -2,7 +2,10 @@
 broadcasting and optional transposes) and ``batch_matmul``.
 
 The product is one reduction stage ``T_matmul_<A><B>`` (``N``/``T`` per operand, e.g.
-``T_matmul_NT(i, j) += x[i, k] * w[j, k]``); a bias is a separate ``T_add`` stage.
+``T_matmul_NT(i, j) += x[i, k] * w[j, k]``); a bias is a separate ``T_add`` stage. The
+products are summed in the accumulator dtype of the result (``out_dtype``, else the
+operands'): float32 for floats narrower than 32 bits (``accumulator_dtype``), rounded to
+the result's dtype in a ``T_cast`` stage after the reduction (and the bias).
 """
 
 from __future__ import annotations
@@ -12,12 +15,20 @@ from ...expr import PrimExpr, cast, const
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
 from ..broadcast import add
-from ..utils import as_index, broadcast_indices, broadcast_shape, const_int, index_dtype
+from ..elemwise import cast as cast_tensor
+from ..utils import (
+    accumulator_dtype,
+    as_index,
+    broadcast_indices,
+    broadcast_shape,
+    const_int,
+    index_dtype,
+    round_to,
+)
 
 
-def _read(t: Tensor, idx: list[PrimExpr], out_dtype: str | None) -> PrimExpr:
-    v = t[tuple(idx)]
-    return v if out_dtype is None or v.dtype == out_dtype else cast(v, out_dtype)
+def _read(t: Tensor, idx: list[PrimExpr], dtype: str) -> PrimExpr:
+    return cast(t[tuple(idx)], dtype)
 
 
 def _check_k(ka: PrimExpr, kb: PrimExpr, what: str) -> None:
@@ -52,6 +63,8 @@ def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = 
     out_shape = batch + ([] if a_vec else [as_index(a_m, idt)]) + \
         ([] if b_vec else [as_index(b_n, idt)])
     k = te.reduce_axis((const(0, idt), as_index(a_k, idt)), name="k")
+    result = out_dtype or a.dtype
+    acc = accumulator_dtype(result)
     nb = len(batch)
     if nb == 0:
         names = []
@@ -76,14 +89,15 @@ def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = 
         else:
             bi = broadcast_indices(batch_b, batch, bidx) + ([j, k.var] if transpose_b
                                                              else [k.var, j])
-        return te.sum(_read(a, ai, out_dtype) * _read(b, bi, out_dtype), axis=k)
+        return te.sum(_read(a, ai, acc) * _read(b, bi, acc), axis=k)
 
     prefix = "T_batch_matmul" if nb else "T_matmul"
     out = compute(tuple(out_shape), fn, name=name or f"{prefix}_{tag}", tag="matmul",
                   axis_names=names)
     if bias is not None:
-        out = add(out, bias)
-    return out
+        # added to the sums before they are rounded
+        out = add(out, bias if bias.dtype == acc else cast_tensor(bias, acc))
+    return round_to(out, result)
 
 
 def dense(data: Tensor, weight: Tensor, bias: Tensor | None = None,

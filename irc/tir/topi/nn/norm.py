@@ -1,7 +1,9 @@
 """Normalizations: layer norm, group norm and batch norm (inference).
 
 Layer and group norm compute the mean and the variance in two passes (a sum, then a sum
-of squared deviations) for accuracy, then normalize in one elementwise stage.
+of squared deviations) for accuracy, then normalize in one elementwise stage. Floats
+narrower than 32 bits are read into float32 (``accumulator_dtype``): the sums, the
+normalization and the scale and shift compute there, and the output is rounded once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from ... import intrin
 from ...expr import PrimExpr, cast, const, floordiv
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
-from ..utils import as_index, axis_names, const_int, index_dtype, normalize_axes, prod
+from ..utils import (
+    accumulator_dtype,
+    as_index,
+    axis_names,
+    const_int,
+    index_dtype,
+    normalize_axes,
+    prod,
+)
 
 
 def _float(x: Tensor, what: str) -> None:
@@ -34,7 +44,11 @@ def layer_norm(data: Tensor, gamma: Tensor | None, beta: Tensor | None,
     idt = index_dtype(data)
     keep = [d for d in range(data.ndim) if d not in axes]
     red_shape = tuple(data.shape[d] for d in keep)
-    n = cast(prod([data.shape[d] for d in axes], idt), data.dtype)
+    acc = accumulator_dtype(data.dtype)
+    n = cast(prod([data.shape[d] for d in axes], idt), acc)
+
+    def x(idx: tuple) -> PrimExpr:
+        return cast(data[idx], acc)
 
     def full_index(kept: tuple, raxes: dict) -> tuple:
         out, pos = [], 0
@@ -52,29 +66,29 @@ def layer_norm(data: Tensor, gamma: Tensor | None, beta: Tensor | None,
 
     def total(*idx: PrimExpr) -> PrimExpr:
         r = new_axes()
-        return te.sum(data[full_index(idx, r)], axis=[r[d] for d in axes])
+        return te.sum(x(full_index(idx, r)), axis=[r[d] for d in axes])
 
     s = compute(red_shape, total, name="T_layer_norm_red_sum", tag="comm_reduce",
                 axis_names=axis_names(len(red_shape)))
 
     def sqdev(*idx: PrimExpr) -> PrimExpr:
         r = new_axes()
-        diff = data[full_index(idx, r)] - s[idx] / n
+        diff = x(full_index(idx, r)) - s[idx] / n
         return te.sum(diff * diff, axis=[r[d] for d in axes])
 
     v = compute(red_shape, sqdev, name="T_layer_norm_red_var", tag="comm_reduce",
                 axis_names=axis_names(len(red_shape)))
-    eps = const(epsilon, data.dtype)
+    eps = const(epsilon, acc)
 
     def norm(*idx: PrimExpr) -> PrimExpr:
         kept = tuple(idx[d] for d in keep)
-        out = (data[idx] - s[kept] / n) * intrin.rsqrt(v[kept] / n + eps)
+        out = (x(idx) - s[kept] / n) * intrin.rsqrt(v[kept] / n + eps)
         param_idx = tuple(idx[d] for d in axes)
         if gamma is not None:
-            out = out * gamma[param_idx]
+            out = out * cast(gamma[param_idx], acc)
         if beta is not None:
-            out = out + beta[param_idx]
-        return out
+            out = out + cast(beta[param_idx], acc)
+        return cast(out, data.dtype)
 
     return compute(data.shape, norm, name="T_layer_norm", tag="injective",
                    axis_names=axis_names(data.ndim))
@@ -101,7 +115,11 @@ def group_norm(data: Tensor, gamma: Tensor | None, beta: Tensor | None, num_grou
     per_group = floordiv(as_index(channels, idt), num_groups)
     keep = [d for d in range(data.ndim) if d not in sp]
     red_shape = tuple(const(num_groups, idt) if d == ca else data.shape[d] for d in keep)
-    count = cast(per_group * prod([data.shape[d] for d in sp], idt), data.dtype)
+    acc = accumulator_dtype(data.dtype)
+    count = cast(per_group * prod([data.shape[d] for d in sp], idt), acc)
+
+    def x(idx: tuple) -> PrimExpr:
+        return cast(data[idx], acc)
 
     def source(idx: tuple, rc: Any, raxes: dict) -> tuple:
         out, pos = [], 0
@@ -124,28 +142,28 @@ def group_norm(data: Tensor, gamma: Tensor | None, beta: Tensor | None, num_grou
 
     def total(*idx: PrimExpr) -> PrimExpr:
         rc, raxes = reduce_axes()
-        return te.sum(data[source(idx, rc, raxes)], axis=[rc] + [raxes[d] for d in sp])
+        return te.sum(x(source(idx, rc, raxes)), axis=[rc] + [raxes[d] for d in sp])
 
     s = compute(red_shape, total, name="T_group_norm_red_sum", tag="comm_reduce",
                 axis_names=axis_names(len(red_shape)))
 
     def sqdev(*idx: PrimExpr) -> PrimExpr:
         rc, raxes = reduce_axes()
-        diff = data[source(idx, rc, raxes)] - s[idx] / count
+        diff = x(source(idx, rc, raxes)) - s[idx] / count
         return te.sum(diff * diff, axis=[rc] + [raxes[d] for d in sp])
 
     v = compute(red_shape, sqdev, name="T_group_norm_red_var", tag="comm_reduce",
                 axis_names=axis_names(len(red_shape)))
-    eps = const(epsilon, data.dtype)
+    eps = const(epsilon, acc)
 
     def norm(*idx: PrimExpr) -> PrimExpr:
         kept = tuple(floordiv(idx[d], per_group) if d == ca else idx[d] for d in keep)
-        out = (data[idx] - s[kept] / count) * intrin.rsqrt(v[kept] / count + eps)
+        out = (x(idx) - s[kept] / count) * intrin.rsqrt(v[kept] / count + eps)
         if gamma is not None:
-            out = out * gamma[idx[ca]]
+            out = out * cast(gamma[idx[ca]], acc)
         if beta is not None:
-            out = out + beta[idx[ca]]
-        return out
+            out = out + cast(beta[idx[ca]], acc)
+        return cast(out, data.dtype)
 
     return compute(data.shape, norm, name="T_group_norm", tag="injective",
                    axis_names=axis_names(data.ndim))

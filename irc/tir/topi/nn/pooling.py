@@ -3,7 +3,8 @@ dilation and ceil mode; adaptive pooling; global pooling.
 
 Max pooling pads with the lowest finite value (``pad_temp``) and reduces with
 ``pool_max``; average pooling sums (``pool_sum``) and divides (``pool_avg``) by the
-window size, counting padded cells only with ``count_include_pad``.
+window size, counting padded cells only with ``count_include_pad``. Averages of floats
+narrower than 32 bits sum and divide in float32 (``accumulator_dtype``) and round once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ...expr import max_ as _max
 from ...expr import min_ as _min
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
-from ..utils import as_index, axis_names, get_const_int, index_dtype
+from ..utils import accumulator_dtype, as_index, axis_names, get_const_int, index_dtype
 from .pad import get_pad_tuple, pad, pair
 
 
@@ -80,7 +81,9 @@ def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any,
     if pool_type == "max":
         return compute(tuple(shape), lambda *i: te.max(src[tuple(window(*i))], axis=[rv0, rv1]),
                        name="pool_max", tag="pool_max", axis_names=names)
-    total = compute(tuple(shape), lambda *i: te.sum(src[tuple(window(*i))], axis=[rv0, rv1]),
+    acc = accumulator_dtype(data.dtype)
+    total = compute(tuple(shape),
+                    lambda *i: te.sum(cast(src[tuple(window(*i))], acc), axis=[rv0, rv1]),
                     name="pool_sum", tag="pool_sum", axis_names=names)
 
     def count(o: PrimExpr, k: int, s: int, d: int, pad_head: int, pad_tail: int,
@@ -98,7 +101,7 @@ def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any,
     def average(*idx: PrimExpr) -> PrimExpr:
         n = count(idx[ha], kh, sh, dh, pt, pb, h) * count(idx[wa], kw, sw, dw, pl, pr, w)
         v = total[idx]
-        return v / cast(n, v.dtype)
+        return cast(v / cast(n, v.dtype), data.dtype)
 
     return compute(tuple(shape), average, name="pool_avg", tag="elemwise", axis_names=names)
 
@@ -149,6 +152,8 @@ def adaptive_pool(data: Tensor, output_size: Any, pool_type: str,
     rv0 = te.reduce_axis((const(0, idt), const(kh, idt)), name="rv0")
     rv1 = te.reduce_axis((const(0, idt), const(kw, idt)), name="rv1")
     reducer = te.max if pool_type == "max" else te.sum
+    # Sums accumulate in float32 for narrow floats; maxima are exact in any dtype.
+    acc = data.dtype if pool_type == "max" else accumulator_dtype(data.dtype)
 
     def fn(*idx: PrimExpr) -> PrimExpr:
         at = list(idx)
@@ -168,7 +173,7 @@ def adaptive_pool(data: Tensor, output_size: Any, pool_type: str,
         where = None
         if conds:
             where = conds[0] if len(conds) == 1 else conds[0] & conds[1]
-        return reducer(data[tuple(at)], axis=[rv0, rv1], where=where)
+        return reducer(cast(data[tuple(at)], acc), axis=[rv0, rv1], where=where)
 
     names = axis_names(4)
     name = "adaptive_pool_max" if pool_type == "max" else "adaptive_pool_sum"
@@ -188,7 +193,7 @@ def adaptive_pool(data: Tensor, output_size: Any, pool_type: str,
             s, e = bounds(idx[wa], w, ow)
             cw = e - s
         v = pooled[idx]
-        return v / cast(ch * cw, v.dtype)
+        return cast(v / cast(ch * cw, v.dtype), data.dtype)
 
     return compute(tuple(shape), average, name="adaptive_pool_avg", tag="elemwise",
                    axis_names=names)

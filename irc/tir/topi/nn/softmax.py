@@ -1,9 +1,10 @@
 """Softmax and log-softmax along one axis, in the numerically stable form: subtract the
 maximum (``T_softmax_maxelem``), exponentiate (``T_softmax_exp``), sum
-(``T_softmax_expsum``) and normalize (``T_softmax_norm``). float16 sums accumulate in
-float32 and are rounded to float16 once, as numpy's sums of float16 do; bfloat16 sums
-round every partial sum, as numpy's sums of ml_dtypes' bfloat16 do (the ONNX reference
-results irc is checked against come from both)."""
+(``T_softmax_expsum``) and normalize (``T_softmax_norm``). For floats narrower than 32
+bits (float16, bfloat16) every stage after the maximum computes in float32
+(``accumulator_dtype``) and the output is rounded once, as PyTorch and ONNX Runtime do: a
+difference ``x - max`` rounded to 16 bits would already put the exponential several units
+in the last place off."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ... import intrin
 from ...expr import PrimExpr, cast, const
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
-from ..utils import normalize_axis
+from ..utils import accumulator_dtype, normalize_axis
 
 
 def _setup(x: Tensor, axis: int, what: str) -> tuple[int, tuple[PrimExpr, ...]]:
@@ -45,39 +46,37 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
     ax, reduced = _setup(x, axis, "softmax")
     max_elem = _max_elem(x, ax, reduced, "T_softmax_maxelem")
-    exp = compute(x.shape, lambda *i: intrin.exp(x[i] - max_elem[_drop(i, ax)]),
+    acc = accumulator_dtype(x.dtype)
+    exp = compute(x.shape, lambda *i: intrin.exp(cast(x[i], acc) -
+                                                 cast(max_elem[_drop(i, ax)], acc)),
                   name="T_softmax_exp", tag="elemwise")
-
-    acc = _accumulator(x.dtype)
 
     def expsum(*idx: PrimExpr) -> PrimExpr:
         k = te.reduce_axis((const(0, x.shape[ax].dtype), x.shape[ax]), name="k")
-        return te.sum(cast(exp[_insert(idx, ax, k.var)], acc), axis=k)
+        return te.sum(exp[_insert(idx, ax, k.var)], axis=k)
 
     total = compute(reduced, expsum, name="T_softmax_expsum", tag="comm_reduce")
-    return compute(x.shape, lambda *i: exp[i] / cast(total[_drop(i, ax)], x.dtype),
+    return compute(x.shape, lambda *i: cast(exp[i] / total[_drop(i, ax)], x.dtype),
                    name="T_softmax_norm", tag="elemwise", attrs={"axis": ax})
-
-
-def _accumulator(dtype: str) -> str:
-    """The dtype softmax sums accumulate in: float32 for float16."""
-    return "float32" if dtype == "float16" else dtype
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """``x - max - log(sum(exp(x - max)))`` along ``axis``."""
     ax, reduced = _setup(x, axis, "log_softmax")
     max_elem = _max_elem(x, ax, reduced, "T_log_softmax_maxelem")
-
-    acc = _accumulator(x.dtype)
+    acc = accumulator_dtype(x.dtype)
 
     def expsum(*idx: PrimExpr) -> PrimExpr:
         k = te.reduce_axis((const(0, x.shape[ax].dtype), x.shape[ax]), name="k")
-        return te.sum(cast(intrin.exp(x[_insert(idx, ax, k.var)] - max_elem[idx]), acc),
-                      axis=k)
+        return te.sum(intrin.exp(cast(x[_insert(idx, ax, k.var)], acc) -
+                                 cast(max_elem[idx], acc)), axis=k)
 
     total = compute(reduced, expsum, name="T_log_softmax_expsum", tag="comm_reduce")
-    return compute(x.shape,
-                   lambda *i: x[i] - max_elem[_drop(i, ax)] - intrin.log(
-                       cast(total[_drop(i, ax)], x.dtype)),
-                   name="T_log_softmax_norm", tag="elemwise", attrs={"axis": ax})
+
+    def norm(*i: PrimExpr) -> PrimExpr:
+        kept = _drop(i, ax)
+        out = cast(x[i], acc) - cast(max_elem[kept], acc) - intrin.log(total[kept])
+        return cast(out, x.dtype)
+
+    return compute(x.shape, norm, name="T_log_softmax_norm", tag="elemwise",
+                   attrs={"axis": ax})

@@ -8,6 +8,9 @@ follows PyTorch's ceil mode: the output grows to cover a last, partial window, u
 that window would start inside the end padding. A transposed convolution is computed
 directly (each output cell gathers the input cells whose stride lands on it), so any
 padding, negative padding included (from ONNX's ``output_shape``), works the same way.
+
+Sums (convolutions, average and Lp pooling) of floats narrower than 32 bits accumulate
+in float32 (``accumulator_dtype``) and are rounded once, in a stage after the reduction.
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from ...intrin import floor as _floor
 from ...intrin import pow as _pow
 from ...te import tensor as te
 from ...te.tensor import Tensor, compute
-from ..utils import as_index, axis_names, const_int, get_const_int, index_dtype
+from ..utils import (
+    accumulator_dtype,
+    as_index,
+    axis_names,
+    const_int,
+    get_const_int,
+    index_dtype,
+    round_to,
+)
 from .pad import pad
 from .pooling import max_pad_value
 
@@ -45,9 +56,8 @@ def _term(i: PrimExpr, scale: int) -> PrimExpr:
     return i if scale == 1 else i * scale
 
 
-def _read(t: Tensor, dtype: str | None, idx: Sequence[PrimExpr]) -> PrimExpr:
-    v = t[tuple(idx)]
-    return v if dtype is None or v.dtype == dtype else cast(v, dtype)
+def _read(t: Tensor, dtype: str, idx: Sequence[PrimExpr]) -> PrimExpr:
+    return cast(t[tuple(idx)], dtype)
 
 
 def conv_nd(data: Tensor, kernel: Tensor, strides: Sequence[int], padding: Sequence[int],
@@ -77,17 +87,18 @@ def conv_nd(data: Tensor, kernel: Tensor, strides: Sequence[int], padding: Seque
         shape.append(floordiv(size + begin[i] + end[i] - eff, strides[i]) + 1)
     rc = te.reduce_axis((const(0, idt), k_in), name="rc")
     rk = [te.reduce_axis((const(0, idt), const(ks[i], idt)), name=f"rk{i}") for i in range(k)]
+    out = out_dtype or data.dtype
+    acc = accumulator_dtype(out)
 
     def fn(n: PrimExpr, f: PrimExpr, *xs: PrimExpr) -> PrimExpr:
         chan = rc.var if per_group is None else floordiv(f, per_group) * k_in + rc.var
         d_idx = [n, chan] + [_term(xs[i], strides[i]) + _term(rk[i].var, dilation[i])
                              for i in range(k)]
         w_idx = [f, rc.var] + [r.var for r in rk]
-        return te.sum(_read(src, out_dtype, d_idx) * _read(kernel, out_dtype, w_idx),
-                      axis=[rc] + rk)
+        return te.sum(_read(src, acc, d_idx) * _read(kernel, acc, w_idx), axis=[rc] + rk)
 
-    return compute(tuple(shape), fn, name="conv_nd", tag="conv_nd",
-                   axis_names=["nn", "ff"] + [f"x{i}" for i in range(k)])
+    return round_to(compute(tuple(shape), fn, name="conv_nd", tag="conv_nd",
+                            axis_names=["nn", "ff"] + [f"x{i}" for i in range(k)]), out)
 
 
 def conv_transpose_nd(data: Tensor, kernel: Tensor, strides: Sequence[int],
@@ -119,7 +130,8 @@ def conv_transpose_nd(data: Tensor, kernel: Tensor, strides: Sequence[int],
                      + dilation[i] * (ks[i] - 1) + output_padding[i] + 1)
     rc = te.reduce_axis((const(0, idt), cg), name="rc")
     rk = [te.reduce_axis((const(0, idt), const(ks[i], idt)), name=f"rk{i}") for i in range(k)]
-    acc = out_dtype or data.dtype
+    out = out_dtype or data.dtype
+    acc = accumulator_dtype(out)
 
     def fn(n: PrimExpr, o: PrimExpr, *xs: PrimExpr) -> PrimExpr:
         if groups > 1:
@@ -136,12 +148,12 @@ def conv_transpose_nd(data: Tensor, kernel: Tensor, strides: Sequence[int],
                 t = floordiv(t, strides[i])
             conds.append(t < sizes[i])
             src.append(t)
-        prod = _read(data, out_dtype, src) * _read(kernel, out_dtype, [chan, oc] +
-                                                   [r.var for r in rk])
+        prod = _read(data, acc, src) * _read(kernel, acc, [chan, oc] + [r.var for r in rk])
         return te.sum(if_then_else(all(*conds), prod, const(0, acc)), axis=[rc] + rk)
 
-    return compute(tuple(shape), fn, name="conv_transpose_nd", tag="conv_transpose_nd",
-                   axis_names=["nn", "ff"] + [f"x{i}" for i in range(k)])
+    return round_to(compute(tuple(shape), fn, name="conv_transpose_nd",
+                            tag="conv_transpose_nd",
+                            axis_names=["nn", "ff"] + [f"x{i}" for i in range(k)]), out)
 
 
 def pool_output_size(size: PrimExpr, kernel: int, stride: int, dilation: int, begin: int,
@@ -202,8 +214,9 @@ def avg_pool_nd(data: Tensor, kernel: Sequence[int], strides: Sequence[int],
     k, idt, src, sizes, shape, rk, window = _pool_setup(
         data, "avg_pool_nd", kernel, strides, padding, dilation, ceil_mode,
         const(0, data.dtype))
-    total = compute(shape, lambda *i: te.sum(src[tuple(window(i))], axis=rk), name="pool_sum",
-                    tag="pool_sum", axis_names=axis_names(data.ndim))
+    acc = accumulator_dtype(data.dtype)
+    total = compute(shape, lambda *i: te.sum(cast(src[tuple(window(i))], acc), axis=rk),
+                    name="pool_sum", tag="pool_sum", axis_names=axis_names(data.ndim))
 
     def count(i: int, o: PrimExpr) -> PrimExpr:
         d, kk = dilation[i], kernel[i]
@@ -222,7 +235,7 @@ def avg_pool_nd(data: Tensor, kernel: Sequence[int], strides: Sequence[int],
         for i in range(1, k):
             n = n * count(i, idx[2 + i])
         v = total[idx]
-        return v / cast(n, v.dtype)
+        return cast(v / cast(n, v.dtype), data.dtype)
 
     return compute(shape, average, name="pool_avg", tag="elemwise",
                    axis_names=axis_names(data.ndim))
@@ -243,12 +256,14 @@ def lp_pool_nd(data: Tensor, kernel: Sequence[int], strides: Sequence[int],
             return v * v
         return _pow(_abs(v), const(float(p), v.dtype))
 
-    total = compute(shape, lambda *i: te.sum(power(src[tuple(window(i))]), axis=rk),
+    acc = accumulator_dtype(data.dtype)
+    total = compute(shape, lambda *i: te.sum(power(cast(src[tuple(window(i))], acc)),
+                                             axis=rk),
                     name="pool_lp_sum", tag="pool_sum", axis_names=axis_names(data.ndim))
 
     def root(*idx: PrimExpr) -> PrimExpr:
         v = total[idx]
-        return v if p == 1 else _pow(v, const(1.0 / p, v.dtype))
+        return cast(v if p == 1 else _pow(v, const(1.0 / p, v.dtype)), data.dtype)
 
     return compute(shape, root, name="pool_lp", tag="elemwise",
                    axis_names=axis_names(data.ndim))
@@ -320,28 +335,32 @@ def deform_conv2d(data: Tensor, offset: Tensor, kernel: Tensor, mask: Tensor | N
     out_c = as_index(kernel.shape[0], idt)
     per_offset_group = floordiv(c, offset_groups)
     dt = data.dtype
+    # The sampling positions, the interpolation and the sums all compute in the
+    # accumulator dtype (float32 for narrow floats).
+    acc = accumulator_dtype(dt)
 
     def sample(b: PrimExpr, ch: PrimExpr, ky: PrimExpr, kx: PrimExpr, y: PrimExpr,
                x: PrimExpr) -> PrimExpr:
         g = floordiv(ch, per_offset_group)
         tap = ky * kw + kx
         base = (g * (kh * kw) + tap) * 2
-        py = cast(y * strides[0] - padding[0] + ky * dilation[0], dt) + offset[b, base, y, x]
-        px = cast(x * strides[1] - padding[1] + kx * dilation[1], dt) + offset[b, base + 1,
-                                                                              y, x]
+        py = cast(y * strides[0] - padding[0] + ky * dilation[0], acc) + \
+            cast(offset[b, base, y, x], acc)
+        px = cast(x * strides[1] - padding[1] + kx * dilation[1], acc) + \
+            cast(offset[b, base + 1, y, x], acc)
         y0f, x0f = _floor(py), _floor(px)
         y0, x0 = cast(y0f, idt), cast(x0f, idt)
         wy1, wx1 = py - y0f, px - x0f
-        wy0, wx0 = const(1.0, dt) - wy1, const(1.0, dt) - wx1
+        wy0, wx0 = const(1.0, acc) - wy1, const(1.0, acc) - wx1
 
         def at(yy: PrimExpr, xx: PrimExpr) -> PrimExpr:
             inside = all(yy >= 0, yy < h, xx >= 0, xx < w)
-            return if_then_else(inside, data[b, ch, yy, xx], const(0.0, dt))
+            return if_then_else(inside, cast(data[b, ch, yy, xx], acc), const(0.0, acc))
 
         v = (wy0 * wx0 * at(y0, x0) + wy0 * wx1 * at(y0, x0 + 1)
              + wy1 * wx0 * at(y0 + 1, x0) + wy1 * wx1 * at(y0 + 1, x0 + 1))
         if mask is not None:
-            v = v * mask[b, g * (kh * kw) + tap, y, x]
+            v = v * cast(mask[b, g * (kh * kw) + tap, y, x], acc)
         return v
 
     cols = compute((n, c, const(kh, idt), const(kw, idt), oh, ow), sample,
@@ -354,11 +373,11 @@ def deform_conv2d(data: Tensor, offset: Tensor, kernel: Tensor, mask: Tensor | N
 
     def fn(b: PrimExpr, f: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
         chan = rc.var if per_group is None else floordiv(f, per_group) * k_in + rc.var
-        return te.sum(cols[b, chan, ry.var, rx.var, y, x] * kernel[f, rc.var, ry.var, rx.var],
-                      axis=[rc, ry, rx])
+        return te.sum(cols[b, chan, ry.var, rx.var, y, x] *
+                      cast(kernel[f, rc.var, ry.var, rx.var], acc), axis=[rc, ry, rx])
 
-    return compute((n, out_c, oh, ow), fn, name="deform_conv2d", tag="deform_conv2d",
-                   axis_names=["nn", "ff", "yy", "xx"])
+    return round_to(compute((n, out_c, oh, ow), fn, name="deform_conv2d",
+                            tag="deform_conv2d", axis_names=["nn", "ff", "yy", "xx"]), dt)
 
 
 __all__ = ["avg_pool_nd", "conv_nd", "conv_transpose_nd", "deform_conv2d", "lp_pool_nd",
