@@ -44,22 +44,23 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def threads(text: str) -> int:
-    """A thread count: 1 to the number of cores of this machine."""
+def _per_core(text: str, what: str) -> int:
+    """A count of ``what`` (threads, jobs): 1 to the number of cores of this machine."""
     value = _int_in(text, 1, None)
     if value > cores():
-        raise argparse.ArgumentTypeError(f"{value} threads: this machine has {cores()} "
+        raise argparse.ArgumentTypeError(f"{value} {what}: this machine has {cores()} "
                                          f"cores; give 1 to {cores()}")
     return value
 
 
+def threads(text: str) -> int:
+    """A thread count: 1 to the number of cores of this machine."""
+    return _per_core(text, "threads")
+
+
 def jobs(text: str) -> int:
     """A number of worker processes: 1 to the number of cores of this machine."""
-    value = _int_in(text, 1, None)
-    if value > cores():
-        raise argparse.ArgumentTypeError(f"{value} jobs: this machine has {cores()} cores; "
-                                         f"give 1 to {cores()}")
-    return value
+    return _per_core(text, "jobs")
 
 
 def _int_in(text: str, low: int, high: int | None) -> int:
