@@ -314,6 +314,25 @@ def to_numpy(dtype: str):
     return np.dtype(_NUMPY_NAMES.get(dtype, dtype))
 
 
+def storage(values, dtype: str) -> np.ndarray:
+    """``values`` (numbers, lists, arrays of any dtype) as an array of ``dtype``'s storage
+    (``to_numpy``'s dtype) holding the same values: bfloat16 is rounded to nearest even and
+    held as its bits, so a value never becomes a bit pattern by accident (``1`` as the
+    bfloat16 bits 0x0001 is 9.2e-41)."""
+    if dtype == "bfloat16":
+        return bfloat16_bits(values)
+    return np.asarray(values).astype(to_numpy(dtype))
+
+
+def values_of(array: np.ndarray, dtype: str) -> np.ndarray:
+    """The values held by ``array``, storage of ``dtype`` (``storage``'s inverse): bfloat16
+    bits as float32, other arrays as they are."""
+    array = np.asarray(array)
+    if dtype == "bfloat16":
+        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return array
+
+
 def user_numpy(dtype: str):
     """The numpy dtype of the arrays of ``dtype`` irc takes and gives back (VM arguments
     and results, ``Tensor.numpy()``): ``to_numpy``'s, except bfloat16 as ml_dtypes'

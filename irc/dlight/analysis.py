@@ -91,8 +91,8 @@ def row_depth(infos: list[BlockInfo]) -> int:
     depth = 0
     while True:
         d = depth
-        ok = True
-        for b in infos:
+        ok = len(last.iters) > d  # every block, the last one included, has loop d
+        for b in infos if ok else ():
             if len(b.iters) <= d or b.iters[d].kind != "S" or b.iters[d].var is None:
                 ok = False
                 break

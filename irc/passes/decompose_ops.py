@@ -55,7 +55,11 @@ def decompose_batch_norm(call: Call) -> Expr:
                        node=call, span=call.span)
     a = call.attrs
     axis = a["axis"] % xs.ndim
-    eps = const(float(a["epsilon"]), xs.dtype)
+    wide = _wide(xs.dtype)
+    if wide != xs.dtype:  # 16-bit floats: the factors and the product in float32, as the
+        # undecomposed kernel computes them; one rounding at the end
+        x, gamma, beta, mean, var = (ops.astype(e, wide) for e in call.args)
+    eps = const(float(a["epsilon"]), wide)
     factor: Expr = ops.rsqrt(ops.add(var, eps))
     if a["scale"]:
         factor = ops.multiply(gamma, factor)
@@ -65,7 +69,15 @@ def decompose_batch_norm(call: Call) -> Expr:
     if shape is not None:
         factor, shift = ops.reshape(factor, shape), ops.reshape(shift, shape)
     out = ops.add(ops.multiply(x, factor), shift)
+    if wide != xs.dtype:
+        out = ops.astype(out, xs.dtype)
+        mean, var = call.args[3], call.args[4]
     return Tuple(fields=(out, mean, var))
+
+
+def _wide(dtype: str) -> str:
+    """The dtype a decomposed norm computes in: float32 for the 16-bit floats."""
+    return "float32" if dtype in ("float16", "bfloat16") else dtype
 
 
 def decompose_layer_norm(call: Call) -> Expr | None:
@@ -78,7 +90,10 @@ def decompose_layer_norm(call: Call) -> Expr | None:
     axes = sorted(ax % xs.ndim for ax in a["axes"])
     if axes != list(range(xs.ndim - len(axes), xs.ndim)):
         return None
-    eps = const(float(a["epsilon"]), xs.dtype)
+    wide = _wide(xs.dtype)
+    if wide != xs.dtype:
+        x, gamma, beta = (ops.astype(e, wide) for e in call.args)
+    eps = const(float(a["epsilon"]), wide)
     centered = ops.subtract(x, ops.mean(x, axes, keepdims=True))
     var = ops.variance(x, axes, keepdims=True)
     out: Expr = ops.multiply(centered, ops.rsqrt(ops.add(var, eps)))
@@ -86,7 +101,7 @@ def decompose_layer_norm(call: Call) -> Expr | None:
         out = ops.multiply(out, gamma)
     if a["center"]:
         out = ops.add(out, beta)
-    return out
+    return ops.astype(out, xs.dtype) if wide != xs.dtype else out
 
 
 class _Decomposer(Mutator):

@@ -174,7 +174,9 @@ class _BlockFuser:
         bs = [self.bindings[i] for i in idx]
         if not any(_is_call_tir(b.value) for b in bs):
             return False
-        inputs, _ = self._interface(idx)
+        inputs, outputs = self._interface(idx)
+        if sum(_tensor_count(e.struct_info) for e in inputs) + len(outputs) > _MAX_ARGS:
+            return False  # a native call takes at most ~1,000 arguments
         defined: set[int] = set()
         for e in inputs:
             defined.update(id(v) for v in get_defining_shape_vars(e.struct_info))
@@ -231,6 +233,18 @@ class _BlockFuser:
         return out
 
     def _make_group(self, idx: list[int]) -> list[Binding]:
+        # An element taken from a tuple made outside the group is taken before the call:
+        # the group gets that element, not the whole tuple (a split into n parts whose
+        # parts feed n groups would give each group all n).
+        member_vars = {id(self.bindings[i].var) for i in idx}
+        hoisted = [i for i in idx if isinstance(self.bindings[i].value, TupleGetItem)
+                   and id(self.bindings[i].value.tuple_value) not in member_vars]
+        if hoisted:
+            rest = [i for i in idx if i not in set(hoisted)]
+            before = [self.bindings[i] for i in hoisted]
+            if len(rest) <= 1:
+                return before + [self.bindings[i] for i in rest]
+            return before + self._make_group(rest)
         bs = [self.bindings[i] for i in idx]
         inputs, outputs = self._interface(idx)
         mapping: dict[int, Expr] = {}
@@ -285,6 +299,16 @@ class _BlockFuser:
                 break
             name += "_" + p
         return name
+
+
+# The most tensors a fused group may read and write: its kernel takes each as an argument.
+_MAX_ARGS = 512
+
+
+def _tensor_count(sinfo: Any) -> int:
+    if isinstance(sinfo, TupleStructInfo):
+        return sum(_tensor_count(f) for f in sinfo.fields)
+    return 1
 
 
 def _is_call_tir(e: Expr) -> bool:

@@ -165,7 +165,7 @@ class RelaxEvaluator(ModuleEvaluator):
             sinfo = other.struct_info
             dtype = getattr(sinfo, "dtype", "") or ("float32" if isinstance(value, float)
                                                     else "int64")
-            return Constant(data=np.array(value, dtype=dt.to_numpy(dtype)),
+            return Constant(data=dt.storage(value, dtype),
                             struct_info=TensorStructInfo(shape=(), dtype=dtype))
         return self.to_expr(value, node)
 

@@ -218,8 +218,9 @@ class PrimFunc(Node):
     def __post_init__(self) -> None:
         if self.attrs is None:
             object.__setattr__(self, "attrs", {})
+        params = {id(p) for p in self.params}  # by identity: == on variables builds an EQ
         for p in self.buffer_map:
-            if p not in self.params:
+            if id(p) not in params:
                 raise IRTypeError("PrimFunc buffer_map has a key that is not a parameter")
         ordered = [p for p in self.params if p in self.buffer_map]
         if list(self.buffer_map) != ordered:

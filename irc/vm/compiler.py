@@ -244,8 +244,8 @@ class FunctionCompiler:
         if dt.is_integer(e.value.dtype) or dt.is_bool(e.value.dtype):
             self.emit("prim", dst, self.expr_index(e.value))
         elif isinstance(e.value, E.FloatImm):
-            self.emit("const", dst, self.consts.add(np.array(e.value.value,
-                                                             dt.to_numpy(e.value.dtype))))
+            self.emit("const", dst, self.consts.add(dt.storage(e.value.value,
+                                                                    e.value.dtype)))
         else:
             raise self.error(f"the VM cannot evaluate the scalar expression {e.value!r}",
                              e.span)

@@ -133,3 +133,51 @@ def test_random_inputs_of_bfloat16_and_float8_parameters_run():
         assert ((values >= 0) & (values <= 1)).all() and len(np.unique(values)) > 1
         y = VirtualMachine(ex, cpu())["main"](x).numpy()
         np.testing.assert_array_equal(y, values)
+
+
+def test_bfloat16_constants_made_from_values_hold_the_values():
+    """Constants irc makes itself (Hardmax's one-hot values, ``nn`` constants and
+    parameters, a Python number next to a bfloat16 operand in the text format) hold the
+    values, not the values taken for bfloat16 bits (1 as the bits 0x0001 is 9.2e-41)."""
+    graph = helper.make_graph(
+        [helper.make_node("Hardmax", ["x"], ["y"], axis=-1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    x = np.array([[1, 3, 2], [-1, -2, -3]], BF16)
+    y = _vm(model)["main"](x).numpy()
+    np.testing.assert_array_equal(y.astype(np.float32), [[0, 1, 0], [1, 0, 0]])
+
+    from irc.frontend import nn
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter((3,), "bfloat16")
+
+        def forward(self, v):
+            return v * self.w + nn.Tensor.from_const(np.array([0.5, 1.5, -2]), "bfloat16")
+
+    m = Scaled()
+    m.w.data = np.array([2.0, -0.25, 3.0], np.float32)
+    assert m.w.data.dtype == BF16
+    np.testing.assert_array_equal(m.w.data.astype(np.float32), [2.0, -0.25, 3.0])
+    mod, params = m.export_tvm({"forward": {"v": nn.spec.Tensor((3,), "bfloat16")}})
+    vm = VirtualMachine(irc.compile(mod, "llvm"), cpu())
+    weights = [p.data for _, p in m.named_parameters()]
+    got = vm["forward"](np.array([1, 2, 4], BF16), *weights).numpy()
+    np.testing.assert_array_equal(got.astype(np.float32), [2.5, 1.0, 10.0])
+    m.w.to_dtype("float32")
+    np.testing.assert_array_equal(m.w.data, [2.0, -0.25, 3.0])
+
+    src = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3,), "bfloat16")) -> R.Tensor((3,), "bfloat16"):
+        y = x * 2.5
+        return y
+'''
+    ex = irc.compile(irc.parse(src), "llvm")
+    got = VirtualMachine(ex, cpu())["main"](np.array([1, -2, 4], BF16)).numpy()
+    np.testing.assert_array_equal(got.astype(np.float32), [2.5, -5, 10])
+

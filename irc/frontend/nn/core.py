@@ -223,8 +223,9 @@ class Tensor:
         be used in any method."""
         arr = np.asarray(value)
         if dtype is not None:
-            arr = arr.astype(dt.to_numpy(dt.check(dtype)))
-        elif arr.dtype == np.float64:
+            dtype = dt.check(dtype)
+            return Tensor(_expr=Constant.from_numpy(dt.storage(arr, dtype), dtype), _frame=None)
+        if arr.dtype == np.float64:
             arr = arr.astype(np.float32)  # Python floats mean float32, as in the graph IR
         return Tensor(_expr=Constant.from_numpy(arr), _frame=None)
 
@@ -382,7 +383,12 @@ class Parameter(Tensor):
             raise NNError(f"cannot set a Parameter of shape {self._shape} to an array of shape "
                           f"{tuple(arr.shape)}")
         want = dt.to_numpy(self._dtype)
-        if arr.dtype != want:
+        if self._dtype == "bfloat16":
+            # Values, except a uint16 array: the bits. Kept as the arrays the VM takes.
+            bits = arr.view(np.uint16) if arr.dtype.name in ("uint16", "bfloat16") else \
+                dt.storage(arr, "bfloat16")
+            arr = bits.view(dt.user_numpy("bfloat16"))
+        elif arr.dtype != want:
             if arr.dtype.kind in "fc" and np.dtype(want).kind in "iub":
                 raise NNError(f"cannot set a {self._dtype} Parameter from a {arr.dtype} array "
                               "(it would truncate); convert it explicitly")
@@ -414,9 +420,9 @@ class Parameter(Tensor):
 
     def to_dtype(self, dtype: str) -> None:
         """Change the dtype, converting the data when there is some."""
-        self._dtype = dt.check(dtype)
+        old, self._dtype = self._dtype, dt.check(dtype)
         if self._data is not None:
-            self._data = self._data.astype(dt.to_numpy(dtype))
+            self.data = dt.storage(dt.values_of(self._data, old), dtype)
 
     def __repr__(self) -> str:
         state = "initialized" if self._data is not None else "no data"

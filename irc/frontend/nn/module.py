@@ -179,7 +179,6 @@ class Module:
         but the first). Returns the module."""
         rng = np.random.default_rng(seed)
         for _, p in self.named_parameters():
-            np_dtype = dt.to_numpy(p.dtype)
             if p.init == "zeros":
                 value = np.zeros(p.shape)
             elif p.init == "ones":
@@ -193,7 +192,7 @@ class Module:
                     (p.shape[0] if p.shape else 1)
                 bound = 1.0 / np.sqrt(max(fan_in, 1))
                 value = rng.uniform(-bound, bound, size=p.shape)
-            p.data = np.asarray(value).astype(np_dtype)
+            p.data = dt.storage(value, p.dtype)
         return self
 
     def to(self, dtype: str) -> Module:

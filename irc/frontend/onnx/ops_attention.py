@@ -67,7 +67,7 @@ def _flex_attention(node: Node) -> Expr:
         compute = "float32" if dt.bits(dtype) < 32 else dtype
     scale = node.attr("scale")
     scale = 1.0 / np.sqrt(size) if scale is None else float(scale)
-    root = Constant.from_numpy(np.asarray(np.sqrt(np.float32(scale)), dt.to_numpy(dtype)))
+    root = Constant.from_numpy(np.sqrt(np.float32(scale)), dtype)
     if kv_heads != heads:
         k = ops.repeat(k, heads // kv_heads, axis=1)
         v = ops.repeat(v, heads // kv_heads, axis=1)

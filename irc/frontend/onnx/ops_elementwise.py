@@ -7,8 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import numpy as np
-
 from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr, ShapeExpr, const
@@ -22,9 +20,7 @@ from .registry import converter
 
 def scalar(value: float, dtype: str) -> Constant:
     """A 0-d constant of ``dtype``."""
-    if dtype == "bfloat16":  # rounded from the value, not its integer part
-        return const(np.asarray(value, dtype="float32"), dtype)
-    return const(np.asarray(value, dtype=dt.to_numpy(dtype)), dtype)
+    return const(dt.storage(value, dtype), dtype)
 
 
 def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
@@ -165,38 +161,39 @@ def _sign(node: Node) -> Expr:
     return ops.where(ops.greater(x, zero), one, neg)
 
 
-def _trig(fn: Callable[[Expr, str], Expr]) -> Callable[[Node], Expr]:
+def _in_float32(fn: Callable[[Expr, str], Expr]) -> Callable[[Node], Expr]:
+    """A converter of a float function composed of several operators, ``fn(x, dtype)``:
+    float16 and bfloat16 inputs are computed in float32 and rounded once, as the peers
+    do (each intermediate rounded to 16 bits would lose several steps)."""
     def convert(node: Node) -> Expr:
         x, dtype = _float_input(node)
+        if dt.bits(dtype) < 32:
+            return ops.astype(fn(ops.astype(x, "float32"), "float32"), dtype)
         return fn(x, dtype)
     return convert
 
 
-converter("Tan", since=7)(_trig(lambda x, d: ops.divide(ops.sin(x), ops.cos(x))))
-converter("Sinh", since=9)(_trig(lambda x, d: ops.multiply(
-    ops.subtract(ops.exp(x), ops.exp(ops.negative(x))), scalar(0.5, d))))
-converter("Cosh", since=9)(_trig(lambda x, d: ops.multiply(
-    ops.add(ops.exp(x), ops.exp(ops.negative(x))), scalar(0.5, d))))
-converter("Asinh", since=9)(_trig(lambda x, d: ops.log(ops.add(x, ops.sqrt(ops.add(
-    ops.multiply(x, x), scalar(1, d)))))))
-converter("Acosh", since=9)(_trig(lambda x, d: ops.log(ops.add(x, ops.sqrt(ops.subtract(
-    ops.multiply(x, x), scalar(1, d)))))))
-converter("Atanh", since=9)(_trig(lambda x, d: ops.multiply(ops.log(ops.divide(
-    ops.add(scalar(1, d), x), ops.subtract(scalar(1, d), x))), scalar(0.5, d))))
+_LIBM = {"Tan": ops.tan, "Sinh": ops.sinh, "Cosh": ops.cosh, "Asinh": ops.asinh,
+         "Acosh": ops.acosh, "Atanh": ops.atanh}
 
 
-@converter("Softplus", since=1)
-def _softplus(node: Node) -> Expr:
-    x, d = _float_input(node)
-    # log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
-    return ops.add(ops.maximum(x, scalar(0, d)),
-                   ops.log(ops.add(scalar(1, d), ops.exp(ops.negative(ops.abs(x))))))
+def _libm(node: Node) -> Expr:
+    x, _ = _float_input(node)
+    return _LIBM[node.op_type](x)
 
 
-@converter("Softsign", since=1)
-def _softsign(node: Node) -> Expr:
-    x, d = _float_input(node)
-    return ops.divide(x, ops.add(scalar(1, d), ops.abs(x)))
+converter("Tan", since=7)(_libm)
+converter("Sinh", "Cosh", "Asinh", "Acosh", "Atanh", since=9)(_libm)
+
+
+def _softplus_of(x: Expr, d: str) -> Expr:
+    """log(1 + exp(x)) without overflow or cancellation: max(x, 0) + log1p(exp(-|x|))."""
+    return ops.add(ops.maximum(x, scalar(0, d)), ops.log1p(ops.exp(ops.negative(ops.abs(x)))))
+
+
+converter("Softplus", since=1)(_in_float32(_softplus_of))
+converter("Softsign", since=1)(_in_float32(
+    lambda x, d: ops.divide(x, ops.add(scalar(1, d), ops.abs(x)))))
 
 
 @converter("LeakyRelu", since=6)
@@ -215,36 +212,31 @@ def _prelu(node: Node) -> Expr:
 
 @converter("Elu", since=6)
 def _elu(node: Node) -> Expr:
-    x, d = _float_input(node)
     alpha = float(node.attr("alpha", 1.0))
-    return ops.where(ops.less(x, scalar(0, d)),
-                     ops.multiply(_expm1(x, d), scalar(alpha, d)), x)
-
-
-def _expm1(t: Expr, d: str) -> Expr:
-    """``exp(t) - 1``; for the 16-bit floats computed in float32 and rounded once (as an
-    expm1 of the 16-bit type rounds, which ONNX's reference Celu uses)."""
-    if d in ("float16", "bfloat16"):
-        return ops.astype(ops.subtract(ops.exp(ops.astype(t, "float32")),
-                                       scalar(1, "float32")), d)
-    return ops.subtract(ops.exp(t), scalar(1, d))
+    return _in_float32(lambda x, d: ops.where(
+        ops.less(x, scalar(0, d)), ops.multiply(ops.expm1(x), scalar(alpha, d)), x))(node)
 
 
 @converter("Celu", since=12)
 def _celu(node: Node) -> Expr:
-    x, d = _float_input(node)
     alpha = float(node.attr("alpha", 1.0))
-    neg = ops.multiply(_expm1(ops.divide(x, scalar(alpha, d)), d), scalar(alpha, d))
-    return ops.add(ops.maximum(x, scalar(0, d)), ops.minimum(neg, scalar(0, d)))
+
+    def celu(x: Expr, d: str) -> Expr:
+        neg = ops.multiply(ops.expm1(ops.divide(x, scalar(alpha, d))), scalar(alpha, d))
+        return ops.add(ops.maximum(x, scalar(0, d)), ops.minimum(neg, scalar(0, d)))
+    return _in_float32(celu)(node)
 
 
 @converter("Selu", since=6)
 def _selu(node: Node) -> Expr:
-    x, d = _float_input(node)
     alpha = float(node.attr("alpha", 1.67326319217681884765625))
     gamma = float(node.attr("gamma", 1.05070102214813232421875))
-    neg = ops.multiply(ops.subtract(ops.exp(x), scalar(1, d)), scalar(alpha, d))
-    return ops.multiply(ops.where(ops.less_equal(x, scalar(0, d)), neg, x), scalar(gamma, d))
+
+    def selu(x: Expr, d: str) -> Expr:
+        neg = ops.multiply(ops.expm1(x), scalar(alpha, d))
+        return ops.multiply(ops.where(ops.less_equal(x, scalar(0, d)), neg, x),
+                            scalar(gamma, d))
+    return _in_float32(selu)(node)
 
 
 @converter("ThresholdedRelu", since=10)
@@ -256,24 +248,19 @@ def _thresholded_relu(node: Node) -> Expr:
 
 @converter("HardSigmoid", since=6)
 def _hard_sigmoid(node: Node) -> Expr:
-    x, d = _float_input(node)
     alpha, beta = float(node.attr("alpha", 0.2)), float(node.attr("beta", 0.5))
-    return ops.clip(ops.add(ops.multiply(x, scalar(alpha, d)), scalar(beta, d)), 0.0, 1.0)
+    return _in_float32(lambda x, d: ops.clip(
+        ops.add(ops.multiply(x, scalar(alpha, d)), scalar(beta, d)), 0.0, 1.0))(node)
 
 
-@converter("HardSwish", since=14)
-def _hard_swish(node: Node) -> Expr:
-    x, d = _float_input(node)
+def _hard_swish_of(x: Expr, d: str) -> Expr:
     hs = ops.clip(ops.add(ops.multiply(x, scalar(1 / 6, d)), scalar(0.5, d)), 0.0, 1.0)
     return ops.multiply(x, hs)
 
 
-@converter("Mish", since=18)
-def _mish(node: Node) -> Expr:
-    x, d = _float_input(node)
-    sp = ops.add(ops.maximum(x, scalar(0, d)),
-                 ops.log(ops.add(scalar(1, d), ops.exp(ops.negative(ops.abs(x))))))
-    return ops.multiply(x, ops.tanh(sp))
+converter("HardSwish", since=14)(_in_float32(_hard_swish_of))
+converter("Mish", since=18)(_in_float32(
+    lambda x, d: ops.multiply(x, ops.tanh(_softplus_of(x, d)))))
 
 
 @converter("Gelu", since=20)

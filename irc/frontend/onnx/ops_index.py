@@ -249,7 +249,7 @@ def _hardmax_along(node: Node, x: Expr, axis: int, dim: Any, dtype: str) -> Expr
     if not isinstance(dim, E.IntImm):
         raise node.error(f"the size of axis {axis} must be static (it is {dim})")
     arg = ops.argmax(x, axis, keepdims=False)
-    values = Constant.from_numpy(np.asarray([0, 1], dt.to_numpy(dtype)), dtype)
+    values = Constant.from_numpy(np.asarray([0, 1]), dtype)
     return ix.one_hot(arg, values, int(dim.value), axis)
 
 
@@ -325,7 +325,7 @@ def _compress(node: Node) -> Expr:
     n = min(cond_shape[0], shape[axis])  # entries past the axis' length are ignored
     cond = node.input(1)
     if node.dtype(1) != "bool":
-        cond = ops.not_equal(cond, Constant.from_numpy(np.zeros((), dt.to_numpy(node.dtype(1)))))
+        cond = ops.not_equal(cond, Constant.from_numpy(np.zeros(()), node.dtype(1)))
     if n != cond_shape[0]:
         cond = ops.take(cond, Constant.from_numpy(np.arange(n, dtype="int64")), axis=0)
     return ops.take(x, _true_positions(node, cond, n), axis=axis)
@@ -339,7 +339,7 @@ def _non_zero(node: Node) -> Expr:
     n = int(np.prod(shape, dtype="int64"))
     flat = ops.reshape(node.input(0), [n])
     mask = flat if node.dtype(0) == "bool" else ops.not_equal(
-        flat, Constant.from_numpy(np.zeros((), dt.to_numpy(node.dtype(0)))))
+        flat, Constant.from_numpy(np.zeros(()), node.dtype(0)))
     pos = _true_positions(node, mask, n)
     strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
     rows = [ops.expand_dims(integer.floor_mod(ops.floor_divide(pos, _i64_const(int(st))),
@@ -374,7 +374,7 @@ def _max_unpool(node: Node) -> Expr:
     # fails the call.
     idx = ops.reshape(ops.astype(node.input(1), "int64"), [-1])
     idx = ops.where(ops.less(idx, _i64_const(0)), ops.subtract(idx, _i64_const(total)), idx)
-    flat = ix.scatter_elements(Constant.from_numpy(np.zeros(total, dt.to_numpy(node.dtype(0)))),
+    flat = ix.scatter_elements(Constant.from_numpy(np.zeros(total), node.dtype(0)),
                                idx, ops.reshape(node.input(0), [-1]), axis=0)
     y = ops.reshape(flat, inferred)
     if not node.has_input(2):

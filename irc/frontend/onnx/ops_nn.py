@@ -254,7 +254,10 @@ def _global_pool(node: Node) -> Expr:
 
 
 def _p_norm(x: Expr, p: int, axes: list[int], d: str) -> Expr:
-    """``(sum |x| ** p) ** (1 / p)`` over ``axes`` (kept)."""
+    """``(sum |x| ** p) ** (1 / p)`` over ``axes`` (kept); float16 and bfloat16 computed in
+    float32 (|x| ** p overflows float16 from |x| = 41 for p = 3) and rounded once."""
+    if dt.bits(d) < 32:
+        return ops.astype(_p_norm(ops.astype(x, "float32"), p, axes, "float32"), d)
     if p == 1:
         return ops.sum(ops.abs(x), axes, keepdims=True)
     if p == 2:

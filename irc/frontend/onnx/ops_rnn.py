@@ -313,8 +313,10 @@ class _Recurrence:
         outs: list[Expr | None] = [None, None, None]
         if names[0]:
             # Y: (seq, num_dir, batch, hidden), or (batch, seq, num_dir, hidden).
-            per_dir = [ops.expand_dims(ops.concat([ops.expand_dims(s, 0) for s in y], 0), 1)
-                       for y in ys]
+            # The steps (batch, hidden) joined along the batch axis and reshaped: no
+            # expand_dims per step, whose inlining would cost the scheduler seq^2.
+            per_dir = [ops.expand_dims(ops.reshape(
+                ops.concat(y, 0), [self.seq, self.batch, self.hidden]), 1) for y in ys]
             y_all = per_dir[0] if self.num_dir == 1 else ops.concat(per_dir, 1)
             if self.layout == 1:
                 y_all = ops.permute_dims(self.emit(y_all, "y"), [2, 0, 1, 3])

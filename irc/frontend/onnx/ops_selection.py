@@ -109,7 +109,7 @@ def _non_max_suppression(node: Node) -> Expr:
                          f"{node.dtype(2)}")
     limit = _scalar(node, 2, "int64", "max_output_boxes_per_class")
     iou = _scalar(node, 3, dtype, "iou_threshold") if node.has_input(3) else \
-        Constant.from_numpy(np.zeros((), dt.to_numpy(dtype)))
+        Constant.from_numpy(np.zeros(()), dtype)
     threshold = _scalar(node, 4, dtype, "score_threshold") if node.has_input(4) else None
     selected, count = _fields(node, selection.non_max_suppression(
         boxes, scores, limit, iou, threshold, center_point_box=bool(center)), 2, "nms")

@@ -122,7 +122,7 @@ def _transform(node: Node, x: Expr, shape: list[int], axis: int, n: int | None,
         return ops.permute_dims(v, perm)
 
     def const(a: np.ndarray) -> Constant:
-        return Constant.from_numpy(a.astype(dt.to_numpy(d)))
+        return Constant.from_numpy(a, d)
 
     re = part(0)
     im = part(1) if shape[-1] == 2 else None
@@ -206,8 +206,7 @@ def _stft(node: Node) -> Expr:
     # The last frame starts at most frame_length before the end: a window longer than the
     # frame reads up to size - frame_length zeros past it.
     if size > frame_length:
-        pad = Constant.from_numpy(np.zeros((shape[0], size - frame_length, shape[2]),
-                                           dt.to_numpy(d)))
+        pad = Constant.from_numpy(np.zeros((shape[0], size - frame_length, shape[2])), d)
         x = ops.concat(Tuple(fields=(x, pad)), 1)
     if runtime_step:
         # The number of frames depends on the step: a shape variable bound at run time.
@@ -326,7 +325,7 @@ def _mel_weight_matrix(node: Node) -> Expr:
         return ops.astype(e, "float64")
 
     def const(v: float, dtype: str = "float64") -> Constant:
-        return Constant.from_numpy(np.asarray(v, dt.to_numpy(dtype)))
+        return Constant.from_numpy(np.asarray(v), dtype)
 
     def mel(hertz: Expr) -> Expr:  # 2595 * log10(1 + hz / 700), in the edges' dtype
         x = ops.astype(hertz, edge) if node.dtype(4) != edge else hertz

@@ -74,20 +74,28 @@ from .reduce import min as min
 from .reduce import sum as sum
 from .unary import abs as abs
 from .unary import (
+    acosh,
+    asinh,
     astype,
+    atanh,
     ceil,
     clip,
     cos,
+    cosh,
     erf,
     exp,
+    expm1,
     floor,
     log,
+    log1p,
     logical_not,
     negative,
     rsqrt,
     sigmoid,
     sin,
+    sinh,
     sqrt,
+    tan,
     tanh,
 )
 from .unary import round as round
@@ -106,5 +114,6 @@ __all__ = [
     "strided_slice", "take", "broadcast_to", "tile", "repeat",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "abs", "negative",
+    "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1",
     "floor", "ceil", "round", "clip", "astype", "logical_not",
 ]

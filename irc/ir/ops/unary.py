@@ -39,6 +39,14 @@ _UNARY: dict[str, tuple[bool, str]] = {
     "asin": (True, "arc sine of each element"),
     "acos": (True, "arc cosine of each element"),
     "atan": (True, "arc tangent of each element"),
+    "tan": (True, "tangent of each element"),
+    "sinh": (True, "hyperbolic sine of each element"),
+    "cosh": (True, "hyperbolic cosine of each element"),
+    "asinh": (True, "inverse hyperbolic sine of each element"),
+    "acosh": (True, "inverse hyperbolic cosine of each element"),
+    "atanh": (True, "inverse hyperbolic tangent of each element"),
+    "log1p": (True, "log(1 + x) of each element, exact for small x"),
+    "expm1": (True, "exp(x) - 1 of each element, exact for small x"),
     "abs": (False, "absolute value of each element"),
     "negative": (False, "negation of each element"),
     "floor": (False, "each element rounded down"),
@@ -143,6 +151,14 @@ cos = unary_builder("cos", _UNARY["cos"][1])
 asin = unary_builder("asin", _UNARY["asin"][1])
 acos = unary_builder("acos", _UNARY["acos"][1])
 atan = unary_builder("atan", _UNARY["atan"][1])
+tan = unary_builder("tan", _UNARY["tan"][1])
+sinh = unary_builder("sinh", _UNARY["sinh"][1])
+cosh = unary_builder("cosh", _UNARY["cosh"][1])
+asinh = unary_builder("asinh", _UNARY["asinh"][1])
+acosh = unary_builder("acosh", _UNARY["acosh"][1])
+atanh = unary_builder("atanh", _UNARY["atanh"][1])
+log1p = unary_builder("log1p", _UNARY["log1p"][1])
+expm1 = unary_builder("expm1", _UNARY["expm1"][1])
 isnan = unary_builder("isnan", _FLOAT_TESTS["isnan"])
 isinf = unary_builder("isinf", _FLOAT_TESTS["isinf"])
 abs = unary_builder("abs", _UNARY["abs"][1])

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ...core.diagnostics import LegalizeError
 from ...ir.block_builder import normalize
-from ...ir.expr import Call, Expr, PrimValue, Tuple
+from ...ir.expr import Call, Expr, PrimValue, Tuple, TupleGetItem
 from ...ir.op import get_op_def
 from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
@@ -288,15 +288,57 @@ def _concat(ctx: LegalizeContext, call: Call) -> Expr:
     if not isinstance(tensors, Tuple):
         raise LegalizeError("R.concat needs a tuple of tensors written in place", node=call,
                             span=call.span)
-    return ctx.call_te(topi.concatenate, list(tensors.fields), axis=call.attrs["axis"],
-                       name="concatenate")
+    parts: list[Expr] = list(tensors.fields)
+    axis = call.attrs["axis"]
+    # A kernel takes each part as an argument, and native calls take at most ~1,000: many
+    # parts are joined in groups first (a recurrence unrolled over its steps).
+    while len(parts) > _MAX_KERNEL_TENSORS:
+        parts = [ctx.call_te(topi.concatenate, parts[i:i + _MAX_KERNEL_TENSORS], axis=axis,
+                             name="concatenate")
+                 for i in range(0, len(parts), _MAX_KERNEL_TENSORS)]
+    return ctx.call_te(topi.concatenate, parts, axis=axis, name="concatenate")
+
+
+# The most tensors one operator's kernel reads or writes (see _concat, _split).
+_MAX_KERNEL_TENSORS = 256
 
 
 @rule("split")
 def _split(ctx: LegalizeContext, call: Call) -> Expr:
     a = call.attrs
-    return ctx.call_te(topi.split, call.args[0], a["indices_or_sections"], axis=a["axis"],
-                       name="split")
+    parts, axis = a["indices_or_sections"], a["axis"]
+    bounds = _split_bounds(call.args[0], parts, axis)
+    if bounds is None or len(bounds) - 1 <= _MAX_KERNEL_TENSORS:
+        return ctx.call_te(topi.split, call.args[0], parts, axis=axis, name="split")
+    # Too many parts for one kernel (see _concat): cut into groups of parts, then each.
+    n = len(bounds) - 1
+    starts = list(range(0, n, _MAX_KERNEL_TENSORS))
+    groups = ctx.call_te(topi.split, call.args[0], [bounds[g] for g in starts[1:]],
+                         axis=axis, name="split")
+    fields = []
+    for k, g in enumerate(starts):
+        end = min(g + _MAX_KERNEL_TENSORS, n)
+        sinfo = groups.struct_info.fields[k]
+        piece = TupleGetItem(tuple_value=groups, index=k, struct_info=sinfo)
+        sub = ctx.call_te(topi.split, piece, [b - bounds[g] for b in bounds[g + 1:end]],
+                          axis=axis, name="split")
+        fields.extend(TupleGetItem(tuple_value=sub, index=i, struct_info=f)
+                      for i, f in enumerate(sub.struct_info.fields))
+    return Tuple(fields=tuple(fields), struct_info=call.struct_info)
+
+
+def _split_bounds(x: Expr, parts: Any, axis: int) -> list[int] | None:
+    """The static cut points (0 ... extent) of a split, or None when not static."""
+    sinfo = x.struct_info
+    shape = sinfo.static_shape if isinstance(sinfo, TensorStructInfo) else None
+    if shape is None:
+        return None
+    extent = shape[axis]
+    if isinstance(parts, int):
+        if parts <= 0 or extent % parts:
+            return None
+        return [extent // parts * k for k in range(parts + 1)]
+    return [0] + [int(i) for i in parts] + [extent]
 
 
 @rule("strided_slice")

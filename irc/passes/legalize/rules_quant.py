@@ -12,7 +12,8 @@ from ...tir.topi import quantize as topi_quantize
 from .context import LegalizeContext
 from .rules import RULES, _unary, rule
 
-for _op in ("asin", "acos", "atan", "isnan", "isinf", "bitwise_not"):
+for _op in ("asin", "acos", "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p",
+            "expm1", "isnan", "isinf", "bitwise_not"):
     RULES[_op] = _unary(_op, _op)
 
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor"):

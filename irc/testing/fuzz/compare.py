@@ -90,9 +90,13 @@ def sensitivity(base: Sequence[np.ndarray], moved: Sequence[Sequence[np.ndarray]
     return out
 
 
-def mismatch(got: np.ndarray, want: np.ndarray, sens: np.ndarray | None) -> str | None:
+def mismatch(got: np.ndarray, want: np.ndarray, sens: np.ndarray | None,
+             narrowest: str | None = None) -> str | None:
     """Why ``got`` does not match ``want`` (None when it does), with ``sens`` the
-    sensitivity of ``want``'s elements."""
+    sensitivity of ``want``'s elements. ``narrowest``, the narrowest float dtype of the
+    model's values, bounds the tolerance of float outputs from below: a float32 output
+    computed through bfloat16 values carries bfloat16's rounding (which a reference on
+    the model computed in float32 does not have)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return f"shape {got.shape} != {want.shape}"
@@ -106,6 +110,8 @@ def mismatch(got: np.ndarray, want: np.ndarray, sens: np.ndarray | None) -> str 
     stable = ~np.isinf(sens)
     if is_float(wd):
         rtol, atol = TOLERANCE[wd]
+        if narrowest in TOLERANCE:
+            rtol, atol = max(rtol, TOLERANCE[narrowest][0]), max(atol, TOLERANCE[narrowest][1])
         x, y = np.asarray(got, np.float64), np.asarray(want, np.float64)
         finite = np.isfinite(y)
         scale = max(1.0, float(np.abs(y[finite]).max(initial=0.0)))
@@ -130,13 +136,14 @@ def mismatch(got: np.ndarray, want: np.ndarray, sens: np.ndarray | None) -> str 
 
 
 def first_mismatch(got: Sequence[np.ndarray], want: Sequence[np.ndarray],
-                   sens: Sequence[np.ndarray | None]) -> tuple[int, str] | None:
+                   sens: Sequence[np.ndarray | None], narrowest: str | None = None
+                   ) -> tuple[int, str] | None:
     """(output index, reason) of the first output of ``got`` that differs from
-    ``want``; None when all match."""
+    ``want`` (``narrowest``: see :func:`mismatch`); None when all match."""
     if len(got) != len(want):
         return -1, f"{len(got)} outputs != {len(want)}"
     for i, (g, w, s) in enumerate(zip(got, want, sens)):
-        why = mismatch(g, w, s)
+        why = mismatch(g, w, s, narrowest)
         if why is not None:
             return i, why
     return None

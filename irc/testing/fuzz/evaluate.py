@@ -30,7 +30,7 @@ import numpy as np
 
 from ...core.diagnostics import IRCError
 from . import builds
-from .compare import first_mismatch
+from .compare import TOLERANCE, first_mismatch
 from .references import Expected, PeerRefused, expected, first_line
 
 OK, WRONG, CRASH, REFUSED, INVALID = "ok", "wrong", "crash", "refused", "invalid"
@@ -44,8 +44,11 @@ Judge = Callable[[Any, Sequence[np.ndarray], Sequence[np.ndarray],
 
 def compare_outputs(model: Any, got: Sequence[np.ndarray], want: Sequence[np.ndarray],
                     sens: Sequence[np.ndarray | None]) -> tuple[int, str] | None:
-    """The default judge: :func:`.compare.first_mismatch`."""
-    return first_mismatch(got, want, sens)
+    """The default judge: :func:`.compare.first_mismatch`, with the tolerance of the
+    narrowest float dtype among the model's values."""
+    floats = [d for d in model_dtypes(model) if d in TOLERANCE]
+    narrowest = max(floats, key=lambda d: TOLERANCE[d][0], default=None)
+    return first_mismatch(got, want, sens, narrowest)
 
 
 @dataclass(frozen=True)

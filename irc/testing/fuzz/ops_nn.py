@@ -153,6 +153,12 @@ def _window(g: GraphBuilder, x: Value, transpose: bool = False, pool: bool = Fal
             attrs["pads"] = pads
     else:
         attrs["auto_pad"] = mode
+        if pool and mode != "VALID" and any(d > 1 for d in attrs.get("dilations", ())):
+            # ONNX Runtime and ONNX's reference evaluator size a pool's SAME padding from
+            # the undilated kernel, against the operator's definition (output size
+            # ceil(input / stride)), which irc follows: such pools have no agreed answer.
+            del attrs["dilations"]
+            eff = kernel
     if not transpose:
         side = x.shape[2:]
         pads = attrs.get("pads", [0] * 2 * nd)
@@ -378,9 +384,12 @@ def _resize(g: GraphBuilder) -> None:
     if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
         lo = [0.0] * n_ax
         hi = [1.0] * n_ax
+        # Dyadic fractions: 0.1 in float32 is 0.1000000015, and ``nearest`` rounding of a
+        # coordinate such as 0.1 * 10 (1 in float32 arithmetic, above 1 exactly) has no
+        # agreed answer; coordinates of dyadic crops are exact in every precision.
         for i in range(n_ax - len(spatial), n_ax):
-            lo[i] = float(g.choice((0.0, 0.1, 0.25)))
-            hi[i] = float(g.choice((1.0, 0.9, 0.8)))
+            lo[i] = float(g.choice((0.0, 0.125, 0.25)))
+            hi[i] = float(g.choice((1.0, 0.875, 0.75)))
         roi = g.const(np.array(lo + hi, np.float32), "float32")
         attrs["extrapolation_value"] = float(g.choice((0.0, -1.0)))
     sides = [x.shape[a] for a in spatial]

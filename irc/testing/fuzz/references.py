@@ -59,16 +59,34 @@ def run_onnxruntime(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray
         raise PeerRefused(f"onnxruntime: {first_line(err)}") from None
 
 
+def _same_pads(sizes, kernel, strides, dilations, lower: bool) -> list[int]:
+    """Explicit pads of ``auto_pad`` SAME_UPPER/SAME_LOWER: output size ceil(size /
+    stride), the odd cell of padding at the end (at the start for SAME_LOWER)."""
+    n = len(sizes)
+    strides = list(strides or [1] * n)
+    dilations = list(dilations or [1] * n)
+    heads, tails = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+        head = total - total // 2 if lower else total // 2
+        heads.append(head)
+        tails.append(total - head)
+    return heads + tails
+
+
 @functools.lru_cache(maxsize=None)
 def reference_ops() -> list[type]:
     """Operator implementations the reference evaluator lacks or gets wrong: ``Loop``,
     whose scan outputs the evaluator concatenates (``np.vstack``) where ONNX stacks
     them, and which takes an absent condition for false where ONNX takes it for true;
     ``LRN``, whose window runs over the batch axis's extent instead of the channels';
-    ``MaxPool``, whose indices output is not where the maxima are; ``LpNormalization``,
+    ``MaxPool``, whose indices output is not where the maxima are and whose windows
+    under SAME_LOWER padding with strides are misplaced (the padding is made explicit
+    first); ``LpNormalization``,
     which divides by the 2-norm whatever ``p``;
-    ``GlobalLpPool`` and the deprecated ``Scatter`` (ScatterElements without
-    reductions), which it does not implement."""
+    ``Unique`` along an axis unsorted, whose slices it takes along axis 0; ``GlobalLpPool``
+    and the deprecated ``Scatter`` (ScatterElements without reductions), which it does
+    not implement."""
     from onnx.reference.op_run import OpRun
     from onnx.reference.ops.op_loop import Loop as ReferenceLoop
     from onnx.reference.ops.op_max_pool import MaxPool as ReferenceMaxPool
@@ -113,6 +131,10 @@ def reference_ops() -> list[type]:
     class MaxPool(ReferenceMaxPool):
         def _run(self, x, auto_pad=None, ceil_mode=None, dilations=None,
                  kernel_shape=None, pads=None, storage_order=None, strides=None):
+            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                pads = _same_pads(x.shape[2:], kernel_shape, strides, dilations,
+                                  auto_pad == "SAME_LOWER")
+                auto_pad = "NOTSET"
             out = super()._run(x, auto_pad=auto_pad, ceil_mode=ceil_mode,
                                dilations=dilations, kernel_shape=kernel_shape, pads=pads,
                                storage_order=storage_order, strides=strides)
@@ -133,7 +155,23 @@ def reference_ops() -> list[type]:
         def _run(self, data, indices, updates, axis=None):
             return super()._run(data, indices, updates, axis=axis)
 
-    return [Loop, LRN, MaxPool, LpNormalization, GlobalLpPool, Scatter]
+    class Unique(OpRun):
+        def _run(self, x, axis=None, sorted=None):
+            ax = None if axis is None else axis % x.ndim
+            y, first, inverse, counts = np.unique(
+                x.reshape(-1) if ax is None else x, return_index=True, return_inverse=True,
+                return_counts=True, axis=ax)
+            inverse = inverse.reshape(-1)
+            if sorted == 0:  # in order of first occurrence
+                order = np.argsort(first, kind="stable")
+                rank = np.empty_like(order)
+                rank[order] = np.arange(len(order))
+                y = np.take(y, order, axis=0 if ax is None else ax)
+                first, counts, inverse = first[order], counts[order], rank[inverse]
+            return (y, first.astype(np.int64), inverse.astype(np.int64),
+                    counts.astype(np.int64))
+
+    return [Loop, LRN, MaxPool, LpNormalization, GlobalLpPool, Scatter, Unique]
 
 
 def _max_pool_indices(x: np.ndarray, out_shape: tuple[int, ...], kernel: Sequence[int],

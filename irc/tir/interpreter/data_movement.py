@@ -319,7 +319,7 @@ class _Eval:
         if isinstance(e, E.BufferLoad):
             return self.load(e, mask)
         if isinstance(e, (E.IntImm, E.FloatImm)):
-            return np.asarray(e.value, dtype=dt.to_numpy(e.dtype))
+            return dt.storage(e.value, e.dtype)
         if isinstance(e, E.Select):
             cond = self.index(e.condition)
             return np.where(cond, self.value(e.true_value, mask),

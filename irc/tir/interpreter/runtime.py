@@ -117,8 +117,13 @@ def bf16_from_bits(bits: Any) -> Any:
 
 
 def reinterpret(x: Any, src: str, dst: str) -> Any:
-    arr = np.array(x, dtype=storage_dtype(src))
+    """The bits of ``x`` (a value of ``src``) read as ``dst``; bfloat16 values are held
+    as float32 (module docstring), so their bits are taken and made."""
+    arr = bf16_to_bits(x) if src == "bfloat16" else x
+    arr = np.array(arr, dtype=storage_dtype(src))
     out = arr.view(storage_dtype(dst))
+    if dst == "bfloat16":
+        out = np.asarray(bf16_from_bits(out))
     value = out[()] if out.ndim == 0 else out
     if out.ndim == 0 and out.dtype.kind in "iub":
         return value.item()

@@ -83,10 +83,13 @@ class _LCADetector:
             block = s.block
             if self.root is None:
                 self.root = block
-            self.stack.append(block)
+            # A block's declared regions are seen from outside it: a buffer the block
+            # only declares (a write nothing reads) is allocated around the block, where
+            # its reads/writes can name it.
             for r in (*block.reads, *block.writes):
                 self.touch(r.buffer)
                 self.expr([(rg.min, rg.extent) for rg in r.region])
+            self.stack.append(block)
             for mb in block.match_buffers:
                 self.touch(mb.source.buffer)
             self.stmt(block.init)

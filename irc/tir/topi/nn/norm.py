@@ -176,16 +176,18 @@ def batch_norm(data: Tensor, gamma: Tensor | None, beta: Tensor | None,
     beta[c]`` with per-channel statistics along ``axis``; returns the normalized tensor."""
     _float(data, "batch_norm")
     ax = normalize_axes(axis, data.ndim)[0]
-    eps = const(epsilon, data.dtype)
+    acc = accumulator_dtype(data.dtype)  # 16-bit floats in float32, rounded once
+    eps = const(epsilon, acc)
 
     def fn(*idx: PrimExpr) -> PrimExpr:
         c = idx[ax]
-        out = (data[idx] - moving_mean[c]) * intrin.rsqrt(moving_var[c] + eps)
+        out = (cast(data[idx], acc) - cast(moving_mean[c], acc)) * \
+            intrin.rsqrt(cast(moving_var[c], acc) + eps)
         if scale and gamma is not None:
-            out = out * gamma[c]
+            out = out * cast(gamma[c], acc)
         if center and beta is not None:
-            out = out + beta[c]
-        return out
+            out = out + cast(beta[c], acc)
+        return cast(out, data.dtype)
 
     return compute(data.shape, fn, name="T_batch_norm", tag="injective",
                    axis_names=axis_names(data.ndim))

@@ -96,7 +96,9 @@ def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any,
             return floordiv(end - start, d) + 1
         first = _max(floordiv(-start + d - 1, d), const(0, idt))
         last = _min(floordiv(size - 1 - start, d), const(k - 1, idt))
-        return _max(last - first + 1, const(1, idt))
+        # A window wholly in the padding averages nothing: 0 / 0 is NaN for floats, as in
+        # ONNX; integers divide by one instead.
+        return _max(last - first + 1, const(0 if dt.is_float(acc) else 1, idt))
 
     def average(*idx: PrimExpr) -> PrimExpr:
         n = count(idx[ha], kh, sh, dh, pt, pb, h) * count(idx[wa], kw, sw, dw, pl, pr, w)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ....core import dtype as dt
 from ....core.diagnostics import IRTypeError
 from ...expr import PrimExpr, all, cast, const, floordiv, floormod, if_then_else, select
 from ...expr import max_ as _max
@@ -228,7 +229,9 @@ def avg_pool_nd(data: Tensor, kernel: Sequence[int], strides: Sequence[int],
             return floordiv(last - start, d) + 1
         first = _max(floordiv(-start + d - 1, d), const(0, idt))
         last = _min(floordiv(sizes[i] - 1 - start, d), const(kk - 1, idt))
-        return _max(last - first + 1, const(1, idt))
+        # A window wholly in the padding averages nothing: 0 / 0 is NaN for floats, as in
+        # ONNX; integers divide by one instead.
+        return _max(last - first + 1, const(0 if dt.is_float(acc) else 1, idt))
 
     def average(*idx: PrimExpr) -> PrimExpr:
         n = count(0, idx[2])
