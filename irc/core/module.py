@@ -14,12 +14,14 @@ from .expr import GlobalVar
 from .node import Node, node
 
 
-def unique_name(base: str, taken: set[str] | frozenset[str], sep: str = "") -> str:
+def unique_name(base: str, taken: set[str] | frozenset[str], sep: str = "",
+                start: int = 1) -> str:
     """``base`` if it is not in ``taken``, else the first free ``base{sep}1``,
-    ``base{sep}2``, ... (the one rule every name supply of irc follows)."""
+    ``base{sep}2``, ... (the one rule every name supply of irc follows); ``start`` skips
+    suffixes a caller knows are taken."""
     if base not in taken:
         return base
-    i = 1
+    i = start
     while f"{base}{sep}{i}" in taken:
         i += 1
     return f"{base}{sep}{i}"

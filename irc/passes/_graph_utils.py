@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from ..core.functor import Mutator, Visitor
-from ..core.module import IRModule
+from ..core.module import IRModule, unique_name
 from ..ir.expr import (
     Binding,
     BindingBlock,
@@ -214,14 +214,9 @@ class NameSupply:
     def fresh(self, prefix: str, sep: str = "") -> str:
         """A name not taken yet: ``prefix``, else ``prefix{sep}1``, ``prefix{sep}2``, ..."""
         base = prefix.replace(".", "_") or "v"
-        if base not in self.taken:
-            name = base
-        else:
-            i = self._next.get((base, sep), 1)
-            while f"{base}{sep}{i}" in self.taken:
-                i += 1
-            self._next[(base, sep)] = i + 1
-            name = f"{base}{sep}{i}"
+        name = unique_name(base, self.taken, sep, self._next.get((base, sep), 1))
+        if name != base:
+            self._next[(base, sep)] = int(name[len(base) + len(sep):]) + 1
         self.taken.add(name)
         return name
 

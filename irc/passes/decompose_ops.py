@@ -33,6 +33,7 @@ from ..core.transform import Pass, PassContext, pass_names
 from ..ir import ops
 from ..ir.expr import Call, Expr, Function, Op, Tuple, const
 from ..ir.struct_info import TensorStructInfo
+from ..tir.topi.utils import accumulator_dtype
 from .normalize import normalize_function
 
 SUPPORTED = ("nn.batch_norm", "nn.layer_norm")
@@ -55,8 +56,8 @@ def decompose_batch_norm(call: Call) -> Expr:
                        node=call, span=call.span)
     a = call.attrs
     axis = a["axis"] % xs.ndim
-    wide = _wide(xs.dtype)
-    if wide != xs.dtype:  # 16-bit floats: the factors and the product in float32, as the
+    wide = accumulator_dtype(xs.dtype)
+    if wide != xs.dtype:  # narrow floats: the factors and the product in float32, as the
         # undecomposed kernel computes them; one rounding at the end
         x, gamma, beta, mean, var = (ops.astype(e, wide) for e in call.args)
     eps = const(float(a["epsilon"]), wide)
@@ -75,10 +76,6 @@ def decompose_batch_norm(call: Call) -> Expr:
     return Tuple(fields=(out, mean, var))
 
 
-def _wide(dtype: str) -> str:
-    """The dtype a decomposed norm computes in: float32 for the 16-bit floats."""
-    return "float32" if dtype in ("float16", "bfloat16") else dtype
-
 
 def decompose_layer_norm(call: Call) -> Expr | None:
     """The arithmetic of one ``R.nn.layer_norm`` over trailing axes, or None."""
@@ -90,7 +87,7 @@ def decompose_layer_norm(call: Call) -> Expr | None:
     axes = sorted(ax % xs.ndim for ax in a["axes"])
     if axes != list(range(xs.ndim - len(axes), xs.ndim)):
         return None
-    wide = _wide(xs.dtype)
+    wide = accumulator_dtype(xs.dtype)
     if wide != xs.dtype:
         x, gamma, beta = (ops.astype(e, wide) for e in call.args)
     eps = const(float(a["epsilon"]), wide)

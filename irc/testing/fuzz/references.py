@@ -184,15 +184,10 @@ def _max_pool_indices(x: np.ndarray, out_shape: tuple[int, ...], kernel: Sequenc
     nd = len(kernel)
     strides = list(strides or [1] * nd)
     dilations = list(dilations or [1] * nd)
-    spatial, outs = x.shape[2:], out_shape[2:]
-    begin = []
-    for i in range(nd):
-        total = max(0, (outs[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
-                    - spatial[i])
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            begin.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
-        else:
-            begin.append(0 if auto_pad == "VALID" or not pads else int(pads[i]))
+    spatial = x.shape[2:]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pads = _same_pads(spatial, kernel, strides, dilations, auto_pad == "SAME_LOWER")
+    begin = [0 if auto_pad == "VALID" or not pads else int(pads[i]) for i in range(nd)]
     order = "F" if storage_order == 1 else "C"
     values = np.asarray(x, np.float64)
     out = np.empty(out_shape, np.int64)
