@@ -1,0 +1,401 @@
+"""A zoo of third-party models: architectures written by others (torchvision, timm, Hugging
+Face transformers), built from their constructors and configs with seeded random weights,
+exported to ONNX by PyTorch's two exporters, at more than one input size. The models irc's
+own rules were not designed around, for ``benchmarks/zoo.py`` and the zoo's tests.
+
+Every architecture has two *variants*: its first input size exported by the TorchScript
+exporter (``torch.onnx.export(..., dynamo=False)``, opset 17) and its second size, often
+odd, exported by the dynamo exporter (``dynamo=True``, opset 18) where that exporter takes
+the model (else the TorchScript one again). A variant is named ``arch@size/exporter``,
+e.g. ``squeezenet1_1@200x176/dynamo``; :func:`variants` lists them.
+
+Building needs PyTorch and the model's library (``pip install torch torchvision timm
+transformers onnxscript``; none of them is a dependency of irc); reading a built file
+and making its inputs need only numpy and onnx. Files are cached in ``~/.cache/irc/zoo``
+(``IRC_ZOO_CACHE`` or ``--cache`` elsewhere), never in git.
+
+>>> v = variant("vit_tiny@224/legacy")
+>>> proto = load(v)                      # builds and caches it the first time
+>>> feeds = random_inputs(v, seed=0)     # {"x": float32 (1, 3, 224, 224)}
+
+``python -m irc.testing.models.thirdparty [--cache DIR] [NAME ...]`` builds the files
+(all, or the architectures or variants named) and prints one line per file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import logging
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core.diagnostics import IRCError, MissingDependencyError
+from ...frontend.onnx.importer import onnx_module
+
+CACHE = os.environ.get("IRC_ZOO_CACHE") or os.path.join(
+    os.path.expanduser("~"), ".cache", "irc", "zoo")
+
+# The small text models: four layers of width 256, as a user would try an architecture on
+# a laptop first; a vocabulary of 8,000 tokens keeps the files small (a Gather's cost does
+# not depend on it).
+_VOCAB, _WIDTH, _LAYERS, _HEADS, _FFN = 8000, 256, 4, 4, 1024
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One third-party architecture: where it comes from, what family of layers it
+    stands for, how to build it at an input size, and its two sizes (``(H, W)`` of an
+    image, or a text's sequence length). ``dynamo``: whether PyTorch's dynamo exporter
+    takes it (else its second variant is exported like the first)."""
+
+    name: str
+    source: str  # torchvision | timm | transformers
+    family: str
+    kind: str  # image | text | audio
+    sizes: tuple[Any, Any]
+    make: Callable[[Any], Any]  # size -> torch.nn.Module
+    dynamo: bool = True
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An architecture at one input size through one exporter."""
+
+    arch: Arch
+    size: Any
+    exporter: str  # legacy | dynamo
+
+    @property
+    def name(self) -> str:
+        size = (f"{self.size[0]}x{self.size[1]}" if isinstance(self.size, tuple)
+                else str(self.size))
+        return f"{self.arch.name}@{size}/{self.exporter}"
+
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The model's inputs by name, with their shapes."""
+        if self.arch.kind == "image":
+            return {"x": (1, 3, *self.size)}
+        if self.arch.kind == "audio":
+            return {"input_features": (1, 80, self.size)}
+        return {"input_ids": (1, self.size), "attention_mask": (1, self.size)}
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def _tv(name: str, **kw: Any) -> Callable[[Any], Any]:
+    def make(size: Any) -> Any:
+        import torchvision.models as tvm
+        return tvm.get_model(name, weights=None, **kw)
+    return make
+
+
+def _timm(name: str, fixed_size: bool = False, **kw: Any) -> Callable[[Any], Any]:
+    """A timm model; ``fixed_size``: its layers depend on the image size (position
+    embeddings, attention biases), which the constructor is given."""
+    def make(size: Any) -> Any:
+        import timm
+        extra = {"img_size": size} if fixed_size else {}
+        return timm.create_model(name, pretrained=False, **extra, **kw)
+    return make
+
+
+class _LastHidden:
+    """Wraps a transformers model so that the exported graph has one output: the last
+    hidden state (a ``ModelOutput`` is a dict the exporters flatten differently)."""
+
+    def __new__(cls, model: Any, audio: bool = False) -> Any:
+        import torch
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, *args: Any) -> Any:
+                if audio:
+                    return self.model(input_features=args[0]).last_hidden_state
+                return self.model(input_ids=args[0],
+                                  attention_mask=args[1]).last_hidden_state
+        return Wrapped()
+
+
+def _hf(config_name: str, model_name: str, part: str = "", **kw: Any
+        ) -> Callable[[Any], Any]:
+    """A transformers model from its config, or its submodule ``part`` (an encoder)."""
+    def make(size: Any) -> Any:
+        import transformers
+        config = getattr(transformers, config_name)(**kw)
+        model = getattr(transformers, model_name)(config)
+        if part:
+            model = getattr(model, part)
+        return _LastHidden(model, audio=config_name == "WhisperConfig")
+    return make
+
+
+_BERT_LIKE = dict(vocab_size=_VOCAB, hidden_size=_WIDTH, num_hidden_layers=_LAYERS,
+                  num_attention_heads=_HEADS, intermediate_size=_FFN,
+                  max_position_embeddings=512)
+
+ARCHS: dict[str, Arch] = {a.name: a for a in (
+    # torchvision: CNNs of every family.
+    Arch("squeezenet1_1", "torchvision", "fire modules: 1x1 squeeze, 1x1 and 3x3 expand "
+         "concatenated", "image", ((224, 224), (200, 176)), _tv("squeezenet1_1")),
+    Arch("shufflenet_v2_x0_5", "torchvision", "channel split, shuffle (reshape/transpose), "
+         "depthwise", "image", ((224, 224), (192, 160)), _tv("shufflenet_v2_x0_5")),
+    Arch("densenet121", "torchvision", "dense concatenation", "image",
+         ((224, 224), (161, 161)), _tv("densenet121")),
+    Arch("mobilenet_v3_small", "torchvision", "inverted residuals, squeeze-excite, "
+         "hard-swish", "image", ((224, 224), (257, 193)), _tv("mobilenet_v3_small")),
+    Arch("efficientnet_b0", "torchvision", "inverted residuals, squeeze-excite, SiLU",
+         "image", ((224, 224), (199, 199)), _tv("efficientnet_b0")),
+    Arch("regnet_y_400mf", "torchvision", "grouped convolutions, squeeze-excite", "image",
+         ((224, 224), (176, 240)), _tv("regnet_y_400mf")),
+    Arch("mnasnet0_5", "torchvision", "inverted residuals with 5x5 depthwise", "image",
+         ((224, 224), (183, 183)), _tv("mnasnet0_5")),
+    Arch("googlenet", "torchvision", "inception branches concatenated", "image",
+         ((224, 224), (181, 203)), _tv("googlenet", aux_logits=False, init_weights=True)),
+    Arch("resnext50_32x4d", "torchvision", "grouped bottlenecks (32 groups)", "image",
+         ((160, 160), (131, 131)), _tv("resnext50_32x4d")),
+    # timm: transformers, hybrids, and CNN variants.
+    Arch("vit_tiny", "timm", "vision transformer (patches, class token, attention)",
+         "image", ((224, 224), (160, 160)), _timm("vit_tiny_patch16_224", fixed_size=True)),
+    Arch("deit_tiny", "timm", "vision transformer", "image", ((224, 224), (192, 192)),
+         _timm("deit_tiny_patch16_224", fixed_size=True)),
+    Arch("convnext_atto", "timm", "7x7 depthwise, channels-last layer norm, GELU MLP",
+         "image", ((224, 224), (176, 208)), _timm("convnext_atto")),
+    Arch("resnet18d", "timm", "ResNet variant: deep stem, average-pool shortcut", "image",
+         ((224, 224), (195, 195)), _timm("resnet18d")),
+    Arch("mobilevit_xxs", "timm", "hybrid: convolutions and transformer blocks on "
+         "unfolded patches", "image", ((256, 256), (192, 192)), _timm("mobilevit_xxs")),
+    Arch("levit_128s", "timm", "hybrid: convolutional stem, attention with learned biases "
+         "and hard-swish", "image", ((224, 224), (192, 192)),
+         _timm("levit_128s", fixed_size=True)),
+    Arch("ghostnet_050", "timm", "ghost modules (cheap depthwise features concatenated)",
+         "image", ((224, 224), (177, 177)), _timm("ghostnet_050")),
+    Arch("lcnet_050", "timm", "depthwise separable, hard-swish, large 5x5 kernels", "image",
+         ((224, 224), (250, 190)), _timm("lcnet_050")),
+    Arch("mixnet_s", "timm", "mixed depthwise kernel sizes (channel split, concatenation)",
+         "image", ((224, 224), (185, 185)), _timm("mixnet_s")),
+    Arch("regnetx_002", "timm", "grouped convolutions (group width 8)", "image",
+         ((224, 224), (163, 219)), _timm("regnetx_002")),
+    Arch("edgenext_xx_small", "timm", "hybrid: depthwise convolutions and transposed "
+         "(channel) attention", "image", ((256, 256), (192, 192)),
+         _timm("edgenext_xx_small")),
+    # transformers: text encoders and decoders of several kinds, and one audio encoder.
+    Arch("bert", "transformers", "encoder: post-norm, GELU, padding mask", "text",
+         (128, 77), _hf("BertConfig", "BertModel", **_BERT_LIKE)),
+    Arch("distilbert", "transformers", "encoder: no token types, 6-layer style", "text",
+         (128, 61), _hf("DistilBertConfig", "DistilBertModel", vocab_size=_VOCAB,
+                        dim=_WIDTH, n_layers=_LAYERS, n_heads=_HEADS, hidden_dim=_FFN)),
+    Arch("albert", "transformers", "encoder: factorized embedding, one layer shared", "text",
+         (128, 93), _hf("AlbertConfig", "AlbertModel", embedding_size=128, **_BERT_LIKE)),
+    Arch("roberta", "transformers", "encoder: position ids from the padding mask", "text",
+         (128, 100), _hf("RobertaConfig", "RobertaModel", pad_token_id=1,
+                         **{**_BERT_LIKE, "max_position_embeddings": 514})),
+    Arch("gpt2", "transformers", "decoder: pre-norm, causal mask, tanh GELU, Conv1D "
+         "projections", "text", (128, 71),
+         _hf("GPT2Config", "GPT2Model", vocab_size=_VOCAB, n_embd=_WIDTH, n_layer=_LAYERS,
+             n_head=_HEADS, n_positions=512, bos_token_id=0, eos_token_id=0,
+             use_cache=False)),
+    Arch("t5_encoder", "transformers", "encoder: RMS norm, relative position buckets, "
+         "ReLU", "text", (128, 83),
+         _hf("T5Config", "T5EncoderModel", vocab_size=_VOCAB, d_model=_WIDTH, d_kv=64,
+             d_ff=_FFN, num_layers=_LAYERS, num_heads=_HEADS)),
+    Arch("llama", "transformers", "decoder: RMS norm, rotary positions, SiLU-gated MLP, "
+         "grouped-query attention", "text", (128, 67),
+         _hf("LlamaConfig", "LlamaModel", vocab_size=_VOCAB, hidden_size=_WIDTH,
+             intermediate_size=688, num_hidden_layers=_LAYERS, num_attention_heads=_HEADS,
+             num_key_value_heads=2, max_position_embeddings=512, use_cache=False)),
+    Arch("whisper_encoder", "transformers", "audio encoder: 1-D convolutions, sinusoidal "
+         "positions, pre-norm attention", "audio", (400, 400),
+         _hf("WhisperConfig", "WhisperModel", "encoder", num_mel_bins=80, d_model=_WIDTH,
+             encoder_layers=_LAYERS, encoder_attention_heads=_HEADS, encoder_ffn_dim=_FFN,
+             decoder_layers=1, decoder_attention_heads=_HEADS,
+             max_source_positions=200)),
+)}
+
+
+def variants(names: list[str] | None = None) -> list[Variant]:
+    """The variants of the architectures ``names`` (all by default); a name may also be a
+    variant's (``arch@size/exporter``)."""
+    out = []
+    for name in names or list(ARCHS):
+        if "@" in name:
+            out.append(variant(name))
+            continue
+        arch = _arch(name)
+        out.append(Variant(arch, arch.sizes[0], "legacy"))
+        if arch.sizes[1] != arch.sizes[0] or arch.dynamo:
+            out.append(Variant(arch, arch.sizes[1], "dynamo" if arch.dynamo else "legacy"))
+    return out
+
+
+def variant(name: str) -> Variant:
+    """The variant named ``arch@size/exporter`` (any size and either exporter)."""
+    try:
+        arch_name, rest = name.split("@", 1)
+        size_text, exporter = rest.split("/", 1)
+        size: Any = (tuple(int(s) for s in size_text.split("x")) if "x" in size_text
+                     else int(size_text))
+    except ValueError:
+        raise IRCError(f"zoo variant {name!r}: expected 'arch@HxW/exporter' or "
+                       f"'arch@length/exporter', e.g. 'squeezenet1_1@200x176/dynamo'") from None
+    arch = _arch(arch_name)
+    if exporter not in ("legacy", "dynamo"):
+        raise IRCError(f"zoo variant {name!r}: the exporter is 'legacy' or 'dynamo'")
+    if isinstance(size, tuple) != (arch.kind == "image"):
+        raise IRCError(f"zoo variant {name!r}: {arch.name} takes "
+                       f"{'an image size HxW' if arch.kind == 'image' else 'a length'}")
+    return Variant(arch, size, exporter)
+
+
+def _arch(name: str) -> Arch:
+    if name not in ARCHS:
+        raise IRCError(f"no third-party zoo architecture {name!r}; they are "
+                       f"{', '.join(ARCHS)}")
+    return ARCHS[name]
+
+
+def random_inputs(v: Variant, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs of variant ``v``: standard normal images and audio features; token
+    ids below the vocabulary, and an attention mask whose last quarter is padding for
+    encoders (all ones for decoders, which are not given padding on the right)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, shape in v.input_shapes().items():
+        if name == "input_ids":
+            feeds[name] = rng.integers(0, _VOCAB, shape).astype("int64")
+        elif name == "attention_mask":
+            mask = np.ones(shape, "int64")
+            if v.arch.family.startswith("encoder"):
+                mask[..., shape[-1] - shape[-1] // 4:] = 0
+            feeds[name] = mask
+        else:
+            feeds[name] = rng.standard_normal(shape).astype("float32")
+    return feeds
+
+
+def _torch() -> Any:
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise MissingDependencyError(
+            "building the third-party zoo needs PyTorch and the model libraries: pip install "
+            "torch torchvision timm transformers onnxscript (the files, once built, need "
+            "none of them)") from None
+
+
+def randomize_norms(torch: Any, module: Any, seed: int) -> None:
+    """Batch-norm statistics and norm scales that are not the identity (else folding them,
+    or an exporter sharing equal initializers, would hide mistakes)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in module.modules():
+            running_var = getattr(m, "running_var", None)
+            if isinstance(running_var, torch.Tensor):
+                m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.1)
+                m.running_var.copy_(torch.rand(running_var.shape, generator=gen) + 0.5)
+            weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
+            if "Norm" in type(m).__name__ and isinstance(weight, torch.Tensor):
+                weight.copy_(torch.rand(weight.shape, generator=gen) + 0.5)
+                if isinstance(bias, torch.Tensor):
+                    bias.copy_(torch.randn(bias.shape, generator=gen) * 0.1)
+
+
+def build(v: Variant, seed: int = 0) -> Any:
+    """Variant ``v`` as an ``onnx.ModelProto``: its module built with seed ``seed``,
+    exported by its exporter with fixed input shapes."""
+    onnx = onnx_module()
+    torch = _torch()
+    torch.manual_seed(seed)
+    try:
+        module = v.arch.make(v.size)
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"zoo architecture {v.arch.name} is built with {v.arch.source}, which is not "
+            f"installed ({err}): pip install {v.arch.source}") from None
+    except Exception as err:  # a library constructor failed: say which
+        raise IRCError(f"zoo variant {v.name}: building it with {v.arch.source} failed: "
+                       f"{type(err).__name__}: {err}") from err
+    randomize_norms(torch, module, seed)
+    module.eval()
+    feeds = random_inputs(v, seed)
+    args = tuple(torch.from_numpy(a) for a in feeds.values())
+    root = logging.getLogger()
+    level = root.level
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        root.setLevel(logging.ERROR)
+        try:
+            if v.exporter == "dynamo":
+                program = torch.onnx.export(module, args, dynamo=True, opset_version=18,
+                                            input_names=list(feeds), output_names=["y"],
+                                            verbose=False)
+                model = program.model_proto
+            else:
+                buf = io.BytesIO()
+                torch.onnx.export(module, args, buf, dynamo=False, opset_version=17,
+                                  input_names=list(feeds), output_names=["y"])
+                model = onnx.load_from_string(buf.getvalue())
+        except Exception as err:  # an exporter failed: name it for the user
+            raise IRCError(f"zoo variant {v.name}: PyTorch's {v.exporter} exporter failed: "
+                           f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                           ) from err
+        finally:
+            root.setLevel(level)
+    onnx.helper.set_model_props(model, {"irc.thirdparty": f"{v.name}, seed {seed}: "
+                                        f"python -m irc.testing.models.thirdparty"})
+    return model
+
+
+def path_of(v: Variant, cache: str = CACHE, seed: int = 0) -> str:
+    """Where variant ``v``'s file is cached."""
+    safe = v.name.replace("@", "_").replace("/", "_")
+    return os.path.join(cache, f"{safe}_s{seed}.onnx")
+
+
+def load(v: Variant, cache: str = CACHE, seed: int = 0) -> Any:
+    """Variant ``v``'s model, built and cached the first time."""
+    onnx = onnx_module()
+    path = path_of(v, cache, seed)
+    if not os.path.exists(path):
+        model = build(v, seed)
+        os.makedirs(cache, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        onnx.save(model, tmp)
+        os.replace(tmp, path)
+    return onnx.load(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m irc.testing.models.thirdparty [--cache DIR] [NAME ...]``."""
+    p = argparse.ArgumentParser(description="Build and cache the third-party zoo's ONNX "
+                                            "files (needs PyTorch and the model libraries).")
+    p.add_argument("--cache", default=CACHE, help=f"where the files go (default {CACHE})")
+    p.add_argument("--list", action="store_true", help="list the variants and exit")
+    p.add_argument("names", nargs="*", help="architectures or variants (default: all)")
+    args = p.parse_args(argv)
+    for v in variants(args.names or None):
+        if args.list:
+            print(f"{v.name:40s} {v.arch.source:12s} {v.arch.family}")
+            continue
+        try:
+            load(v, args.cache)
+        except IRCError as err:
+            print(f"{v.name}: {str(err).splitlines()[0]}", file=sys.stderr)
+            continue
+        path = path_of(v, args.cache)
+        print(f"{path}: {os.path.getsize(path) / 2**20:.1f} MiB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
