@@ -33,6 +33,12 @@ class GraphNode:
     pattern: int
     extern_ref: bool = False
     outputs: list[tuple[int, int]] = field(default_factory=list)
+    # An injective operator reading two or more computed tensors (a concatenation): it
+    # never shares a group with more than elementwise work (a convolution, a Winograd
+    # transform), as its other inputs would be copied inside that work's kernel, which
+    # the schedule rules then cannot tile (the work is inlined into the copy, per
+    # element of the joined result).
+    joins: bool = False
 
 
 @dataclass(eq=False)
@@ -51,6 +57,11 @@ class Group:
     parent: Group | None = None
     num_nodes: int = 1
     anchored: bool = False
+    # The largest pattern of the group's members other than joining ones (the root's
+    # ``pattern`` changes only when an anchored group joins), and whether a member
+    # joins several computed tensors (see ``GraphNode.joins``).
+    heaviest: int = ELEMWISE
+    joins: bool = False
 
     def find_root(self) -> Group:
         """The group this one was merged into (itself when it is a root)."""
@@ -109,7 +120,8 @@ class GraphPartitioner:
     def __init__(self, nodes: list[GraphNode], max_fuse_depth: int = 256):
         self.nodes = nodes
         self.max_fuse_depth = max_fuse_depth
-        self.groups = [Group(pattern=n.pattern, anchored=n.pattern == OUT_ELEMWISE_FUSABLE)
+        self.groups = [Group(pattern=n.pattern, anchored=n.pattern == OUT_ELEMWISE_FUSABLE,
+                             heaviest=ELEMWISE if n.joins else n.pattern, joins=n.joins)
                        for n in nodes]
         self._visited: set[int] = set()
 
@@ -141,10 +153,35 @@ class GraphPartitioner:
         if child is parent:
             return
         parent.num_nodes += child.num_nodes
+        parent.heaviest = max(parent.heaviest, child.heaviest)
+        parent.joins = parent.joins or child.joins
         child.parent = parent
         if child.anchored:
             parent.anchored = True
             parent.pattern = max(child.pattern, parent.pattern)
+
+    def _joins_heavy(self, src: int, sink: int) -> bool:
+        """Whether ``src`` must not be fused into ``sink``: a group with a joining node
+        (a concatenation) takes no producers (their elementwise tails stay with the
+        convolutions they follow, and the join is a copy), and never shares a group
+        with more than elementwise work (the groups on the paths from ``src`` to
+        ``sink``, both included)."""
+        seen: set[int] = set()
+        roots: list[Group] = []
+
+        def walk(i: int) -> None:
+            if i in seen:
+                return
+            seen.add(i)
+            roots.append(self.groups[i].find_root())
+            if i != sink:
+                for o, _ in self.nodes[i].outputs:
+                    walk(o)
+
+        walk(src)
+        if self.groups[sink].find_root().joins:
+            return True
+        return any(r.joins for r in roots) and any(r.heaviest > BROADCAST for r in roots)
 
     def _commit_fuse(self, src: int, sink: int) -> None:
         target = self.groups[sink]
@@ -191,6 +228,8 @@ class GraphPartitioner:
             if group.find_root() is parent_group.find_root():
                 continue
             if parent_group.find_root().pattern == TUPLE_PATTERN:
+                continue
+            if self._joins_heavy(i, parent):
                 continue
             kind = group.pattern
             if kind == OUT_ELEMWISE_FUSABLE:

@@ -12,6 +12,8 @@ new layout then propagates through the operators that can follow it:
 - broadcasting binary operators (add, multiply, ...) take it, their other operand being
   permuted too (a lower-rank operand is first reshaped to full rank, a scalar or all-ones
   operand is left alone) — so a bias ``(1, C, 1, 1)`` becomes ``(1, 1, 1, C)``;
+- ``concat`` joins along the same dimension in the new layout (its other parts are
+  permuted), ``strided_slice`` slices the same dimensions;
 - ``max_pool2d``/``avg_pool2d``/``adaptive_avg_pool2d`` switch their ``layout``;
   ``batch_norm`` its ``axis`` (its projection 0 keeps the layout);
 - reductions (``mean``, ``sum``, ``max``, ...) reduce the same dimensions in the new
@@ -221,6 +223,8 @@ class _BlockConverter:
         name = value.op.name
         if name == "nn.conv2d":
             return self.conv2d(b, value)
+        if name == "concat":
+            return self.concat(b, value)
         converted = [self.conv[id(a)] for a in value.args
                      if isinstance(a, Var) and id(a) in self.conv
                      and not self.conv[id(a)].field0]
@@ -248,6 +252,11 @@ class _BlockConverter:
             attrs = {**value.attrs, "layout": c.dst, "out_layout": c.dst}
             self.emit_converted(b, make_call(name, x, **attrs), c.src, c.dst)
             return True
+        if name == "strided_slice" and first is not None and _same_rank4(b.var):
+            axes = [c.dst.index(c.src[int(a) % 4]) for a in value.attrs["axes"]]
+            new = make_call(name, c.var, **{**value.attrs, "axes": axes})
+            self.emit_converted(b, new, c.src, c.dst)
+            return True
         if name in REDUCTIONS and first is not None:
             return self.reduction(b, value, c)
         if name == "nn.batch_norm" and first is not None:
@@ -258,6 +267,27 @@ class _BlockConverter:
             self.emit_converted(b, new, c.src, c.dst, field0=True)
             return True
         return False
+
+    def concat(self, b: VarBinding, call: Call) -> bool:
+        """A concatenation of 4-D tensors at least one of which is converted, done in
+        the new layout along the same dimension (a DenseNet block, an inception module
+        or a fire module joins the outputs of convolutions): the other parts are
+        permuted to it."""
+        parts, axis = call.args[0], call.attrs.get("axis")
+        if not isinstance(parts, Tuple) or axis is None or not _same_rank4(b.var):
+            return False
+        found = [self.conv[id(f)] for f in parts.fields
+                 if isinstance(f, Var) and id(f) in self.conv and not self.conv[id(f)].field0]
+        if not found:
+            return False
+        c = found[0]
+        fields = [self.to_layout(f, c.src, c.dst) for f in parts.fields]
+        if any(f is None for f in fields):
+            return False
+        new = make_call("concat", Tuple(fields=tuple(fields)),
+                        axis=c.dst.index(c.src[int(axis) % 4]))
+        self.emit_converted(b, new, c.src, c.dst)
+        return True
 
     def reduction(self, b: VarBinding, call: Call, c: _Converted) -> bool:
         """A reduction of a converted tensor, done in the new layout: with ``keepdims``

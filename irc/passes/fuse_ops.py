@@ -145,6 +145,9 @@ class _BlockFuser:
         nodes = [GraphNode(index=i, pattern=binding_pattern(b, self.f.mod),
                            extern_ref=not isinstance(b.var, DataflowVar))
                  for i, b in enumerate(bindings)]
+        for i, node in enumerate(nodes):
+            computed = {id(r) for r in self.refs[i] if id(r) in index_of}
+            node.joins = node.pattern == INJECTIVE and len(computed) >= 2
         deps: list[list[int]] = []
         for i, b in enumerate(bindings):
             producers: list[int] = []

@@ -24,11 +24,13 @@ from typing import Any
 
 from ...core.diagnostics import ScheduleError
 from ...core.functor import post_order_visit
+from ...core.structural import structural_equal
 from ...core.target import Target
-from ...tir.expr import Call
+from ...tir.expr import Call, FloorDiv, FloorMod, IntImm
 from ...tir.schedule import Schedule
 from ...tir.schedule.block_info import (
     BlockInfo,
+    block_accesses,
     get_block_infos,
     has_if_then_else,
     innermost_spatial_var,
@@ -97,6 +99,57 @@ def inline_epilogue(sch: Schedule, anchor_name: str) -> list[BlockInfo] | None:
                 break
         else:
             return after
+
+
+def merge_split_output(sch: Schedule, anchor_name: str) -> Schedule:
+    """Where every block that reads the anchor's (intermediate) result reads dimensions
+    ``d, d + 1`` of it as ``e // K, e % K`` with ``K`` the extent of ``d + 1`` — a
+    reshape merging them, as in a grouped convolution computed per group — lay the
+    result out with the two dimensions merged, so those reads become plain ``e`` (a
+    copy the epilogue inlines) and the anchor's store stays affine in its iteration
+    variables. Returns the (possibly new) schedule."""
+    infos = get_block_infos(sch)
+    anchor = next(b for b in infos if b.name == anchor_name)
+    store = store_of(anchor.block)
+    if store is None or is_output(sch, anchor_name):
+        return sch
+    buf = store.buffer
+    shape = [s.value if type(s) is IntImm else None for s in buf.shape]
+    merged: set[int] | None = None
+    for b in infos:
+        if b.name == anchor_name:
+            continue
+        for a in block_accesses(b.block):
+            if a.buffer is not buf:
+                continue
+            pairs = {d for d in range(len(a.indices) - 1)
+                     if _splits(a.indices[d], a.indices[d + 1], shape[d + 1])}
+            if merged is not None and pairs != merged:
+                return sch
+            merged = pairs
+    if not merged or any(d + 1 in merged for d in merged):
+        return sch
+    names = [f"a{k}" for k in range(len(shape))]
+    out = []
+    for k, n in enumerate(names):
+        if k - 1 in merged:
+            continue
+        out.append(f"{n} * {shape[k + 1]} + {names[k + 1]}" if k in merged else n)
+    trial = sch.copy()
+    try:
+        trial.transform_layout(trial.get_block(anchor_name), ("write", 0),
+                               f"lambda {', '.join(names)}: ({', '.join(out)},)")
+    except ScheduleError as err:
+        logger.debug("cpu.Matmul: %s keeps its split layout: %s", buf.name, err.message)
+        return sch
+    return trial
+
+
+def _splits(hi: Any, lo: Any, extent: int | None) -> bool:
+    """Whether ``hi, lo`` are ``e // extent, e % extent`` of one expression ``e``."""
+    return (extent is not None and type(hi) is FloorDiv and type(lo) is FloorMod
+            and type(hi.b) is IntImm and type(lo.b) is IntImm
+            and hi.b.value == lo.b.value == extent and structural_equal(hi.a, lo.a))
 
 
 def _vector_friendly(sch: Schedule, anchor_name: str) -> bool:
@@ -258,6 +311,7 @@ def _prepare_anchor(sch: Schedule, need_multiply: bool
         return None
     if need_multiply and (red.kind != "sum" or multiply_operands(red.rhs) is None):
         return None
+    sch = merge_split_output(sch, anchor.name)
     after = inline_epilogue(sch, anchor.name)
     if after is None:
         return None

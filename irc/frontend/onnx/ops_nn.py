@@ -206,7 +206,8 @@ def _pool_params(node: Node) -> tuple[int, list[int], list[int], list[int], list
 def _pool(node: Node, kind: str, **extra: Any) -> Expr:
     n, kernel, strides, dilations, pads, ceil = _pool_params(node)
     x = node.input(0)
-    if n > 2 or ceil:
+    if n > 2 or ceil and not (kind == "max" and _ceil_windows_start_inside(
+            node.static_shape(0), kernel, strides, dilations, pads)):
         # The 2-D operators' ceil mode keeps a last window that starts in the padding.
         build = nn_nd.max_pool_nd if kind == "max" else nn_nd.avg_pool_nd
         return build(x, kernel, strides, pads, dilations, ceil, **extra)
@@ -215,8 +216,26 @@ def _pool(node: Node, kind: str, **extra: Any) -> Expr:
         pads = [0, pads[0], 0, pads[1]]
     build = ops.nn.max_pool2d if kind == "max" else ops.nn.avg_pool2d
     y = build(_lift_1d(x, n), pool_size=kernel, strides=strides, padding=pads,
-              dilation=dilations, **extra)
+              dilation=dilations, ceil_mode=ceil, **extra)
     return ops.squeeze(y, [2]) if n == 1 else y
+
+
+def _ceil_windows_start_inside(shape: list[int] | None, kernel: list[int],
+                               strides: list[int], dilations: list[int], pads: list[int]
+                               ) -> bool:
+    """Whether, in ceil mode, every window of a 2-D pooling of an input of ``shape``
+    starts inside the input or its left padding (then ONNX drops no window, and the 2-D
+    operator, which keeps windows that start in the right padding, computes the same):
+    known only for a static shape."""
+    if shape is None or len(shape) != 4:
+        return False
+    for d in range(2):
+        size, pad = shape[2 + d], pads[d] + pads[d + 2]
+        span = (kernel[d] - 1) * dilations[d] + 1
+        out = -(-(size + pad - span) // strides[d]) + 1
+        if (out - 1) * strides[d] >= size + pads[d]:
+            return False
+    return True
 
 
 @converter("MaxPool", since=1)

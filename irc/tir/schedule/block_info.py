@@ -378,12 +378,25 @@ def innermost_spatial_var(block: Block) -> Var | None:
     for iv in block.iter_vars:
         if iv.iter_type != "spatial" or strides.get(id(iv.var)) != 1:
             continue
-        if not any(i is iv.var for i in store.indices):
+        if not any(i is iv.var or _minor_term(i, iv) for i in store.indices):
             continue
         ext = iv.dom.extent.value if type(iv.dom.extent) is IntImm else 1 << 30
         if ext > best_ext:
             best, best_ext = iv.var, ext
     return best
+
+
+def _minor_term(index: PrimExpr, iv: IterVar) -> bool:
+    """Whether ``index`` is ``x * K + v`` (either order) with ``v`` the iteration
+    variable ``iv`` and its extent at most ``K``: ``v`` the minor digit of a merged
+    dimension (a grouped convolution's channel within its group)."""
+    if type(index) is not Add or type(iv.dom.extent) is not IntImm:
+        return False
+    for minor, major in ((index.b, index.a), (index.a, index.b)):
+        if minor is iv.var and type(major) is Mul and type(major.b) is IntImm \
+                and major.b.value >= iv.dom.extent.value and not _uses(major, iv.var):
+            return True
+    return False
 
 
 def is_elementwise_store(block: Block) -> bool:

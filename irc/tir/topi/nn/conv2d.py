@@ -100,6 +100,13 @@ def conv2d(data: Tensor, kernel: Tensor, strides: Any = 1, padding: Any = 0,
     per_group_out = floordiv(as_index(out_c, idt), groups) if groups > 1 else None
     order = [rc, ry, rx] if data_layout.index("C") < data_layout.index("H") else [ry, rx, rc]
 
+    if name is None:
+        prefix = "group_conv2d" if groups > 1 else "conv2d"
+        name = f"{prefix}_{data_layout.lower()}"
+    if groups > 1 and data_layout == "NHWC" and kin is not None and kin > 1:
+        return round_to(_grouped_nhwc(padded, kernel, kl, groups, shape, (sh, sw),
+                                      (dh, dw), (rc, ry, rx), acc, name), out)
+
     def fn(*idx: PrimExpr) -> PrimExpr:
         n, f, y, x = (idx[dl[c]] for c in "NCHW")
         chan = rc.var
@@ -113,10 +120,41 @@ def conv2d(data: Tensor, kernel: Tensor, strides: Any = 1, padding: Any = 0,
         k_idx[kl["O"]], k_idx[kl["I"]], k_idx[kl["H"]], k_idx[kl["W"]] = f, rc.var, ry.var, rx.var
         return te.sum(_read(padded, acc, d_idx) * _read(kernel, acc, k_idx), axis=order)
 
-    if name is None:
-        prefix = "group_conv2d" if groups > 1 else "conv2d"
-        name = f"{prefix}_{data_layout.lower()}"
     return round_to(compute(tuple(shape), fn, name=name, tag=name, axis_names=names), out)
+
+
+def _grouped_nhwc(padded: Tensor, kernel: Tensor, kl: dict[str, int], groups: int,
+                  shape: list[PrimExpr], strides: tuple[int, int], dilation: tuple[int, int],
+                  axes: tuple[Any, Any, Any], acc: str, name: str) -> Tensor:
+    """A grouped NHWC convolution with the group as an axis of its own: the sums are
+    computed over ``(N, OH, OW, groups, C_out / groups)`` and the result is that array
+    read as ``(N, OH, OW, C_out)`` (the same bytes). Along the innermost axis, a group's
+    output channels, the input is one value (a broadcast) and the kernel contiguous, so
+    the CPU rules give it the register-blocked tile of a dense NHWC convolution; with
+    the group folded into the channel index, the input's channel ``f // width * kin +
+    rc`` is no affine function of ``f``, and the loop stays scalar."""
+    (sh, sw), (dh, dw) = strides, dilation
+    rc, ry, rx = axes
+    idt = shape[0].dtype
+    k_in = kernel.shape[kl["I"]]
+    per_group = floordiv(shape[3], groups)
+    width = const_int(per_group)
+    inner = (*shape[:3], const(groups, idt), per_group)
+
+    def fn(n: PrimExpr, y: PrimExpr, x: PrimExpr, g: PrimExpr, c: PrimExpr) -> PrimExpr:
+        d_idx = (n, _term(y, sh) + _term(ry.var, dh), _term(x, sw) + _term(rx.var, dw),
+                 g * as_index(k_in, idt) + rc.var)
+        k_idx: list[PrimExpr] = [c] * 4
+        k_idx[kl["O"]] = g * per_group + c
+        k_idx[kl["I"]], k_idx[kl["H"]], k_idx[kl["W"]] = rc.var, ry.var, rx.var
+        return te.sum(_read(padded, acc, list(d_idx)) * _read(kernel, acc, k_idx),
+                      axis=[ry, rx, rc])
+
+    sums = compute(inner, fn, name=f"{name}_groups", tag=name,
+                   axis_names=["nn", "yy", "xx", "gg", "cc"])
+    return compute(tuple(shape),
+                   lambda n, y, x, f: sums[n, y, x, floordiv(f, width), floormod(f, width)],
+                   name=name, tag="injective", axis_names=["nn", "yy", "xx", "ff"])
 
 
 def conv2d_nchw(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilation: Any = 1,
