@@ -13,7 +13,8 @@ new layout then propagates through the operators that can follow it:
   permuted too (a lower-rank operand is first reshaped to full rank, a scalar or all-ones
   operand is left alone) — so a bias ``(1, C, 1, 1)`` becomes ``(1, 1, 1, C)``;
 - ``concat`` joins along the same dimension in the new layout (its other parts are
-  permuted), ``strided_slice`` slices the same dimensions;
+  permuted), ``strided_slice`` and ``split`` cut the same dimension (every part of a
+  split keeps the layout);
 - ``max_pool2d``/``avg_pool2d``/``adaptive_avg_pool2d`` switch their ``layout``;
   ``batch_norm`` its ``axis`` (its projection 0 keeps the layout);
 - reductions (``mean``, ``sum``, ``max``, ...) reduce the same dimensions in the new
@@ -86,13 +87,15 @@ def _check_layout(layout: str, what: str, letters: str = "NCHW") -> str:
 
 class _Converted:
     """A value available in layout ``dst`` (its original layout is ``src``): ``var``
-    holds it; ``field0`` marks a batch_norm tuple whose first field is converted."""
+    holds it. A tuple has ``fields``: how many, and which of them are converted (a
+    batch_norm's first, every part of a split); ``fields`` is None for a tensor."""
 
-    def __init__(self, var: Var, src: str, dst: str, field0: bool = False):
+    def __init__(self, var: Var, src: str, dst: str,
+                 fields: tuple[int, frozenset[int]] | None = None):
         self.var = var
         self.src = src
         self.dst = dst
-        self.field0 = field0
+        self.fields = fields
         self.restored = False  # the original variable is bound too (block outputs)
         # Set when the permutation back only moves dimensions of size 1: the original
         # shape, restored by a reshape (a copy in order, no transpose).
@@ -138,20 +141,19 @@ class _BlockConverter:
         if c.back_shape is not None:
             return make_call("reshape", c.var, c.back_shape)
         perm = _perm(c.dst, c.src)
-        if c.field0:
-            fields = [make_call("permute_dims", TupleGetItem(tuple_value=c.var, index=0),
-                                axes=perm),
-                      TupleGetItem(tuple_value=c.var, index=1),
-                      TupleGetItem(tuple_value=c.var, index=2)]
-            return Tuple(fields=tuple(fields))
+        if c.fields is not None:
+            count, converted = c.fields
+            items = [TupleGetItem(tuple_value=c.var, index=k) for k in range(count)]
+            return Tuple(fields=tuple(make_call("permute_dims", f, axes=perm)
+                                      if k in converted else f for k, f in enumerate(items)))
         return make_call("permute_dims", c.var, axes=perm)
 
     def emit_converted(self, b: VarBinding, value: Expr, src: str, dst: str,
-                       field0: bool = False) -> None:
+                       fields: tuple[int, frozenset[int]] | None = None) -> None:
         tv = self.new_var(b.var)
         self.out.append(VarBinding(var=tv, value=value))
-        c = _Converted(tv, src, dst, field0)
-        if not field0:
+        c = _Converted(tv, src, dst, fields)
+        if fields is None:
             c.back_shape = _unit_moves_only(b.var, src, dst)
         self.conv[id(b.var)] = c
         if not isinstance(b.var, DataflowVar):
@@ -163,7 +165,7 @@ class _BlockConverter:
     def to_layout(self, e: Expr, src: str, dst: str) -> Expr | None:
         """``e`` (a tensor of layout ``src``) in layout ``dst``; None when impossible."""
         c = self.conv.get(id(e)) if isinstance(e, Var) else None
-        if c is not None and not c.field0:
+        if c is not None and c.fields is None:
             if c.src == src and c.dst == dst:
                 return c.var
             self.restore(e)
@@ -210,12 +212,12 @@ class _BlockConverter:
         value = b.value
         if isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
             c = self.conv.get(id(value.tuple_value))
-            if c is None or not c.field0:
+            if c is None or c.fields is None:
                 return False
             item = TupleGetItem(tuple_value=c.var, index=value.index)
-            if value.index == 0:
+            if value.index in c.fields[1]:
                 self.emit_converted(b, item, c.src, c.dst)
-            else:  # the statistics have no layout
+            else:  # a batch norm's statistics have no layout
                 self.out.append(b.replace(value=item))
             return True
         if not isinstance(value, Call) or not isinstance(value.op, Op):
@@ -227,7 +229,7 @@ class _BlockConverter:
             return self.concat(b, value)
         converted = [self.conv[id(a)] for a in value.args
                      if isinstance(a, Var) and id(a) in self.conv
-                     and not self.conv[id(a)].field0]
+                     and self.conv[id(a)].fields is None]
         if not converted:
             return False
         c = converted[0]
@@ -264,7 +266,15 @@ class _BlockConverter:
             x = self.to_layout(value.args[0], c.src, c.dst)
             attrs = {**value.attrs, "axis": c.dst.index(c.src[axis])}
             new = make_call(name, x, *value.args[1:], **attrs)
-            self.emit_converted(b, new, c.src, c.dst, field0=True)
+            self.emit_converted(b, new, c.src, c.dst, fields=(3, frozenset({0})))
+            return True
+        if name == "split" and first is not None:
+            count = len(getattr(b.var.struct_info, "fields", ()) or ())
+            if not count or value.attrs.get("axis") is None:
+                return False
+            attrs = {**value.attrs, "axis": c.dst.index(c.src[int(value.attrs["axis"]) % 4])}
+            self.emit_converted(b, make_call(name, c.var, **attrs), c.src, c.dst,
+                                fields=(count, frozenset(range(count))))
             return True
         return False
 
@@ -277,7 +287,7 @@ class _BlockConverter:
         if not isinstance(parts, Tuple) or axis is None or not _same_rank4(b.var):
             return False
         found = [self.conv[id(f)] for f in parts.fields
-                 if isinstance(f, Var) and id(f) in self.conv and not self.conv[id(f)].field0]
+                 if isinstance(f, Var) and id(f) in self.conv and self.conv[id(f)].fields is None]
         if not found:
             return False
         c = found[0]
@@ -336,7 +346,7 @@ class _BlockConverter:
 def converted_arg(call: Call, conv: dict[int, _Converted]) -> Expr | None:
     """The first operand of ``call`` if it is a converted tensor."""
     a = call.args[0]
-    if isinstance(a, Var) and id(a) in conv and not conv[id(a)].field0:
+    if isinstance(a, Var) and id(a) in conv and conv[id(a)].fields is None:
         return a
     return None
 

@@ -5,11 +5,13 @@ parallelize)."""
 from __future__ import annotations
 
 from math import prod
+from typing import Any
 
 from ...core import dtype as dt
 from ...core.diagnostics import ScheduleError
+from ...core.functor import post_order_visit
 from ...core.target import Target
-from ...tir.expr import IntImm
+from ...tir.expr import GE, GT, LE, LT, Call, IntImm, Var
 from ...tir.schedule import LoopRV, Schedule
 from ...tir.schedule.block_info import (
     BlockInfo,
@@ -18,7 +20,9 @@ from ...tir.schedule.block_info import (
     is_normalized,
     store_of,
 )
+from ...tir.schedule.state import var_ids
 from ...tir.stmt import PrimFunc
+from ...tir.transform.loop_partition import CUT_SELECTS_KEY
 
 # Below this many iterations (multiply-adds, elements) a kernel runs on one core: it takes
 # tens of microseconds at most, while a parallel region costs microseconds to start and,
@@ -197,11 +201,30 @@ def schedule_injective_block(sch: Schedule, info: BlockInfo, target: Target,
             vec = loops[-1]
             if w < ext:
                 loops = loops[:-1] + sch.split(vec, [None, w])
+                if _selects_along(info, inner.var):
+                    # A concatenation along its innermost dimension: lowering cuts the
+                    # loop of vectors into one piece per part, each a plain copy.
+                    sch.annotate(loops[-2], CUT_SELECTS_KEY, 1)
             try_vectorize(sch, loops[-1])
     if parallel:
         outer = _parallel_prefix(sch, loops, target)
         if outer:
             try_parallel(sch, sch.fuse(*outer) if len(outer) > 1 else outer[0])
+
+
+def _selects_along(info: BlockInfo, var: Var) -> bool:
+    """Whether the block's stored value chooses between values by a bound on ``var``
+    (``if_then_else(var < c, ...)``, as a concatenation along ``var`` does)."""
+    store = store_of(info.block)
+    found = [False]
+
+    def visit(e: Any) -> None:
+        if type(e) is Call and e.op == "if_then_else" and type(e.args[0]) in (LT, LE, GT, GE) \
+                and id(var) in var_ids(e.args[0]):
+            found[0] = True
+    if store is not None:
+        post_order_visit(store.value, visit)
+    return found[0]
 
 
 def _parallel_prefix(sch: Schedule, loops: list[LoopRV], target: Target) -> list[LoopRV]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ...core.diagnostics import LegalizeError
 from ...ir.block_builder import normalize
-from ...ir.expr import Call, Expr, PrimValue, Tuple, TupleGetItem
+from ...ir.expr import Call, Constant, Expr, PrimValue, Tuple, TupleGetItem
 from ...ir.op import get_op_def
 from ...ir.ops import call_tir
 from ...ir.struct_info import TensorStructInfo
@@ -114,10 +116,29 @@ _BINARY_TOPI = {
 }
 
 
+# Scalar constants of these dtypes enter a binary operator's loop function as immediates
+# (not as 0-d buffers): the simplifier then sees them (``x ** 3`` becomes two
+# multiplications) and the kernel takes one argument less.
+_IMMEDIATE_DTYPES = ("float32", "float64", "int32", "int64")
+
+
+def _immediate(e: Expr) -> Any:
+    """``e`` as a loop-IR immediate when it is a finite 0-d constant of a plain number
+    dtype, else ``e``."""
+    if not isinstance(e, Constant) or e.data.ndim != 0:
+        return e
+    dtype = e.struct_info.dtype
+    if dtype not in _IMMEDIATE_DTYPES or not np.isfinite(e.data):
+        return e
+    return E.const(e.data.item(), dtype)
+
+
 def _binary(topi_name: str) -> Rule:
     def apply(ctx: LegalizeContext, call: Call) -> Expr:
-        return ctx.call_te(getattr(topi, topi_name), call.args[0], call.args[1],
-                           name=topi_name)
+        lhs, rhs = _immediate(call.args[0]), _immediate(call.args[1])
+        if isinstance(lhs, E.PrimExpr) and isinstance(rhs, E.PrimExpr):
+            lhs, rhs = call.args  # two scalars: a 0-d loop function
+        return ctx.call_te(getattr(topi, topi_name), lhs, rhs, name=topi_name)
     return apply
 
 

@@ -22,7 +22,9 @@ defines, a one-iteration piece substitutes the loop variable by its value, and t
 pieces are processed in turn with ``x`` bound to their ranges (so a tail piece can cut
 its inner loops). Conditions of ``if_then_else`` expressions (padding guards) are not
 used: they select values, and cutting at every padding edge would multiply code for
-little gain.
+little gain; except in a loop annotated ``irc.cut_selects`` (the default rules annotate
+the loop along which a concatenation chooses its part), which is cut wherever one of
+them changes.
 
 Preconditions: lowered form with predicates as ``IfThenElse`` (after LowerOpaqueBlock);
 loop variables defined once.
@@ -33,10 +35,12 @@ provably true or false on its range (run :class:`Simplify` next to remove them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ...core.functor import post_order_visit
 from ..analysis.var_use import uses_var
 from ..arith import Analyzer
-from ..expr import GE, GT, LE, LT, IntImm, PrimExpr, Range, Var, conjuncts
+from ..expr import GE, GT, LE, LT, Call, IntImm, PrimExpr, Range, Var, conjuncts
 from ..functor.stmt_util import flat_seq, iter_stmts, map_stmt_children
 from ..stmt import For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
@@ -44,6 +48,11 @@ from .unroll_loop import fresh_copy
 
 # A loop is cut into at most this many pieces (each is a copy of its body).
 MAX_PIECES = 4
+# A loop annotated with this key is also cut where the conditions of ``if_then_else``
+# expressions on its variable change (a concatenation's choice of part: each piece then
+# copies one part without tests), into at most SELECT_PIECES pieces.
+CUT_SELECTS_KEY = "irc.cut_selects"
+SELECT_PIECES = 129
 _CUT_KINDS = ("serial", "unrolled")
 # Only bounds cut loops. A reduction's first-iteration guard (``k == 0``) stays: the
 # default rules initialize before the reduction anyway (decompose_reduction), and the
@@ -59,10 +68,21 @@ def _has_if(s: Stmt) -> bool:
     return any(type(x) is IfThenElse for x in iter_stmts(s))
 
 
-def _conditions(s: Stmt, var: Var, an: Analyzer) -> list[PrimExpr]:
-    """The bounds in ``if`` conditions below ``s`` that mention ``var``; binds the
-    constant-bounded loops below ``s`` to their ranges on the way."""
+def _cuts_selects(s: Stmt) -> bool:
+    return any(type(x) is For and x.annotations.get(CUT_SELECTS_KEY) for x in iter_stmts(s))
+
+
+def _conditions(s: Stmt, var: Var, an: Analyzer, selects: bool = False) -> list[PrimExpr]:
+    """The bounds in ``if`` conditions below ``s`` that mention ``var`` (with
+    ``selects``, in ``if_then_else`` conditions too); binds the constant-bounded loops
+    below ``s`` to their ranges on the way."""
     found: list[PrimExpr] = []
+    if selects:
+        def visit(e: Any) -> None:
+            if type(e) is Call and e.op == "if_then_else":
+                found.extend(c for c in conjuncts(e.args[0])
+                             if type(c) in _BOUNDS and uses_var(c, lambda v: v is var))
+        post_order_visit(s, visit)
     for x in iter_stmts(s):
         t = type(x)
         if t is For:
@@ -127,11 +147,12 @@ class _Partitioner:
             return map_stmt_children(s, self.visit)
         var = s.loop_var
         cuts: list[int] = []
-        if s.kind in _CUT_KINDS and ext > 1 and _has_if(s.body):
-            conds = _conditions(s.body, var, self.an)
+        selects = bool(s.annotations.get(CUT_SELECTS_KEY))
+        if s.kind in _CUT_KINDS and ext > 1 and (selects or _has_if(s.body)):
+            conds = _conditions(s.body, var, self.an, selects)
             if conds:
                 cuts = _cut_points(self.an, conds, var, lo, lo + ext)
-                if len(cuts) + 1 > MAX_PIECES:
+                if len(cuts) + 1 > (SELECT_PIECES if selects else MAX_PIECES):
                     cuts = []
         bounds = [lo, *cuts, lo + ext]
         pieces: list[Stmt] = []
@@ -165,7 +186,7 @@ class LoopPartition(PrimFuncPass):
     name: str = "LoopPartition"
 
     def transform_function(self, func: PrimFunc) -> PrimFunc:
-        if not _has_if(func.body):
+        if not _has_if(func.body) and not _cuts_selects(func.body):
             return func
         body = _Partitioner().visit(func.body)
         return func if body is func.body else func.replace(body=body)
