@@ -12,7 +12,9 @@ e.g. ``squeezenet1_1@200x176/dynamo``; :func:`variants` lists them.
 Building needs PyTorch and the model's library (``pip install torch torchvision timm
 transformers onnxscript``; none of them is a dependency of irc); reading a built file
 and making its inputs need only numpy and onnx. Files are cached in ``~/.cache/irc/zoo``
-(``IRC_ZOO_CACHE`` or ``--cache`` elsewhere), never in git.
+(``IRC_ZOO_CACHE`` or ``--cache`` elsewhere), never in git. :data:`TINY` holds the
+same libraries' classes at tiny widths, whose files are committed in
+``tests/data/thirdparty`` for CI.
 
 >>> v = variant("vit_tiny@224/legacy")
 >>> proto = load(v)                      # builds and caches it the first time
@@ -62,6 +64,7 @@ class Arch:
     sizes: tuple[Any, Any]
     make: Callable[[Any], Any]  # size -> torch.nn.Module
     dynamo: bool = True
+    vocab: int = _VOCAB  # a text model's token ids are below this
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,86 @@ ARCHS: dict[str, Arch] = {a.name: a for a in (
 )}
 
 
+
+def _tiny(make: Callable[[], Any]) -> Callable[[Any], Any]:
+    return lambda size: make()
+
+
+def _tv_regnet() -> Any:
+    from torchvision.models.regnet import BlockParams, RegNet
+    return RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=4,
+                                               se_ratio=0.25), num_classes=10)
+
+
+def _tv_densenet() -> Any:
+    from torchvision.models.densenet import DenseNet
+    return DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8, bn_size=2,
+                    num_classes=10)
+
+
+def _tv_shufflenet() -> Any:
+    from torchvision.models.shufflenetv2 import ShuffleNetV2
+    return ShuffleNetV2([1, 1, 1], [8, 16, 32, 64, 128], num_classes=10)
+
+
+def _timm_convnext() -> Any:
+    from timm.models.convnext import ConvNeXt
+    return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 16, 32, 64), num_classes=10)
+
+
+def _timm_vit() -> Any:
+    from timm.models.vision_transformer import VisionTransformer
+    return VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
+                             num_classes=10)
+
+
+_TINY_VOCAB = 100
+_TINY_TEXT = dict(vocab_size=_TINY_VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+
+# The same libraries' classes at tiny widths, whose ONNX files are small enough to commit
+# (``tests/data/thirdparty``, a few hundred KB in all): CI checks them against ONNX
+# Runtime without PyTorch. Each has one size and one exporter (both exporters appear).
+TINY: dict[str, Arch] = {a.name: a for a in (
+    Arch("tiny_regnet", "torchvision", "grouped convolutions (group width 4), "
+         "squeeze-excite", "image", ((32, 32), (32, 32)), _tiny(_tv_regnet)),
+    Arch("tiny_densenet", "torchvision", "dense concatenation", "image",
+         ((33, 33), (33, 33)), _tiny(_tv_densenet)),
+    Arch("tiny_shufflenet", "torchvision", "channel split and shuffle", "image",
+         ((48, 40), (48, 40)), _tiny(_tv_shufflenet)),
+    Arch("tiny_convnext", "timm", "7x7 depthwise, channels-last layer norm", "image",
+         ((32, 40), (32, 40)), _tiny(_timm_convnext)),
+    Arch("tiny_vit", "timm", "vision transformer", "image", ((32, 32), (32, 32)),
+         _tiny(_timm_vit)),
+    Arch("tiny_bert", "transformers", "encoder: post-norm, GELU, padding mask", "text",
+         (16, 16), _hf("BertConfig", "BertModel", **_TINY_TEXT), vocab=_TINY_VOCAB),
+    Arch("tiny_gpt2", "transformers", "decoder: causal mask, tanh GELU", "text", (12, 12),
+         _hf("GPT2Config", "GPT2Model", vocab_size=_TINY_VOCAB, n_embd=32, n_layer=2,
+             n_head=2, n_positions=64, bos_token_id=0, eos_token_id=0, use_cache=False),
+         vocab=_TINY_VOCAB),
+    Arch("tiny_llama", "transformers", "decoder: RMS norm, rotary positions, grouped-query "
+         "attention", "text", (10, 10),
+         _hf("LlamaConfig", "LlamaModel", vocab_size=_TINY_VOCAB, hidden_size=32,
+             intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, use_cache=False),
+         vocab=_TINY_VOCAB),
+    Arch("tiny_t5_encoder", "transformers", "encoder: RMS norm, relative position buckets",
+         "text", (9, 9), _hf("T5Config", "T5EncoderModel", vocab_size=_TINY_VOCAB,
+                             d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4),
+         vocab=_TINY_VOCAB),
+)}
+# Which exporter writes each tiny model's committed file.
+TINY_EXPORTER = {"tiny_regnet": "legacy", "tiny_densenet": "dynamo", "tiny_shufflenet": "dynamo",
+                 "tiny_convnext": "legacy", "tiny_vit": "dynamo", "tiny_bert": "legacy",
+                 "tiny_gpt2": "dynamo", "tiny_llama": "legacy", "tiny_t5_encoder": "dynamo"}
+
+
+def tiny_variants() -> list[Variant]:
+    """The tiny models as committed: one variant each."""
+    return [Variant(a, a.sizes[0], TINY_EXPORTER[a.name]) for a in TINY.values()]
+
+
+
 def variants(names: list[str] | None = None) -> list[Variant]:
     """The variants of the architectures ``names`` (all by default); a name may also be a
     variant's (``arch@size/exporter``)."""
@@ -258,10 +341,11 @@ def variant(name: str) -> Variant:
 
 
 def _arch(name: str) -> Arch:
-    if name not in ARCHS:
+    arch = ARCHS.get(name) or TINY.get(name)
+    if arch is None:
         raise IRCError(f"no third-party zoo architecture {name!r}; they are "
-                       f"{', '.join(ARCHS)}")
-    return ARCHS[name]
+                       f"{', '.join(ARCHS)} (and the tiny {', '.join(TINY)})")
+    return arch
 
 
 def random_inputs(v: Variant, seed: int = 0) -> dict[str, np.ndarray]:
@@ -272,7 +356,7 @@ def random_inputs(v: Variant, seed: int = 0) -> dict[str, np.ndarray]:
     feeds = {}
     for name, shape in v.input_shapes().items():
         if name == "input_ids":
-            feeds[name] = rng.integers(0, _VOCAB, shape).astype("int64")
+            feeds[name] = rng.integers(0, v.arch.vocab, shape).astype("int64")
         elif name == "attention_mask":
             mask = np.ones(shape, "int64")
             if v.arch.family.startswith("encoder"):
@@ -357,7 +441,10 @@ def build(v: Variant, seed: int = 0) -> Any:
 
 
 def path_of(v: Variant, cache: str = CACHE, seed: int = 0) -> str:
-    """Where variant ``v``'s file is cached."""
+    """Where variant ``v``'s file is cached (a tiny model's: ``<name>.onnx``, the name of
+    its committed file)."""
+    if v.arch.name in TINY:
+        return os.path.join(cache, f"{v.arch.name}.onnx")
     safe = v.name.replace("@", "_").replace("/", "_")
     return os.path.join(cache, f"{safe}_s{seed}.onnx")
 
@@ -381,9 +468,12 @@ def main(argv: list[str] | None = None) -> int:
                                             "files (needs PyTorch and the model libraries).")
     p.add_argument("--cache", default=CACHE, help=f"where the files go (default {CACHE})")
     p.add_argument("--list", action="store_true", help="list the variants and exit")
+    p.add_argument("--tiny", action="store_true",
+                   help="the tiny models instead (python -m irc.testing.models.thirdparty "
+                        "--tiny --cache tests/data/thirdparty writes the committed files)")
     p.add_argument("names", nargs="*", help="architectures or variants (default: all)")
     args = p.parse_args(argv)
-    for v in variants(args.names or None):
+    for v in tiny_variants() if args.tiny else variants(args.names or None):
         if args.list:
             print(f"{v.name:40s} {v.arch.source:12s} {v.arch.family}")
             continue
