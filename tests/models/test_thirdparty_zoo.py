@@ -34,7 +34,15 @@ def _compare(model, feeds):
         assert float(np.abs(g.astype("float64") - w).max()) / scale < 1e-4
 
 
-@pytest.mark.parametrize("v", tp.tiny_variants(), ids=lambda v: v.arch.name)
+# In the default run, one model per family the others share mechanisms with (grouped
+# convolutions, dense concatenation, a vision transformer, an encoder, a decoder); the
+# rest run with -m slow.
+_IN_CI = {"tiny_regnet", "tiny_densenet", "tiny_vit", "tiny_bert", "tiny_llama"}
+
+
+@pytest.mark.parametrize("v", [v if v.arch.name in _IN_CI else
+                               pytest.param(v, marks=pytest.mark.slow)
+                               for v in tp.tiny_variants()], ids=lambda v: v.arch.name)
 def test_tiny_thirdparty_model_matches_onnxruntime(v):
     path = tp.path_of(v, DATA)
     assert os.path.exists(path), f"{path} is missing: python -m irc.testing.models." \

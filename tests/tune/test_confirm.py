@@ -123,6 +123,7 @@ def test_confirm_top_is_checked():
         TuneConfig(8, confirm_top=-1)
 
 
+@pytest.mark.slow  # about 45 s: the tuning run, then its confirmation measurements
 def test_a_timed_tuning_run_ends_by_confirming_its_best_candidates(tmp_path):
     task = TuneTask(_matmul(64), "llvm")
     db = JSONDatabase(str(tmp_path / "db.json"), target="llvm")
