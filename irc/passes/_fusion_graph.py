@@ -124,6 +124,7 @@ class GraphPartitioner:
                              heaviest=ELEMWISE if n.joins else n.pattern, joins=n.joins)
                        for n in nodes]
         self._visited: set[int] = set()
+        self._any_joins = any(n.joins for n in nodes)
 
     def partition(self) -> list[Group]:
         """The group of each node (compare roots with ``find_root``)."""
@@ -166,6 +167,10 @@ class GraphPartitioner:
         convolutions they follow, and the join is a copy), and never shares a group
         with more than elementwise work (the groups on the paths from ``src`` to
         ``sink``, both included)."""
+        if not self._any_joins:
+            return False
+        if self.groups[sink].find_root().joins:
+            return True
         seen: set[int] = set()
         roots: list[Group] = []
 
@@ -179,8 +184,6 @@ class GraphPartitioner:
                     walk(o)
 
         walk(src)
-        if self.groups[sink].find_root().joins:
-            return True
         return any(r.joins for r in roots) and any(r.heaviest > BROADCAST for r in roots)
 
     def _commit_fuse(self, src: int, sink: int) -> None:

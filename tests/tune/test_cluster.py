@@ -57,6 +57,7 @@ def _trace_keys(db) -> list[str]:
     return [r.trace_key for r in db.get_all_records()]
 
 
+@pytest.mark.slow  # about 20 s with the local cluster's start: CI runs under 20 minutes
 @pytest.mark.usefixtures("local_ray")
 def test_tune_on_the_cluster_routes_by_resource(tmp_path):
     runner = RayRunner(pools=[RunnerPool({"gpu_host": 1}, target="cuda"),
@@ -88,6 +89,7 @@ def test_tune_on_the_cluster_routes_by_resource(tmp_path):
     assert {r.fingerprint for r in records} == {Target("llvm").fingerprint()}
 
 
+@pytest.mark.slow  # about 22 s: CI runs under 20 minutes
 @pytest.mark.usefixtures("local_ray")
 def test_killed_runner_costs_at_most_its_candidate_and_resume_measures_nothing_twice(tmp_path):
     killed = []
