@@ -179,13 +179,19 @@ def relative_error(vm: Any, inputs: list[np.ndarray], want: list[np.ndarray]) ->
                for g, w in zip(got, want))
 
 
-def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
-    model, feeds = load_model(name, args.cache)
+def ort_session(model: Any) -> Any:
+    """ONNX Runtime's CPU session of ``model``: ``THREADS`` intra-op threads, one
+    inter-op thread, default graph optimizations."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = THREADS
     opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
+    return ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
+
+
+def bench(name: str, args: argparse.Namespace, peak: float) -> list[str]:
+    model, feeds = load_model(name, args.cache)
+    sess = ort_session(model)
     want = sess.run(None, feeds)
     t0 = time.perf_counter()
     mod = from_onnx(model)

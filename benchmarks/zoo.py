@@ -29,7 +29,14 @@ import os
 import time
 
 import onnxruntime as ort
-from cpu_models import THREADS, cross_core, interleaved_medians, relative_error, tuned_line
+from cpu_models import (
+    THREADS,
+    cross_core,
+    interleaved_medians,
+    ort_session,
+    relative_error,
+    tuned_line,
+)
 
 import irc
 from irc.core.target import Target, host_cpu_model
@@ -41,11 +48,7 @@ def bench(v: thirdparty.Variant, args: argparse.Namespace) -> tuple[list[str], f
     """The table lines of variant ``v`` and its ratio irc / ORT (None where irc failed)."""
     model = thirdparty.load(v, args.cache)
     feeds = thirdparty.random_inputs(v)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = THREADS
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     want = sess.run(None, feeds)
     try:
         t0 = time.perf_counter()
