@@ -8,10 +8,15 @@ import pytest
 
 import irc
 from irc import te
+from irc.core.functor import post_order_visit
+from irc.core.module import IRModule
+from irc.core.transform import Sequential
 from irc.ir import assert_structural_equal
 from irc.script_parser import parse
 from irc.tir import Schedule
 from irc.tir import transform as T
+from irc.tir.transform.loop_partition import CUT_SELECTS_KEY
+from irc.tir.transform.lower import LOWERING_PASSES
 from irc.tir.well_formed import check_prim_func
 
 
@@ -147,3 +152,47 @@ def test_partial_tiles_compute_the_right_product(m, n, tm, tn):
     # The lowered code keeps no row or column predicate inside the reduction.
     lowered = irc.lower(sch.mod).script()
     assert f"< {m}" not in lowered and f"< {n}" not in lowered
+
+
+def _concat_func(widths: list[int]):
+    """A concatenation of ``len(widths)`` rows along the last axis, its loop annotated to
+    be cut where the part changes (as the default rules annotate one)."""
+    parts = [te.placeholder((3, w), name=f"A{k}") for k, w in enumerate(widths)]
+    out = irc.topi.concatenate(parts, axis=1)
+    sch = Schedule(te.create_prim_func([*parts, out]))
+    _, j = sch.get_loops(sch.get_block(out.op.name))
+    sch.annotate(j, CUT_SELECTS_KEY, 1)
+    return sch.mod["main"], parts, out
+
+
+def test_a_concatenation_is_cut_into_one_plain_copy_per_part():
+    widths = [4, 1, 7, 2, 5, 3, 6, 2, 1, 8, 3, 4]
+    func, parts, _ = _concat_func(widths)
+    low = irc.lower(func)["main"]
+    check_prim_func(low)
+    loads, selects = [], []
+
+    def visit(x):
+        if isinstance(x, irc.tir.BufferLoad):
+            loads.append(x.buffer.name)
+        elif isinstance(x, irc.tir.Call) and x.op == "if_then_else":
+            selects.append(x)
+
+    post_order_visit(low.body, visit)
+    # No choice is left, and each part is read by its own copy only (a piece taking the
+    # whole select chain along would read every part).
+    assert not selects
+    assert sorted(loads) == sorted(p.name for p in parts)
+    # LoopPartition itself gives each piece its own part only, before any simplification
+    # (N pieces each carrying the whole chain of N selects would be N^2 nodes to copy).
+    passes = LOWERING_PASSES
+    upto = [type(p).__name__ for p in passes].index("LoopPartition") + 1
+    cut = Sequential(passes[:upto])(IRModule(functions={"main": func}))["main"]
+    loads.clear()
+    post_order_visit(cut.body, visit)
+    assert sorted(loads) == sorted(p.name for p in parts)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, w)).astype("float32") for w in widths]
+    got = np.zeros((3, sum(widths)), "float32")
+    irc.build(func, target="llvm")(*arrays, got)
+    np.testing.assert_array_equal(got, np.concatenate(arrays, axis=1))

@@ -24,7 +24,9 @@ its inner loops). Conditions of ``if_then_else`` expressions (padding guards) ar
 used: they select values, and cutting at every padding edge would multiply code for
 little gain; except in a loop annotated ``irc.cut_selects`` (the default rules annotate
 the loop along which a concatenation chooses its part), which is cut wherever one of
-them changes.
+them changes, each piece keeping only the arms its range takes (``_TakeSelects``, before
+the piece's copy is made: a concatenation of N parts is N plain copies, not N copies of
+the chain of N choices for Simplify to prune).
 
 Preconditions: lowered form with predicates as ``IfThenElse`` (after LowerOpaqueBlock);
 loop variables defined once.
@@ -40,7 +42,8 @@ from typing import Any
 from ...core.functor import post_order_visit
 from ..analysis.var_use import uses_var
 from ..arith import Analyzer
-from ..expr import GE, GT, LE, LT, Call, IntImm, PrimExpr, Range, Var, conjuncts
+from ..expr import GE, GT, LE, LT, Call, IntImm, Not, PrimExpr, Range, Var, conjuncts
+from ..functor.rewriter import IRRewriter
 from ..functor.stmt_util import flat_seq, iter_stmts, map_stmt_children
 from ..stmt import For, IfThenElse, PrimFunc, Stmt
 from .base import PrimFuncPass
@@ -132,6 +135,27 @@ def _cut_points(an: Analyzer, conds: list[PrimExpr], var: Var, lo: int, hi: int
     return sorted(cuts)
 
 
+class _TakeSelects(IRRewriter):
+    """Replaces each ``if_then_else`` whose condition the analyzer proves true or false
+    by the arm it takes, descending into that arm only. On one piece of a concatenation's
+    loop, a chain of N selects becomes the one part the piece copies after at most N
+    proofs, so cutting a loop into N pieces costs O(N^2) proofs but copies and simplifies
+    O(N) nodes instead of N copies of the whole chain."""
+
+    def __init__(self, an: Analyzer) -> None:
+        super().__init__()
+        self.an = an
+
+    def _call(self, e):
+        if e.op == "if_then_else" and e.args[0].dtype == "bool":
+            cond = e.args[0]
+            if self.an.can_prove(cond):
+                return self.expr(e.args[1])
+            if self.an.can_prove(Not(dtype="bool", a=cond)):
+                return self.expr(e.args[2])
+        return super()._call(e)
+
+
 class _Partitioner:
     def __init__(self) -> None:
         self.an = Analyzer()
@@ -157,15 +181,22 @@ class _Partitioner:
         bounds = [lo, *cuts, lo + ext]
         pieces: list[Stmt] = []
         for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            piece_body = s.body
+            if selects and cuts:
+                # Each piece keeps only the parts it copies (before the copy is made).
+                self.an.bind(var, Range(min=IntImm(dtype=var.dtype, value=a),
+                                        extent=IntImm(dtype=var.dtype, value=b - a)),
+                             allow_override=True)
+                piece_body = _TakeSelects(self.an).stmt(s.body)
             if b - a == 1 and cuts:
-                body = fresh_copy(s.body, {var: IntImm(dtype=var.dtype, value=a)})
+                body = fresh_copy(piece_body, {var: IntImm(dtype=var.dtype, value=a)})
                 pieces.append(self.visit(body))
                 continue
             if k == 0:
-                new_var, body = var, s.body
+                new_var, body = var, piece_body
             else:
                 new_var = Var(name=var.name, dtype=var.dtype)
-                body = fresh_copy(s.body, {var: new_var})
+                body = fresh_copy(piece_body, {var: new_var})
             self.an.bind(new_var, Range(min=IntImm(dtype=var.dtype, value=a),
                                         extent=IntImm(dtype=var.dtype, value=b - a)),
                          allow_override=True)
