@@ -6,7 +6,9 @@ exporters, built and cached the first time (``~/.cache/irc/zoo``; building needs
 torchvision, timm, transformers and onnxscript). For each variant, in one run:
 
 - irc's import time (``from_onnx``) and compile time (``irc.compile(mod, "llvm")``, the
-  default build: no tuning, no records, no library dispatch);
+  default build: no tuning, no records, no library dispatch), cold (an empty disk cache of
+  compiled modules, in a temporary directory) and again (a fresh in-memory state, the
+  kernels from the disk cache: what compiling the same model in a new process costs);
 - irc's and ONNX Runtime's latency (CPU provider, 2 intra-op threads, one inter-op
   thread, default graph optimizations), timed in alternating blocks
   (``cpu_models.interleaved_medians``) so a slow phase of the shared machine hits both;
@@ -18,14 +20,16 @@ kernels per model (``vm.profile``); ``--tune SECONDS`` also tunes every model fo
 (``ms.tune_relax``) and prints the tuned build's line (``cpu_models.tuned_line``).
 
 Run on a quiet machine: ``python benchmarks/zoo.py [--models vit_tiny,bert@77/dynamo]
-[--first] [--repeat 30] [--profile] [--tune 300]``.
+[--first] [--repeat 30] [--profile] [--tune 300] [--compile-only]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
+import tempfile
 import time
 
 import onnxruntime as ort
@@ -44,18 +48,42 @@ from irc.frontend.onnx import from_onnx
 from irc.testing.models import thirdparty
 
 
+def compile_cold_and_again(mod: irc.IRModule) -> tuple[irc.vm.Executable, float, float]:
+    """``irc.compile(mod, "llvm")`` with an empty disk cache (a temporary directory), then
+    again from a fresh in-memory state: the executable and the two times (seconds)."""
+    builds = importlib.import_module("irc.codegen.build")
+    saved = os.environ.get("IRC_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="irc-zoo-cache-") as tmp:
+        os.environ["IRC_CACHE_DIR"] = tmp
+        try:
+            builds.clear_cache()
+            t0 = time.perf_counter()
+            irc.compile(mod, "llvm")
+            t1 = time.perf_counter()
+            builds.clear_cache()
+            ex = irc.compile(mod, "llvm")
+            t2 = time.perf_counter()
+        finally:
+            if saved is None:
+                del os.environ["IRC_CACHE_DIR"]
+            else:
+                os.environ["IRC_CACHE_DIR"] = saved
+    return ex, t1 - t0, t2 - t1
+
+
 def bench(v: thirdparty.Variant, args: argparse.Namespace) -> tuple[list[str], float | None]:
     """The table lines of variant ``v`` and its ratio irc / ORT (None where irc failed)."""
     model = thirdparty.load(v, args.cache)
     feeds = thirdparty.random_inputs(v)
-    sess = ort_session(model)
-    want = sess.run(None, feeds)
     try:
         t0 = time.perf_counter()
         mod = from_onnx(model)
-        t1 = time.perf_counter()
-        ex = irc.compile(mod, "llvm")
-        t2 = time.perf_counter()
+        t_import = time.perf_counter() - t0
+        ex, t_cold, t_again = compile_cold_and_again(mod)
+        if args.compile_only:
+            return [f"{v.name:36s} {t_import:6.2f} {t_cold:7.2f} {t_again:6.2f}"], None
+        sess = ort_session(model)
+        want = sess.run(None, feeds)
         vm = irc.vm.VirtualMachine(ex, irc.cpu())
         inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
         err = relative_error(vm, inputs, want)
@@ -68,7 +96,8 @@ def bench(v: thirdparty.Variant, args: argparse.Namespace) -> tuple[list[str], f
     after = cross_core()
     ratio = t_irc / t_ort
     lines = [f"{v.name:36s} {t_irc * 1e3:9.3f} {t_ort * 1e3:9.3f} {ratio:6.2f}x "
-             f"{t1 - t0:6.2f} {t2 - t1:7.2f} {err:9.1e} {before:5.1f}/{after:4.1f}"]
+             f"{t_import:6.2f} {t_cold:7.2f} {t_again:6.2f} {err:9.1e} "
+             f"{before:5.1f}/{after:4.1f}"]
     if args.profile:
         lines.append(vm.profile("main", *inputs, repeat=args.repeat, warmup=1).table(top=10))
     if args.tune:
@@ -90,6 +119,8 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="print irc's top kernels")
     p.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
                    help="also tune each model for at most this long")
+    p.add_argument("--compile-only", action="store_true",
+                   help="only import and compile (cold and again); no timing, no ORT")
     args = p.parse_args()
     try:
         chosen = thirdparty.variants([n for n in args.models.split(",") if n] or None)
@@ -102,8 +133,11 @@ def main() -> int:
     print(f"{host_cpu_model()} ({t.mcpu}, {t.vector_width_bits()}-bit vectors), "
           f"{os.cpu_count()} CPUs; irc {irc.__version__}, ONNX Runtime {ort.__version__}; "
           f"{THREADS} threads; median of {args.repeat} calls after {args.warmup}")
-    print(f"{'model':36s} {'irc ms':>9s} {'ORT ms':>9s} {'irc/ORT':>7s} {'import':>6s} "
-          f"{'compile':>7s} {'err':>9s} {'x-core GB/s':>11s}")
+    if args.compile_only:
+        print(f"{'model':36s} {'import':>6s} {'compile':>7s} {'again':>6s}  (seconds)")
+    else:
+        print(f"{'model':36s} {'irc ms':>9s} {'ORT ms':>9s} {'irc/ORT':>7s} {'import':>6s} "
+              f"{'compile':>7s} {'again':>6s} {'err':>9s} {'x-core GB/s':>11s}")
     ratios: dict[str, float] = {}
     for v in chosen:
         try:
@@ -113,7 +147,7 @@ def main() -> int:
         print("\n".join(lines), flush=True)
         if ratio is not None:
             ratios[v.name] = ratio
-    if ratios:
+    if ratios and not args.compile_only:
         geo = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
         worst = max(ratios, key=ratios.__getitem__)
         print(f"geometric mean irc/ORT over {len(ratios)} models: {geo:.2f}x; largest "

@@ -8,22 +8,32 @@ graph functions are ignored), a schedule ``(sch, args)`` (anything with ``.mod``
 
 Compiled modules are cached in memory by the structural hash of the functions (before
 lowering, which is deterministic), their parameter names and the target string, so
-rebuilding the same function is free.
+rebuilding the same function is free. A graph's kernels (``irc.compile`` builds them
+with ``disk_cache=True``) are also cached on disk, in ``llvm`` under irc's cache
+directory (:mod:`irc.core.disk_cache`; ``IRC_CACHE=off`` turns it off): the key adds the
+function attributes, the host CPU and its features, the LLVM and C library versions and
+the digest of irc's own sources, so a model compiled again, in this process or another,
+skips lowering and LLVM. Builds under a pass context with instruments (which must see
+every lowering pass run) neither read nor write it; the directory is kept under
+:data:`DISK_CACHE_BYTES`, the entries read least recently deleted first.
 """
 
 from __future__ import annotations
 
+import hashlib
+import platform
 import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
+from ..core import disk_cache as _disk
 from ..core.diagnostics import BuildError
 from ..core.functor import Visitor
 from ..core.gc_pauses import with_fewer_gc_pauses
 from ..core.module import IRModule
 from ..core.parallel import fork_pull, worker_count
 from ..core.structural import structural_hash_hex
-from ..core.target import Target
+from ..core.target import Target, llvm_binding
 from ..core.transform import PassContext
 from ..runtime.engine import ensure_llvm
 from ..runtime.module import Module
@@ -36,6 +46,9 @@ from .llvm import codegen_llvm, codegen_llvm_parts, is_block_form
 from .llvm_compile import CompiledObject, compile_source, compile_sources
 
 _CACHE_SIZE = 256
+DISK_CACHE_BYTES = 2 << 30
+"""The most the disk cache of compiled modules keeps (bytes)."""
+_DISK_FORMAT = 1
 _cache: OrderedDict[tuple, Module] = OrderedDict()
 _cache_lock = threading.Lock()
 _BUILDERS: dict[str, Callable[[dict[str, S.PrimFunc], Target], Any]] = {}
@@ -118,13 +131,50 @@ def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -
     return (structural_hash_hex(list(funcs.items())), names, str(target), options, checked)
 
 
+def _disk_key(key: tuple, funcs: dict[str, S.PrimFunc], t: Target) -> str | None:
+    """The disk cache's key of a build (None where the disk cache does not apply)."""
+    if not _disk.enabled() or PassContext.current().instruments:
+        return None
+    llvm = llvm_binding()
+    attrs = [sorted((str(k), repr(v)) for k, v in (f.attrs or {}).items())
+             for f in funcs.values()]
+    payload = repr((_DISK_FORMAT, key, attrs, _disk.source_fingerprint(), t.mcpu,
+                    t.llvm_features(), tuple(llvm.llvm_version_info), platform.libc_ver(),
+                    platform.machine()))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _disk_path(dkey: str):
+    return _disk.cache_root() / "llvm" / f"{dkey}.irm"
+
+
+def _read_disk(dkey: str) -> Module | None:
+    blob = _disk.read_entry(_disk_path(dkey), "CPU module")
+    if blob is None:
+        return None
+    try:
+        return Module.deserialize(blob)
+    except (BuildError, ValueError, KeyError) as err:
+        _disk.logger.info("cached CPU module %s cannot be read (%s); compiling again",
+                          _disk_path(dkey), err)
+        return None
+
+
+def _write_disk(dkey: str, mod: Module) -> None:
+    path = _disk_path(dkey)
+    if _disk.write_entry(path, mod.serialize(), "CPU module"):
+        _disk.trim(path.parent, DISK_CACHE_BYTES, path.suffix)
+
+
 @with_fewer_gc_pauses
 def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = None,
-          check_bounds: bool = False) -> Any:
+          check_bounds: bool = False, disk_cache: bool = False) -> Any:
     """Compile loop functions for ``target`` (default: the current target, else "llvm")
     and return a runtime Module. With ``check_bounds`` every buffer access is checked at
     run time (``tir.transform.InsertBoundChecks``): an index outside its buffer ends the
-    kernel with an irc error naming the function, the buffer and the index.
+    kernel with an irc error naming the function, the buffer and the index. With
+    ``disk_cache`` a CPU module is also looked up in, and written to, the disk cache
+    (see the module docstring).
 
     ``irc.build(func)``, ``irc.build(func, target="llvm")``, ``irc.build(mod, "llvm")``,
     ``irc.build(sch, args, target)``, ``irc.build((sch, args), target=...)``.
@@ -155,7 +205,12 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    mod = _build_llvm_target(funcs, t)
+    dkey = _disk_key(key, funcs, t) if disk_cache else None
+    mod = _read_disk(dkey) if dkey else None
+    if mod is None:
+        mod = _build_llvm_target(funcs, t)
+        if dkey:
+            _write_disk(dkey, mod)
     with _cache_lock:
         _cache[key] = mod
         while len(_cache) > _CACHE_SIZE:

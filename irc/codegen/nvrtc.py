@@ -34,13 +34,13 @@ filled in, first found first:
    ``/usr/local/cuda``), else ``CUDA_HOME``, ``CUDA_PATH`` or ``/usr/local/cuda``.
 
 **Cache.** A cubin is stored under the sha256 of the source, the final options (include
-directories too), the architecture, the file name and the NVRTC version, in
-``$IRC_CACHE_DIR/cuda`` if that is set, else ``$XDG_CACHE_HOME/irc/cuda``, else
-``~/.cache/irc/cuda``, and kept in memory for the process. Entries are written to a
-temporary file and renamed into place (readers never see half a file); each starts with
-the sha256 of the cubin, so a truncated or corrupt entry is detected, ignored and
-rebuilt. A cache directory that cannot be written is a warning (logger
-``irc.codegen.nvrtc``), after which the process compiles without a disk cache.
+directories too), the architecture, the file name and the NVRTC version, in ``cuda``
+under irc's cache directory (``$IRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/irc``, else
+``~/.cache/irc``; ``IRC_CACHE=off`` turns it off), and kept in memory for the process.
+Entries are written and checked as :mod:`irc.core.disk_cache` describes: atomically,
+with a checksum (a corrupt entry is rebuilt), a directory that cannot be written being
+one warning (logger ``irc.cache``) after which the process compiles without a disk
+cache.
 
 **Errors.** A compilation failure raises :class:`CUDACompileError` (a ``CodegenError``)
 whose message is the first error at ``file:line:col`` with the source line and a caret;
@@ -65,6 +65,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
+from ..core import disk_cache
 from ..core.diagnostics import CodegenError, MissingDependencyError, SourceFile, Span
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,6 @@ _MEMORY_ENTRIES = 1024
 _lock = threading.Lock()
 _memory: OrderedDict[str, bytes] = OrderedDict()
 _include_options: tuple[str, ...] | None = None
-_unwritable_dirs: set[str] = set()
 
 
 class CUDACompileError(CodegenError):
@@ -195,14 +195,9 @@ def default_options(arch: str) -> tuple[str, ...]:
 
 
 def cache_dir() -> Path:
-    """Where cubins are cached: ``$IRC_CACHE_DIR/cuda``, else
-    ``$XDG_CACHE_HOME/irc/cuda``, else ``~/.cache/irc/cuda``."""
-    root = os.environ.get("IRC_CACHE_DIR")
-    if root:
-        return Path(root) / "cuda"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "irc" / "cuda"
+    """Where cubins are cached: ``cuda`` in irc's cache directory
+    (:func:`irc.core.disk_cache.cache_root`)."""
+    return disk_cache.cache_root() / "cuda"
 
 
 def _user_id() -> str:
@@ -382,43 +377,11 @@ def _cache_key(source: str, name: str, options: Sequence[str], arch: str) -> str
 
 def _read_entry(path: Path) -> bytes | None:
     """The cubin stored at ``path``; None when missing, unreadable or corrupt."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        logger.info("cannot read cached cubin %s (%s); compiling again", path, exc)
-        return None
-    digest, cubin = data[:32], data[32:]
-    if hashlib.sha256(cubin).digest() != digest or not cubin.startswith(b"\x7fELF"):
-        logger.info("cached cubin %s is corrupt; compiling again", path)
+    cubin = disk_cache.read_entry(path, "cubin")
+    if cubin is not None and not cubin.startswith(b"\x7fELF"):
+        logger.info("cached cubin %s is not an ELF file; compiling again", path)
         return None
     return cubin
-
-
-def _write_entry(directory: Path, path: Path, cubin: bytes) -> None:
-    """Store ``cubin`` at ``path`` atomically; an unwritable cache is a warning, once."""
-    if str(directory) in _unwritable_dirs:
-        return
-    tmp = None
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".cubin")
-        with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(cubin).digest() + cubin)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        _unwritable_dirs.add(str(directory))
-        logger.warning("the CUDA kernel cache %s cannot be written (%s); kernels are "
-                       "compiled again in every process (set IRC_CACHE_DIR to a writable "
-                       "directory)", directory, exc)
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def compile_cuda(source: str, *, arch: str = "sm_90", options: Sequence[str] = (),
@@ -445,12 +408,12 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options: Sequence[str] = (
         if hit is not None:
             _memory.move_to_end(key)
             return hit
-    directory = cache_dir()
-    path = directory / f"{key}.cubin"
-    cubin = _read_entry(path)
+    path = cache_dir() / f"{key}.cubin"
+    cubin = _read_entry(path) if disk_cache.enabled() else None
     if cubin is None:
         cubin = _compile_with_nvrtc(source, name, final, ptx=False)
-        _write_entry(directory, path, cubin)
+        if disk_cache.enabled():
+            disk_cache.write_entry(path, cubin, "CUDA kernel")
     with _lock:
         _memory[key] = cubin
         while len(_memory) > _MEMORY_ENTRIES:

@@ -11,7 +11,7 @@ library was measured faster than irc's own build of it, on this machine.
    printed form (operators, attributes, shapes, dtypes; not the weights' values), the
    pattern, the target, the host CPU and the versions of irc and of the library's wheel,
    so a shape is measured once per machine and installation
-   (``$IRC_CACHE_DIR/dispatch.json``, default ``~/.cache/irc``).
+   (``dispatch.json`` in irc's cache directory, :func:`irc.core.disk_cache.cache_root`).
 3. The model is fused again with the patterns refusing the matches irc won, and
    ``RunCodegen`` builds the library modules.
 
@@ -39,6 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import passes
+from ..core import disk_cache
 from ..core.diagnostics import IRCError
 from ..core.module import IRModule
 from ..core.target import Target, host_cpu_model
@@ -70,9 +71,7 @@ def candidate_patterns(target: Target) -> list[PatternEntry]:
 
 def cache_path() -> str:
     """Where dispatch decisions are cached."""
-    root = os.environ.get("IRC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                           "irc")
-    return os.path.join(root, "dispatch.json")
+    return str(disk_cache.cache_root() / "dispatch.json")
 
 
 def _load_cache(path: str) -> dict[str, Any]:

@@ -171,7 +171,8 @@ def link(mod: IRModule, target: Any = "llvm", check_bounds: bool = False) -> Exe
         raise BuildError("the module has no graph-level function to run; use irc.build for "
                          "modules of loop functions")
     if kernels:
-        lib = build_kernels(IRModule(functions=kernels), target=t, check_bounds=check_bounds)
+        lib = build_kernels(IRModule(functions=kernels), target=t, check_bounds=check_bounds,
+                            disk_cache=True)
     else:
         lib = Module(b"", {}, [], str(t))
     external = list(mod.attrs.get("external_mods", ()))

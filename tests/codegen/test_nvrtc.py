@@ -113,7 +113,7 @@ def test_unwritable_cache_directory_warns_once_and_compiles(tmp_path, monkeypatc
     blocker.write_text("a file where the cache directory should be")
     monkeypatch.setenv("IRC_CACHE_DIR", str(blocker))
     nvrtc.clear_memory_cache()
-    with caplog.at_level(logging.WARNING, logger="irc.codegen"):
+    with caplog.at_level(logging.WARNING, logger="irc.cache"):
         assert nvrtc.compile_cuda(VADD)[:4] == b"\x7fELF"
         assert nvrtc.compile_cuda(VADD.replace("vadd", "vadd2"))[:4] == b"\x7fELF"
     warnings = [r for r in caplog.records if "cannot be written" in r.getMessage()]
