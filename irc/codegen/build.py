@@ -9,12 +9,16 @@ graph functions are ignored), a schedule ``(sch, args)`` (anything with ``.mod``
 Compiled modules are cached in memory by the structural hash of the functions (before
 lowering, which is deterministic), their parameter names and the target string, so
 rebuilding the same function is free. A graph's kernels (``irc.compile`` builds them
-with ``disk_cache=True``) are also cached on disk, in ``llvm`` under irc's cache
-directory (:mod:`irc.core.disk_cache`; ``IRC_CACHE=off`` turns it off): the key adds the
-function attributes, the host CPU and its features, the LLVM and C library versions and
-the digest of irc's own sources, so a model compiled again, in this process or another,
-skips lowering and LLVM. Builds under a pass context with instruments (which must see
-every lowering pass run) neither read nor write it; the directory is kept under
+with ``disk_cache=True``) are compiled one LLVM module each and kept per kernel, in
+memory (:data:`KERNEL_MEMORY_BYTES`) and on disk, in ``llvm`` under irc's cache
+directory (:mod:`irc.core.disk_cache`; ``IRC_CACHE=off`` keeps them in memory only),
+so a kernel is compiled once for every build it is in: a model compiled again, in this
+process or another, or a tuned build beside its default one, lowers and compiles only
+the kernels it has not met. A kernel's key is its structural hash, name, parameter
+names and attributes, the target with the host CPU's LLVM features, the pass context's
+options, the LLVM and C library versions and the digest of irc's own sources (an edited
+irc never reads what an older one wrote). Builds under a pass context with instruments
+(which must see every lowering pass run) use neither; the directory is kept under
 :data:`DISK_CACHE_BYTES`, the entries read least recently deleted first.
 """
 
@@ -47,8 +51,12 @@ from .llvm_compile import CompiledObject, compile_source, compile_sources
 
 _CACHE_SIZE = 256
 DISK_CACHE_BYTES = 2 << 30
-"""The most the disk cache of compiled modules keeps (bytes)."""
+"""The most the disk cache of compiled kernels keeps (bytes)."""
+KERNEL_MEMORY_BYTES = 256 << 20
+"""The most the in-memory kernel cache keeps (object code and LLVM IR, bytes)."""
 _DISK_FORMAT = 1
+_kernels: OrderedDict[str, CompiledObject] = OrderedDict()
+_kernel_bytes = 0
 _cache: OrderedDict[tuple, Module] = OrderedDict()
 _cache_lock = threading.Lock()
 _BUILDERS: dict[str, Callable[[dict[str, S.PrimFunc], Target], Any]] = {}
@@ -117,7 +125,8 @@ def collect_prim_funcs(inputs: Any, args: Any = None, name: str | None = None
                      "an IRModule, or (schedule, args)")
 
 
-def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -> tuple:
+def _cache_key(funcs: dict[str, S.PrimFunc], hashes: dict[str, str], target: Target,
+               ctx: PassContext) -> tuple:
     names = tuple(
         (n, tuple(b.name for b in f.buffer_map.values()), tuple(p.name for p in f.params))
         for n, f in funcs.items())
@@ -128,42 +137,124 @@ def _cache_key(funcs: dict[str, S.PrimFunc], target: Target, ctx: PassContext) -
     # (The structural hash leaves function attributes out; bounds checking changes the
     # code.)
     checked = tuple(bool(f.attrs.get(CHECK_BOUNDS)) for f in funcs.values())
-    return (structural_hash_hex(list(funcs.items())), names, str(target), options, checked)
+    return (tuple(hashes.values()), names, str(target), options, checked)
 
 
-def _disk_key(key: tuple, funcs: dict[str, S.PrimFunc], t: Target) -> str | None:
-    """The disk cache's key of a build (None where the disk cache does not apply)."""
-    if not _disk.enabled() or PassContext.current().instruments:
-        return None
+def _kernel_key(name: str, func: S.PrimFunc, digest: str, t: Target, ctx: PassContext
+                ) -> str:
+    """The key of one kernel's compiled object, in memory and on disk: everything the
+    object depends on (see the module docstring; ``digest`` is the function's
+    structural hash)."""
     llvm = llvm_binding()
-    attrs = [sorted((str(k), repr(v)) for k, v in (f.attrs or {}).items())
-             for f in funcs.values()]
-    payload = repr((_DISK_FORMAT, key, attrs, _disk.source_fingerprint(), t.mcpu,
-                    t.llvm_features(), tuple(llvm.llvm_version_info), platform.libc_ver(),
-                    platform.machine()))
+    payload = repr((
+        _DISK_FORMAT, name, digest,
+        tuple(b.name for b in func.buffer_map.values()), tuple(p.name for p in func.params),
+        sorted((str(k), repr(v)) for k, v in (func.attrs or {}).items()),
+        str(t), t.mcpu, t.llvm_features(),
+        (ctx.opt_level, tuple(ctx.disabled_pass), tuple(ctx.required_pass)),
+        _disk.source_fingerprint(), tuple(llvm.llvm_version_info), platform.libc_ver(),
+        platform.machine()))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _disk_path(dkey: str):
-    return _disk.cache_root() / "llvm" / f"{dkey}.irm"
+def _remember_kernel(key: str, obj: CompiledObject) -> None:
+    global _kernel_bytes
+    with _cache_lock:
+        if key in _kernels:
+            return
+        _kernels[key] = obj
+        _kernel_bytes += len(obj.object_code) + len(obj.llvm_ir)
+        while _kernel_bytes > KERNEL_MEMORY_BYTES and len(_kernels) > 1:
+            _, old = _kernels.popitem(last=False)
+            _kernel_bytes -= len(old.object_code) + len(old.llvm_ir)
 
 
-def _read_disk(dkey: str) -> Module | None:
-    blob = _disk.read_entry(_disk_path(dkey), "CPU module")
+def _recalled_kernel(key: str) -> CompiledObject | None:
+    with _cache_lock:
+        obj = _kernels.get(key)
+        if obj is not None:
+            _kernels.move_to_end(key)
+        return obj
+
+
+def _kernel_path(key: str):
+    return _disk.cache_root() / "llvm" / f"{key}.irk"
+
+
+def _read_kernel(key: str, name: str) -> CompiledObject | None:
+    """The compiled object of kernel ``name`` stored under ``key``; None when missing or
+    damaged (it is compiled again)."""
+    path = _kernel_path(key)
+    blob = _disk.read_entry(path, "CPU kernel")
     if blob is None:
         return None
     try:
-        return Module.deserialize(blob)
-    except (BuildError, ValueError, KeyError) as err:
-        _disk.logger.info("cached CPU module %s cannot be read (%s); compiling again",
-                          _disk_path(dkey), err)
+        m = Module.deserialize(blob)
+        if list(m.signatures) != [name] or len(m.objects) != 1:
+            raise BuildError(f"it holds {', '.join(m.signatures) or 'no kernel'}")
+    except (BuildError, ValueError, KeyError, TypeError) as err:
+        _disk.logger.info("cached CPU kernel %s cannot be read (%s); compiling again", path,
+                          err)
         return None
+    return CompiledObject(object_code=m.objects[0], signatures=m.signatures,
+                          messages=m.messages, target=m.target, externals=m.externals,
+                          llvm_ir=m.llvm_ir)
 
 
-def _write_disk(dkey: str, mod: Module) -> None:
-    path = _disk_path(dkey)
-    if _disk.write_entry(path, mod.serialize(), "CPU module"):
-        _disk.trim(path.parent, DISK_CACHE_BYTES, path.suffix)
+def _write_kernel(key: str, obj: CompiledObject) -> bool:
+    m = Module(obj.object_code, obj.signatures, obj.messages, obj.target,
+               externals=obj.externals, llvm_ir=obj.llvm_ir)
+    return _disk.write_entry(_kernel_path(key), m.serialize(), "CPU kernel")
+
+
+def build_kernel_by_kernel(funcs: dict[str, S.PrimFunc], target: Any,
+                           hashes: dict[str, str] | None = None) -> Module:
+    """Compile block-form (or lowered) PrimFuncs into one runtime Module, each kernel its
+    own LLVM module and object file, taken from the kernel cache where it is there (in
+    memory, then on disk) and otherwise lowered and compiled, on several processes when
+    there are many (``irc.core.parallel.fork_pull``, the most lowering work first), then
+    kept in both. Each kernel numbers its messages from 1; the Module keeps them per
+    kernel. (Against compiling a few multi-kernel pieces, one module per kernel costs
+    LLVM a few percent more; in exchange a kernel is compiled once for every build it is
+    in: the tuned and default builds of a model share most of theirs.) ``hashes``: the
+    functions' structural hashes, where the caller has them."""
+    t = Target.canon(target)
+    ctx = PassContext.current()
+    on_disk = _disk.enabled()
+    if hashes is None:
+        hashes = {n: structural_hash_hex(f) for n, f in funcs.items()}
+    keys = {n: _kernel_key(n, f, hashes[n], t, ctx) for n, f in funcs.items()}
+    objs: dict[str, CompiledObject] = {}
+    for n, key in keys.items():
+        obj = _recalled_kernel(key)
+        if obj is None and on_disk:
+            obj = _read_kernel(key, n)
+            if obj is not None:
+                _remember_kernel(key, obj)
+        if obj is not None:
+            objs[n] = obj
+    missing = sorted((n for n in funcs if n not in objs),
+                     key=lambda n: -_lowering_cost(funcs[n]) if is_block_form(funcs[n]) else 0)
+    if missing:
+        def one(n: str) -> CompiledObject:
+            return compile_source(codegen_llvm({n: lower_for_codegen(funcs[n])}, t), t)
+
+        jobs = min(worker_count(), len(missing) // PARALLEL_LOWER_FUNCS)
+        if jobs > 1:
+            ensure_llvm()  # before forking: the children inherit the initialized LLVM
+        try:
+            built = fork_pull(one, missing, jobs)
+        except RecursionError:
+            raise BuildError("the function is too deeply nested to compile") from None
+        wrote = False
+        for n, obj in zip(missing, built):
+            objs[n] = obj
+            _remember_kernel(keys[n], obj)
+            if on_disk:
+                wrote = _write_kernel(keys[n], obj) or wrote
+        if wrote:
+            _disk.trim(_kernel_path("x").parent, DISK_CACHE_BYTES, ".irk")
+    return _module_of([objs[n] for n in funcs], list(funcs), t, per_kernel=True)
 
 
 @with_fewer_gc_pauses
@@ -173,8 +264,8 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
     and return a runtime Module. With ``check_bounds`` every buffer access is checked at
     run time (``tir.transform.InsertBoundChecks``): an index outside its buffer ends the
     kernel with an irc error naming the function, the buffer and the index. With
-    ``disk_cache`` a CPU module is also looked up in, and written to, the disk cache
-    (see the module docstring).
+    ``disk_cache`` a CPU module is built kernel by kernel through the kernel cache, in
+    memory and on disk (:func:`build_kernel_by_kernel`; see the module docstring).
 
     ``irc.build(func)``, ``irc.build(func, target="llvm")``, ``irc.build(mod, "llvm")``,
     ``irc.build(sch, args, target)``, ``irc.build((sch, args), target=...)``.
@@ -199,18 +290,17 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
                          hint="build for 'llvm' (the CPU)")
     # Lowering is deterministic: the functions as given, the target and the pass context
     # (options and instruments) key the cache.
-    key = _cache_key(funcs, t, PassContext.current())
+    hashes = {n: structural_hash_hex(f) for n, f in funcs.items()}
+    key = _cache_key(funcs, hashes, t, PassContext.current())
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    dkey = _disk_key(key, funcs, t) if disk_cache else None
-    mod = _read_disk(dkey) if dkey else None
-    if mod is None:
+    if disk_cache and not PassContext.current().instruments:
+        mod = build_kernel_by_kernel(funcs, t, hashes)
+    else:
         mod = _build_llvm_target(funcs, t)
-        if dkey:
-            _write_disk(dkey, mod)
     with _cache_lock:
         _cache[key] = mod
         while len(_cache) > _CACHE_SIZE:
@@ -325,20 +415,30 @@ def build_llvm(lowered: dict[str, S.PrimFunc], target: Any) -> Module:
     return _module_of(objs, list(lowered), t)
 
 
-def _module_of(objs: list[CompiledObject], names: list[str], t: Target) -> Module:
+def _module_of(objs: list[CompiledObject], names: list[str], t: Target,
+               per_kernel: bool = False) -> Module:
     """One runtime Module of the objects of a module's parts, its functions in the
-    order of ``names``."""
+    order of ``names``; ``per_kernel``: each object is one kernel with its own message
+    codes (kept per kernel), else the parts' codes are disjoint and merge."""
     signatures = {n: sig for obj in objs for n, sig in obj.signatures.items()}
     signatures = {n: signatures[n] for n in names if n in signatures}  # the given order
     externals = list(dict.fromkeys(e for obj in objs for e in obj.externals))
-    messages = {code: text for obj in objs for code, text in obj.messages.items()}
+    if per_kernel:
+        messages: dict[int, str] = {}
+        scoped = {n: obj.messages for obj in objs for n in obj.signatures if obj.messages}
+    else:
+        messages = {code: text for obj in objs for code, text in obj.messages.items()}
+        scoped = {}
     entry = "main" if "main" in signatures else next(iter(signatures), None)
     return Module([obj.object_code for obj in objs], signatures, messages, str(t),
                   entry_name=entry, externals=externals,
-                  llvm_ir="".join(obj.llvm_ir for obj in objs))
+                  llvm_ir="".join(obj.llvm_ir for obj in objs), kernel_messages=scoped)
 
 
 def clear_cache() -> None:
-    """Forget every cached compiled module."""
+    """Forget every compiled module and kernel kept in memory (the disk cache stays)."""
+    global _kernel_bytes
     with _cache_lock:
         _cache.clear()
+        _kernels.clear()
+        _kernel_bytes = 0

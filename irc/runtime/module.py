@@ -416,14 +416,19 @@ class Module(FunctionTable):
                  signatures: dict[str, KernelSignature],
                  messages: list[str] | dict[int, str], target: str,
                  entry_name: str | None = None, externals: list[str] | None = None,
-                 llvm_ir: str = ""):
+                 llvm_ir: str = "", kernel_messages: dict[str, Any] | None = None):
         # One object file, or several when the module was compiled in parts (in parallel,
-        # see irc.codegen.llvm_compile.compile_sources); they are linked together on load.
+        # see irc.codegen.llvm_compile.compile_sources) or kernel by kernel; they are
+        # linked together on load.
         self.objects = ([bytes(object_code)] if isinstance(object_code, (bytes, bytearray))
                         else [bytes(o) for o in object_code])
         self.signatures = dict(signatures)
-        # A kernel's nonzero return code -> its message (a list: codes 1, 2, ...).
+        # A kernel's nonzero return code -> its message (a list: codes 1, 2, ...), for
+        # every kernel; or per kernel, for kernels compiled one by one (each numbering
+        # its own from 1), which take precedence.
         self.messages = message_table(messages)
+        self.kernel_messages = {str(n): message_table(m)
+                                for n, m in (kernel_messages or {}).items()}
         self.target = target
         self.externals = list(externals or [])
         self.llvm_ir = llvm_ir
@@ -468,7 +473,8 @@ class Module(FunctionTable):
         return list(self.signatures)
 
     def _error(self, name: str, code: int) -> IRCError:
-        message = self.messages.get(code)
+        own = self.kernel_messages.get(name)
+        message = own.get(code) if own is not None else self.messages.get(code)
         values = take_error_values()
         if message is not None:
             return KernelAssertionError(f"{name}: {format_error_message(message, values)}")
@@ -509,6 +515,9 @@ class Module(FunctionTable):
                 "functions": [s.to_json() for s in self.signatures.values()],
                 "messages": _messages_json(self.messages), "externals": self.externals,
                 "llvm_ir": self.llvm_ir if with_ir else ""}
+        if self.kernel_messages:
+            meta["kernel_messages"] = {n: _messages_json(m)
+                                       for n, m in self.kernel_messages.items()}
         if len(self.objects) > 1:
             meta["objects"] = [len(o) for o in self.objects]
         return meta
@@ -594,14 +603,20 @@ def _from_metadata(meta: dict, obj: bytes) -> Module:
     if not isinstance(messages, (list, dict)):
         raise BuildError(f"the module's message table is a {type(messages).__name__}, not a "
                          "list or an object (a damaged file)")
+    scoped = meta.get("kernel_messages", {})
+    if not isinstance(scoped, dict) or not all(isinstance(m, (list, dict))
+                                               for m in scoped.values()):
+        raise BuildError("the module's per-kernel message tables are not an object of lists "
+                         "or objects (a damaged file)")
     try:
         messages = message_table(messages)
+        scoped = {n: message_table(m) for n, m in scoped.items()}
     except ValueError:
         raise BuildError("the module's message table has a code that is not a whole number "
                          "(a damaged file)") from None
     return Module(obj, sigs, messages, meta["target"],
                   entry_name=meta.get("entry") or None, externals=meta.get("externals", []),
-                  llvm_ir=meta.get("llvm_ir", ""))
+                  llvm_ir=meta.get("llvm_ir", ""), kernel_messages=scoped)
 
 
 def load_module(path: str) -> Module:

@@ -1,4 +1,4 @@
-"""The disk cache of compiled CPU modules (``irc.codegen.build``, ``irc.core.disk_cache``):
+"""The kernel cache of compiled CPU kernels (``irc.codegen.build``, ``irc.core.disk_cache``):
 a graph compiled again, in a fresh in-memory state, skips lowering and LLVM and runs the
 same; anything that could change the code misses; damaged entries are rebuilt; an
 unwritable directory, ``IRC_CACHE=off`` and instrumented builds compile without it."""
@@ -24,77 +24,131 @@ class Module:
     def main(x: R.Tensor((8, 16), "float32"), w: R.Tensor((16, 4), "float32")):
         with R.dataflow():
             y = R.matmul(x, w)
-            z = R.nn.relu(y)
+            z = R.nn.softmax(y, axis=-1)
             R.output(z)
         return z
+"""
+
+# Two kernels, each with its own bounds-check message (codes from 1 in each).
+GATHERS = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def gather(A: T.Buffer((8,), "float32"), idx: T.Buffer((4,), "int64"),
+               B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            B[i] = A[idx[i]]
+
+    @T.prim_func(private=True)
+    def pick(C: T.Buffer((4,), "float32"), at: T.Buffer((2,), "int64"),
+             D: T.Buffer((2,), "float32")):
+        for j in range(2):
+            D[j] = C[at[j]]
+
+    @R.function
+    def main(a: R.Tensor((8,), "float32"), idx: R.Tensor((4,), "int64"),
+             at: R.Tensor((2,), "int64")):
+        cls = Module
+        with R.dataflow():
+            b = R.call_tir(cls.gather, (a, idx), out_sinfo=R.Tensor((4,), "float32"))
+            d = R.call_tir(cls.pick, (b, at), out_sinfo=R.Tensor((2,), "float32"))
+            R.output(d)
+        return d
 """
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A fresh cache directory, an empty in-memory build cache, no instruments; counts
-    the builds that reach lowering and LLVM."""
+    """A fresh cache directory, empty in-memory caches, no instruments; lists the kernels
+    lowered and compiled."""
     monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("IRC_CACHE", raising=False)
     build_mod.clear_cache()
     builds = []
-    real = build_mod._build_llvm_target
+    real = build_mod.codegen_llvm
 
-    def counted(funcs, t):
-        builds.append(sorted(funcs))
-        return real(funcs, t)
+    def counted(funcs, *args, **kwargs):
+        builds.extend(funcs)
+        return real(funcs, *args, **kwargs)
 
-    monkeypatch.setattr(build_mod, "_build_llvm_target", counted)
+    monkeypatch.setattr(build_mod, "codegen_llvm", counted)
     with PassContext():
         yield builds
     build_mod.clear_cache()
 
 
 def _entries(tmp_path):
-    return sorted((tmp_path / "llvm").glob("*.irm"))
+    return sorted((tmp_path / "llvm").glob("*.irk"))
 
 
-def _run(target="llvm"):
-    ex = irc.compile(irc.parse(TEXT), target)
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _run(target="llvm", text=TEXT):
+    ex = irc.compile(irc.parse(text), target)
     vm = irc.vm.VirtualMachine(ex, irc.cpu())
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 16)).astype("float32")
     w = rng.standard_normal((16, 4)).astype("float32")
-    np.testing.assert_allclose(vm["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-5,
-                               atol=1e-5)
+    want = _softmax(x @ w) if "softmax" in text else (x @ w).sum(axis=-1)
+    np.testing.assert_allclose(vm["main"](x, w).numpy(), want, rtol=1e-5, atol=1e-5)
     return ex
 
 
 def test_a_graph_compiled_again_comes_from_disk(cache, tmp_path):
     first = _run()
-    assert len(cache) == 1 and len(_entries(tmp_path)) == 1
+    assert len(cache) == 2 and len(_entries(tmp_path)) == 2  # a matmul and a softmax
     build_mod.clear_cache()  # as in a new process
     second = _run()
-    assert len(cache) == 1  # no second build
+    assert len(cache) == 2  # nothing compiled again
     assert second.lib.signatures.keys() == first.lib.signatures.keys()
     assert second.lib.get_source("ll") == first.lib.get_source("ll")
+
+
+def test_a_kernel_is_compiled_once_for_every_build_it_is_in(cache, tmp_path):
+    _run()
+    other = TEXT.replace("z = R.nn.softmax(y, axis=-1)", "z = R.sum(y, axis=-1)")
+    _run(text=other)  # the same matmul, another kernel after it
+    assert len(cache) == 3 and cache.count("matmul") == 1
+    assert len(_entries(tmp_path)) == 3
 
 
 def test_what_changes_the_code_misses(cache, tmp_path, monkeypatch):
     _run()
     build_mod.clear_cache()
     _run("llvm -num-cores=1")  # another target
-    assert len(cache) == 2
+    assert len(cache) == 4
     build_mod.clear_cache()
     monkeypatch.setattr(disk_cache, "_fingerprint", "an edited irc")
     _run()  # other sources of irc
-    assert len(cache) == 3 and len(_entries(tmp_path)) == 3
+    assert len(cache) == 6 and len(_entries(tmp_path)) == 6
+
+
+def test_each_kernel_keeps_its_own_messages(cache):
+    for _ in range(2):  # compiled, then from the cache
+        build_mod.clear_cache()
+        vm = irc.vm.VirtualMachine(irc.compile(irc.parse(GATHERS), "llvm", check_bounds=True))
+        a = np.arange(8, dtype="float32")
+        np.testing.assert_array_equal(
+            vm["main"](a, np.array([0, 7, 2, 3]), np.array([1, 0])).numpy(), [7, 0])
+        with pytest.raises(irc.IRCError, match=r"gather: .*A\[idx\[i\]\]"):
+            vm["main"](a, np.array([0, 8, 2, 3]), np.array([1, 0]))
+        with pytest.raises(irc.IRCError, match=r"pick: .*C\[at\[j\]\]"):
+            vm["main"](a, np.array([0, 7, 2, 3]), np.array([1, 4]))
+    assert sorted(cache) == ["gather", "pick"]
 
 
 @pytest.mark.parametrize("damage", [b"garbage", b"", None])
 def test_a_damaged_entry_is_rebuilt(cache, tmp_path, damage):
     _run()
-    (entry,) = _entries(tmp_path)
+    entry = _entries(tmp_path)[0]
     data = entry.read_bytes()
     entry.write_bytes(data[:-100] if damage is None else damage)  # None: truncated
     build_mod.clear_cache()
     _run()
-    assert len(cache) == 2
+    assert len(cache) == 3
     assert entry.read_bytes() == data  # written again
 
 
@@ -122,17 +176,17 @@ def test_an_unwritable_directory_warns_once_and_compiles(cache, tmp_path, monkey
         _run("llvm -num-cores=1")
     warnings = [r for r in caplog.records if "cannot be written" in r.getMessage()]
     assert len(warnings) == 1 and "IRC_CACHE_DIR" in warnings[0].getMessage()
-    assert len(cache) == 2
+    assert len(cache) == 4
 
 
 def test_trim_deletes_the_entries_read_least_recently(tmp_path):
     for i, name in enumerate(["old", "mid", "new"]):
-        disk_cache.write_entry(tmp_path / f"{name}.irm", bytes(1000), "test")
-        os.utime(tmp_path / f"{name}.irm", (1000 + i, 1000 + i))
+        disk_cache.write_entry(tmp_path / f"{name}.irk", bytes(1000), "test")
+        os.utime(tmp_path / f"{name}.irk", (1000 + i, 1000 + i))
     (tmp_path / "other.txt").write_bytes(bytes(5000))  # not an entry: kept
-    assert disk_cache.read_entry(tmp_path / "old.irm", "test") == bytes(1000)  # refreshed
-    disk_cache.trim(tmp_path, 2100, ".irm")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.irm", "old.irm", "other.txt"]
+    assert disk_cache.read_entry(tmp_path / "old.irk", "test") == bytes(1000)  # refreshed
+    disk_cache.trim(tmp_path, 2100, ".irk")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.irk", "old.irk", "other.txt"]
 
 
 def test_cache_root_follows_the_environment(tmp_path, monkeypatch):
