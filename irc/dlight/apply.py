@@ -9,7 +9,9 @@ declines, and a rule whose schedule fails half way with an irc error (a primitiv
 such a failure is logged at WARNING on the ``irc.dlight`` logger with the rule, the
 function and the error (a broken rule would otherwise show only as a slowdown).
 The first schedule produced replaces the function, marked ``tir.is_scheduled: True``.
-Functions no rule accepts stay as they are (they still compile, unscheduled).
+Functions no rule accepts stay as they are (they still compile, unscheduled). A function
+object scheduled again under the same target and rules (a tuned build and its default
+build share the functions tuning left alone) takes the result remembered the first time.
 
 Weights: a parameter every graph-level call passes a constant may be repacked by the
 rule (the CPU ``Matmul`` rule packs a convolution's or matmul's weight into its
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -80,8 +84,17 @@ class ApplyDefaultSchedule(Pass):
         todo = {gv.name_hint: (gv, func, mark_packable(func, packable.get(gv.name_hint, [])))
                 for gv, func in mod.functions.items()
                 if isinstance(func, PrimFunc) and not is_scheduled(func)}
-        scheduled = _schedule_all({n: marked for n, (_, _, marked) in todo.items()}, target,
-                                  rules, ctx)
+        context = (str(target), tuple(_rule_key(r) for r in rules))
+        keys = {n: (id(func), tuple(packable.get(n, [])), context)
+                for n, (_, func, _) in todo.items()}
+        scheduled = {n: _recalled(keys[n], func) for n, (_, func, _) in todo.items()}
+        missing = {n: marked for n, (_, _, marked) in todo.items() if scheduled[n] is _MISS}
+        if missing:
+            fresh = _schedule_all(missing, target, rules, ctx)
+            scheduled.update(fresh)
+            if not ctx.instruments:  # (instruments must see the rules run every time)
+                for n, new in fresh.items():
+                    _remember(keys[n], todo[n][1], new)
         for name, (gv, func, marked) in todo.items():
             new = scheduled[name]
             if new is None:
@@ -99,6 +112,38 @@ class ApplyDefaultSchedule(Pass):
 # A network's functions are scheduled on several cores (forked processes,
 # irc.core.parallel) only where each process gets this many functions on average.
 PARALLEL_SCHEDULE_FUNCS = 8
+
+# The functions scheduled lately, by the identity of the function object (kept alive by
+# the entry, so its id is not reused), its packable parameters, the target and the
+# rules: a module whose functions are scheduled again (the tuned and the default build
+# of one model, each scheduling the functions tuning left alone) finds them here. A
+# rule's result depends on nothing else; a hit skips logging the rule failures met the
+# first time.
+_MEMO_SIZE = 1024
+_memo: OrderedDict[tuple, tuple[PrimFunc, PrimFunc | None]] = OrderedDict()
+_memo_lock = threading.Lock()
+_MISS = object()
+
+
+def _rule_key(rule: ScheduleRule) -> tuple:
+    return (type(rule).__module__, type(rule).__qualname__,
+            repr(sorted(getattr(rule, "__dict__", {}).items())))
+
+
+def _recalled(key: tuple, func: PrimFunc):
+    with _memo_lock:
+        hit = _memo.get(key)
+        if hit is None or hit[0] is not func:
+            return _MISS
+        _memo.move_to_end(key)
+        return hit[1]
+
+
+def _remember(key: tuple, func: PrimFunc, scheduled: PrimFunc | None) -> None:
+    with _memo_lock:
+        _memo[key] = (func, scheduled)
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
 
 
 def _schedule_all(funcs: dict[str, PrimFunc], target: Target,

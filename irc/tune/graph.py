@@ -203,10 +203,14 @@ def prim_func_tasks(mod: IRModule, target: Any = "llvm") -> list[TuneTask]:
 class _Applier:
     """Rewrites call sites of one module against a database."""
 
-    def __init__(self, mod: IRModule, database: Any, option: int):
+    def __init__(self, mod: IRModule, database: Any, option: int,
+                 replays: dict[tuple, Any] | None = None):
         self.mod = mod
         self.database = database
         self.option = option
+        # Replayed records by (workload, the trace on top, option), shared by the
+        # appliers of one compile_tuned (it applies a database twice).
+        self.replays = replays
         self.scheduled: dict[str, tuple[GlobalVar, PrimFunc] | None] = {}
         self.new_funcs: dict[GlobalVar, PrimFunc] = {}
         self.taken = {gv.name_hint for gv in mod.functions}
@@ -215,21 +219,24 @@ class _Applier:
         # A callee whose call sites are all the same workload is replaced in place
         # (keeping its name); otherwise each scheduled variant gets a new function.
         self.site_keys: dict[str, set[str]] = {}
+        self.call_keys: dict[int, tuple[Call, PrimFunc, str]] = {}
         for call, callee in _call_tir_sites(mod):
-            self.site_keys.setdefault(call.args[0].name_hint, set()).add(
-                workload_key(site_function(call, callee)))
+            func = site_function(call, callee)
+            key = workload_key(func)
+            self.call_keys[id(call)] = (call, func, key)
+            self.site_keys.setdefault(call.args[0].name_hint, set()).add(key)
 
     def _name(self, base: str) -> str:
         name = unique_name(base, self.taken, "_")
         self.taken.add(name)
         return name
 
-    def scheduled_for(self, func: PrimFunc, callee: GlobalVar
+    def scheduled_for(self, func: PrimFunc, callee: GlobalVar, key: str | None = None
                       ) -> tuple[GlobalVar, PrimFunc] | None:
-        key = workload_key(func)
+        key = workload_key(func) if key is None else key
         if key in self.scheduled:
             return self.scheduled[key]
-        best = replay_best(func, self.database, self.option, callee.name_hint, key)
+        best = self._replay(func, callee, key)
         result = None
         if best is not None and not best[0].is_default:
             new = best[1].mod["main"]
@@ -245,6 +252,17 @@ class _Applier:
             self.applied += 1
         self.scheduled[key] = result
         return result
+
+    def _replay(self, func: PrimFunc, callee: GlobalVar, key: str) -> Any:
+        if self.replays is None:
+            return replay_best(func, self.database, self.option, callee.name_hint, key)
+        top = self.database.get_top_k(key, 1)
+        memo = (key, top[0].trace_key if top else None, self.option)
+        if memo in self.replays:
+            return self.replays[memo]
+        best = replay_best(func, self.database, self.option, callee.name_hint, key)
+        self.replays[memo] = best
+        return best
 
     def preproc_for(self, func: PrimFunc, param: int, key: str) -> GlobalVar:
         gv = self.preprocs.get((key, param))
@@ -284,8 +302,13 @@ class _Applier:
         callee = self.mod.functions.get(call.args[0])
         if not isinstance(callee, PrimFunc) or callee.attrs.get("tir.is_scheduled"):
             return None
-        func = site_function(call, callee)
-        found = self.scheduled_for(func, call.args[0])
+        known = self.call_keys.get(id(call))
+        if known is not None and known[0] is call:
+            func, key = known[1], known[2]
+        else:
+            func = site_function(call, callee)
+            key = workload_key(func)
+        found = self.scheduled_for(func, call.args[0], key)
         if found is None:
             return None
         gv, new = found
@@ -353,13 +376,20 @@ def apply_database(mod: IRModule, database: Any, target: Any = None,
     module docstring). For a module of loop functions only (no graph function), each
     PrimFunc is replaced directly (layout rewrites then use ``option``, by default
     ``INSERT_TRANSFORM_STAGE`` so callers keep their layouts)."""
+    return _apply_database(mod, database, target, option)
+
+
+def _apply_database(mod: IRModule, database: Any, target: Any = None,
+                    option: int | None = None,
+                    replays: dict[tuple, Any] | None = None) -> IRModule:
+    """:func:`apply_database`; ``replays`` shares replayed records between calls."""
     db = database if isinstance(database, (Database, RecordsWithout)) \
         else open_database(database, target)
     try:
         if any(isinstance(f, Function) for f in mod.functions.values()):
             opt = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED if option is None \
                 else option
-            return _Applier(mod, db, opt).run()
+            return _Applier(mod, db, opt, replays).run()
         opt = LayoutRewriteOption.INSERT_TRANSFORM_STAGE if option is None else option
         updates = {}
         candidates = 0
@@ -399,7 +429,8 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
     db = database if isinstance(database, Database) else open_database(database, t)
     try:
         prepared = prepare_graph(mod, params, t)
-        tuned = apply_database(prepared, db, t)
+        replays: dict[tuple, Any] = {}
+        tuned = _apply_database(prepared, db, t, replays=replays)
         try:
             ex = link(default_schedules(tuned, t), t)
         except IRCError as err:  # a record that replays but does not build
@@ -426,7 +457,7 @@ def compile_tuned(mod: Any, database: Any, target: Any = "llvm", params: Any = N
             hidden = {workload_key(site_function(call, callee))
                       for call, callee in _call_tir_sites(prepared)
                       if call.args[0].name_hint in not_faster}
-            kept = apply_database(prepared, RecordsWithout(db, hidden), t)
+            kept = _apply_database(prepared, RecordsWithout(db, hidden), t, replays=replays)
             ex = link(default_schedules(kept, t), t)
         if not_faster_as_a_whole(default_ex, ex, entry, args):
             return default_ex  # tuning never makes the network slower
