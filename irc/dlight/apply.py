@@ -87,12 +87,15 @@ class ApplyDefaultSchedule(Pass):
         context = (str(target), tuple(_rule_key(r) for r in rules))
         keys = {n: (id(func), tuple(packable.get(n, [])), context)
                 for n, (_, func, _) in todo.items()}
-        scheduled = {n: _recalled(keys[n], func) for n, (_, func, _) in todo.items()}
+        # (Under instruments, which must see the work of every pass, rules always run.)
+        memo = not ctx.instruments
+        scheduled = {n: _recalled(keys[n], func) if memo else _MISS
+                     for n, (_, func, _) in todo.items()}
         missing = {n: marked for n, (_, _, marked) in todo.items() if scheduled[n] is _MISS}
         if missing:
             fresh = _schedule_all(missing, target, rules, ctx)
             scheduled.update(fresh)
-            if not ctx.instruments:  # (instruments must see the rules run every time)
+            if memo:
                 for n, new in fresh.items():
                     _remember(keys[n], todo[n][1], new)
         for name, (gv, func, marked) in todo.items():

@@ -1,6 +1,7 @@
 """ApplyDefaultSchedule: rule order, fallback on refusal, the target, the
 ``tir.is_scheduled`` mark, and the default pipeline's CPU step."""
 
+import dataclasses
 import logging
 
 import pytest
@@ -146,3 +147,37 @@ def test_dlight_is_importable_as_in_the_design():
         "Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback"]
     assert [r.name for r in dl.cpu.default_rules()] == [
         "WinogradTransform", "Matmul", "Reduction", "Elementwise", "Fallback"]
+
+
+_APPLIED = []
+
+
+class _Counted(dl.ScheduleRule):
+    """A stateless rule (as the default ones are) that counts its calls elsewhere."""
+
+    target_keys = ("cpu",)
+
+    def apply(self, func, target, tunable=False):
+        _APPLIED.append(func)
+        return Schedule(func)
+
+
+def test_a_function_scheduled_again_is_taken_from_the_memo():
+    mod = _module()
+    _APPLIED.clear()
+    with passes.PassContext(), Target("llvm"):
+        first = dl.ApplyDefaultSchedule(_Counted())(mod)
+        again = dl.ApplyDefaultSchedule(_Counted())(mod)  # the same function object
+        assert len(_APPLIED) == 1 and again["add"] is first["add"]
+        copy = irc.IRModule(functions={"add": dataclasses.replace(mod["add"])})
+        dl.ApplyDefaultSchedule(_Counted())(copy)  # an equal function, another object
+        assert len(_APPLIED) == 2
+        with Target("llvm -num-cores=1"):
+            dl.ApplyDefaultSchedule(_Counted())(mod)  # another target
+        assert len(_APPLIED) == 3
+        other = _Recorder("schedule")
+        dl.ApplyDefaultSchedule(other)(mod)  # another rule
+        assert other.calls == 1
+    with Target("llvm"):  # under the tests' instruments the rules always run
+        dl.ApplyDefaultSchedule(_Counted())(mod)
+    assert len(_APPLIED) == 4
