@@ -26,15 +26,14 @@ Run on a quiet machine: ``python benchmarks/zoo.py [--models vit_tiny,bert@77/dy
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import os
-import tempfile
 import time
 
 import onnxruntime as ort
 from cpu_models import (
     THREADS,
+    compile_cold_and_again,
     cross_core,
     interleaved_medians,
     ort_session,
@@ -46,29 +45,6 @@ import irc
 from irc.core.target import Target, host_cpu_model
 from irc.frontend.onnx import from_onnx
 from irc.testing.models import thirdparty
-
-
-def compile_cold_and_again(mod: irc.IRModule) -> tuple[irc.vm.Executable, float, float]:
-    """``irc.compile(mod, "llvm")`` with an empty disk cache (a temporary directory), then
-    again from a fresh in-memory state: the executable and the two times (seconds)."""
-    builds = importlib.import_module("irc.codegen.build")
-    saved = os.environ.get("IRC_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="irc-zoo-cache-") as tmp:
-        os.environ["IRC_CACHE_DIR"] = tmp
-        try:
-            builds.clear_cache()
-            t0 = time.perf_counter()
-            irc.compile(mod, "llvm")
-            t1 = time.perf_counter()
-            builds.clear_cache()
-            ex = irc.compile(mod, "llvm")
-            t2 = time.perf_counter()
-        finally:
-            if saved is None:
-                del os.environ["IRC_CACHE_DIR"]
-            else:
-                os.environ["IRC_CACHE_DIR"] = saved
-    return ex, t1 - t0, t2 - t1
 
 
 def bench(v: thirdparty.Variant, args: argparse.Namespace) -> tuple[list[str], float | None]:

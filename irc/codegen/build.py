@@ -9,7 +9,8 @@ graph functions are ignored), a schedule ``(sch, args)`` (anything with ``.mod``
 Compiled modules are cached in memory by the structural hash of the functions (before
 lowering, which is deterministic), their parameter names and the target string, so
 rebuilding the same function is free. A graph's kernels (``irc.compile`` builds them
-with ``disk_cache=True``) are compiled one LLVM module each and kept per kernel, in
+with ``disk_cache=True``), when there are :data:`KERNEL_CACHE_MIN_FUNCS` or more, are
+compiled one LLVM module each and kept per kernel, in
 memory (:data:`KERNEL_MEMORY_BYTES`) and on disk, in ``llvm`` under irc's cache
 directory (:mod:`irc.core.disk_cache`; ``IRC_CACHE=off`` keeps them in memory only),
 so a kernel is compiled once for every build it is in: a model compiled again, in this
@@ -54,6 +55,9 @@ DISK_CACHE_BYTES = 2 << 30
 """The most the disk cache of compiled kernels keeps (bytes)."""
 KERNEL_MEMORY_BYTES = 256 << 20
 """The most the in-memory kernel cache keeps (object code and LLVM IR, bytes)."""
+KERNEL_CACHE_MIN_FUNCS = 16
+"""Graphs with fewer kernels are compiled as one module, without the kernel cache: they
+compile in well under a second, and one LLVM module per kernel would cost them 5-10%."""
 _DISK_FORMAT = 1
 _kernels: OrderedDict[str, CompiledObject] = OrderedDict()
 _kernel_bytes = 0
@@ -264,8 +268,9 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
     and return a runtime Module. With ``check_bounds`` every buffer access is checked at
     run time (``tir.transform.InsertBoundChecks``): an index outside its buffer ends the
     kernel with an irc error naming the function, the buffer and the index. With
-    ``disk_cache`` a CPU module is built kernel by kernel through the kernel cache, in
-    memory and on disk (:func:`build_kernel_by_kernel`; see the module docstring).
+    ``disk_cache`` a CPU module of :data:`KERNEL_CACHE_MIN_FUNCS` kernels or more is
+    built kernel by kernel through the kernel cache, in memory and on disk
+    (:func:`build_kernel_by_kernel`; see the module docstring).
 
     ``irc.build(func)``, ``irc.build(func, target="llvm")``, ``irc.build(mod, "llvm")``,
     ``irc.build(sch, args, target)``, ``irc.build((sch, args), target=...)``.
@@ -297,7 +302,8 @@ def build(inputs: Any, args: Any = None, target: Any = None, name: str | None = 
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    if disk_cache and not PassContext.current().instruments:
+    if disk_cache and len(funcs) >= KERNEL_CACHE_MIN_FUNCS \
+            and not PassContext.current().instruments:
         mod = build_kernel_by_kernel(funcs, t, hashes)
     else:
         mod = _build_llvm_target(funcs, t)

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.diagnostics import BuildError
 from ..core.functor import Mutator, Visitor
 from ..core.module import IRModule
-from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple
+from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, Var
 from ..ir.struct_info import TupleStructInfo
 from ..tir.schedule import layout_rewrites, pack_weight
 from ..tir.stmt import PrimFunc
@@ -64,6 +64,9 @@ def layout_free_params(mod: IRModule) -> dict[str, list[int]]:
 
         def visit_GlobalVar(self, gv: GlobalVar) -> None:
             refs[gv.name_hint] = refs.get(gv.name_hint, 0) + 1
+
+        def visit_Var(self, v: Var) -> None:
+            return None  # (a use: its struct info holds no call, and may be large)
 
     for f in mod.functions.values():
         if isinstance(f, Function):

@@ -113,6 +113,11 @@ class _Definitions(Visitor):
         self.value_of[id(b.var)] = b.value
         self.generic_visit(b)
 
+    def visit_Var(self, v: Var) -> None:
+        # A use holds no call; its struct info (a split's tuple of a thousand tensors,
+        # met at each of a thousand uses) is not walked.
+        return None
+
     def visit_MatchCast(self, b: MatchCast) -> None:
         self.value_of[id(b.var)] = b.value
         self.generic_visit(b)

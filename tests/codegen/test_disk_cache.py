@@ -72,6 +72,7 @@ def cache(tmp_path, monkeypatch):
         return real(funcs, *args, **kwargs)
 
     monkeypatch.setattr(build_mod, "codegen_llvm", counted)
+    monkeypatch.setattr(build_mod, "KERNEL_CACHE_MIN_FUNCS", 1)  # these graphs are small
     with PassContext():
         yield builds
     build_mod.clear_cache()
@@ -150,6 +151,13 @@ def test_a_damaged_entry_is_rebuilt(cache, tmp_path, damage):
     _run()
     assert len(cache) == 3
     assert entry.read_bytes() == data  # written again
+
+
+def test_small_graphs_compile_as_one_module_without_the_cache(cache, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.setattr(build_mod, "KERNEL_CACHE_MIN_FUNCS", 3)
+    ex = _run()
+    assert not _entries(tmp_path) and len(ex.lib.objects) == 1
 
 
 def test_off_and_instrumented_builds_leave_the_disk_alone(cache, tmp_path, monkeypatch):

@@ -300,6 +300,7 @@ def _lstm(seq: int):
 # Found by irc fuzz, seed 1001986: a bidirectional LSTM over 884 steps did not compile
 # in 5 minutes: each fused step took the whole tuple of the split input (seq arguments,
 # seq^2 in all) and Y's per-step expand_dims cost the scheduler seq^2 inlinings.
+@pytest.mark.slow  # about 90 s on 2 cores: two LSTMs compiled, one run against ORT
 def test_unrolled_recurrence_grows_linearly():
     import irc
     from irc.frontend.onnx import from_onnx
@@ -315,7 +316,11 @@ def test_unrolled_recurrence_grows_linearly():
 # concatenated 1,768 tensors in one kernel, past the ~1,000 arguments a native call
 # takes. Concat and Split of many parts now cut them in groups, and a fused group of more
 # than 512 tensors is not fused.
-@pytest.mark.parametrize("joiner", ["Concat", "Sum"])
+@pytest.mark.parametrize("joiner", [
+    "Concat",
+    # About 90 s: scheduling a sum of 220 inputs inlines them one by one, and each
+    # inlining redoes the consumer's access regions (quadratic in the inputs).
+    pytest.param("Sum", marks=pytest.mark.slow)])
 def test_a_thousand_parts(joiner):
     n = 1100
     parts = [f"s{i}" for i in range(n)]
