@@ -181,8 +181,12 @@ def _recalled_kernel(key: str) -> CompiledObject | None:
         return obj
 
 
+def _kernel_dir():
+    return _disk.cache_root() / "llvm"
+
+
 def _kernel_path(key: str):
-    return _disk.cache_root() / "llvm" / f"{key}.irk"
+    return _kernel_dir() / f"{key}.irk"
 
 
 def _read_kernel(key: str, name: str) -> CompiledObject | None:
@@ -212,7 +216,7 @@ def _write_kernel(key: str, obj: CompiledObject) -> bool:
 
 
 def build_kernel_by_kernel(funcs: dict[str, S.PrimFunc], target: Any,
-                           hashes: dict[str, str] | None = None) -> Module:
+                           hashes: dict[str, str]) -> Module:
     """Compile block-form (or lowered) PrimFuncs into one runtime Module, each kernel its
     own LLVM module and object file, taken from the kernel cache where it is there (in
     memory, then on disk) and otherwise lowered and compiled, on several processes when
@@ -221,12 +225,10 @@ def build_kernel_by_kernel(funcs: dict[str, S.PrimFunc], target: Any,
     kernel. (Against compiling a few multi-kernel pieces, one module per kernel costs
     LLVM a few percent more; in exchange a kernel is compiled once for every build it is
     in: the tuned and default builds of a model share most of theirs.) ``hashes``: the
-    functions' structural hashes, where the caller has them."""
+    functions' structural hashes (by name)."""
     t = Target.canon(target)
     ctx = PassContext.current()
     on_disk = _disk.enabled()
-    if hashes is None:
-        hashes = {n: structural_hash_hex(f) for n, f in funcs.items()}
     keys = {n: _kernel_key(n, f, hashes[n], t, ctx) for n, f in funcs.items()}
     objs: dict[str, CompiledObject] = {}
     for n, key in keys.items():
@@ -257,7 +259,7 @@ def build_kernel_by_kernel(funcs: dict[str, S.PrimFunc], target: Any,
             if on_disk:
                 wrote = _write_kernel(keys[n], obj) or wrote
         if wrote:
-            _disk.trim(_kernel_path("x").parent, DISK_CACHE_BYTES, ".irk")
+            _disk.trim(_kernel_dir(), DISK_CACHE_BYTES, ".irk")
     return _module_of([objs[n] for n in funcs], list(funcs), t, per_kernel=True)
 
 

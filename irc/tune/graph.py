@@ -210,7 +210,7 @@ class _Applier:
         self.option = option
         # Replayed records by (workload, the trace on top, option), shared by the
         # appliers of one compile_tuned (it applies a database twice).
-        self.replays = replays
+        self.replays = {} if replays is None else replays
         self.scheduled: dict[str, tuple[GlobalVar, PrimFunc] | None] = {}
         self.new_funcs: dict[GlobalVar, PrimFunc] = {}
         self.taken = {gv.name_hint for gv in mod.functions}
@@ -231,9 +231,8 @@ class _Applier:
         self.taken.add(name)
         return name
 
-    def scheduled_for(self, func: PrimFunc, callee: GlobalVar, key: str | None = None
+    def scheduled_for(self, func: PrimFunc, callee: GlobalVar, key: str
                       ) -> tuple[GlobalVar, PrimFunc] | None:
-        key = workload_key(func) if key is None else key
         if key in self.scheduled:
             return self.scheduled[key]
         best = self._replay(func, callee, key)
@@ -254,8 +253,6 @@ class _Applier:
         return result
 
     def _replay(self, func: PrimFunc, callee: GlobalVar, key: str) -> Any:
-        if self.replays is None:
-            return replay_best(func, self.database, self.option, callee.name_hint, key)
         top = self.database.get_top_k(key, 1)
         memo = (key, top[0].trace_key if top else None, self.option)
         if memo in self.replays:
@@ -302,12 +299,7 @@ class _Applier:
         callee = self.mod.functions.get(call.args[0])
         if not isinstance(callee, PrimFunc) or callee.attrs.get("tir.is_scheduled"):
             return None
-        known = self.call_keys.get(id(call))
-        if known is not None and known[0] is call:
-            func, key = known[1], known[2]
-        else:
-            func = site_function(call, callee)
-            key = workload_key(func)
+        _, func, key = self.call_keys[id(call)]  # (every call site, found in __init__)
         found = self.scheduled_for(func, call.args[0], key)
         if found is None:
             return None
