@@ -21,6 +21,7 @@ from ..core.target import Target
 from ..runtime.cuda_program import CUDAProgramModule
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.analysis.written_params import written_params
 from ..tir.transform import lower_primfunc_for_gpu
 from .build import register_target_builder
 from .cuda import HostPlan, codegen_cuda
@@ -39,6 +40,12 @@ def build_cuda(funcs: dict[str, S.PrimFunc], target: Target) -> CUDAProgramModul
     kernels = {name: {"params": list(k.param_dtypes), "shared_bytes": k.dyn_shared_bytes}
                for name, k in program.kernels.items()}
     plans = {name: encode_plan(name, plan) for name, plan in program.plans.items()}
+    for name, plan in plans.items():  # which tensors each function may store into
+        if name in funcs and len(funcs[name].params) == len(plan["params"]):
+            written = written_params(funcs[name])
+            for pos, p in enumerate(plan["params"]):
+                if p["kind"] == "buffer":
+                    p["written"] = pos in written
     return CUDAProgramModule(program.source, cubin, kernels, plans, str(target))
 
 

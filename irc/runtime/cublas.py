@@ -3,8 +3,9 @@
 The library comes from NVIDIA's ``nvidia-cublas`` wheel (or a CUDA toolkit), found by
 ``cuda-pathfinder`` (a dependency of ``cuda-bindings``, the ``cuda`` extra); it is loaded
 on first use. One cuBLAS handle per GPU is created in the GPU's primary context (the one
-irc's runtime uses) and kept, with a 32 MiB workspace; products run on the legacy
-default stream, where irc launches its kernels, so they are ordered with them.
+irc's runtime uses) and kept, with a 32 MiB workspace. Products run on the thread's current
+stream: the legacy default stream, where irc launches its kernels, so they are ordered with
+them; a graph's capturing stream while a VM captures one.
 
 :class:`CublasGemmPlan` is a row-major product ``C = op(A) · op(B)`` (``A`` as
 ``[batch, m, k]``, ``B`` as ``[batch or 1, k, n]`` or, with ``trans_b``, ``[.., n, k]``)
@@ -34,6 +35,7 @@ _lock = threading.Lock()
 _lib: Any = None
 _handles: dict[int, ctypes.c_void_p] = {}
 _workspaces: dict[int, Any] = {}
+_streams: dict[int, int] = {}  # the stream each handle was last pointed at (0: default)
 # cuBLAS's recommendation for Hopper (smaller GPUs need less): its fastest kernels for
 # large products need this much scratch memory.
 _WORKSPACE_BYTES = 32 << 20
@@ -65,6 +67,8 @@ def _load() -> Any:
         lib.cublasSetWorkspace_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                               ctypes.c_size_t]
         lib.cublasSetWorkspace_v2.restype = ctypes.c_int
+        lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.cublasSetStream_v2.restype = ctypes.c_int
         i, p, ll = ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong
         lib.cublasGemmEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i]
         lib.cublasGemmEx.restype = ctypes.c_int
@@ -97,6 +101,20 @@ def handle(device_index: int) -> ctypes.c_void_p:
     return h
 
 
+def _use_current_stream(lib: Any, h: ctypes.c_void_p, device_index: int) -> None:
+    """Point handle ``h`` at the thread's current stream (a graph's capturing stream, else
+    the legacy default). cublasSetStream resets the workspace to cuBLAS's own pool, which
+    allocates during a capture, so irc's workspace is set again after it."""
+    stream = cuda_backend.current_stream()
+    ptr = stream.ptr if stream is not None else 0
+    if _streams.get(device_index) == ptr:
+        return
+    _check(lib.cublasSetStream_v2(h, ptr or None), "cublasSetStream")
+    _check(lib.cublasSetWorkspace_v2(h, _workspaces[device_index].ptr, _WORKSPACE_BYTES),
+           "cublasSetWorkspace")
+    _streams[device_index] = ptr
+
+
 @dataclass(frozen=True)
 class CublasGemmPlan:
     """A row-major ``[batch] (m x k) · (k x n)`` product on GPU pointers (see the module
@@ -125,6 +143,7 @@ class CublasGemmPlan:
         lib = _load()
         h = handle(device_index)
         cuda_backend.context(device_index)
+        _use_current_stream(lib, h, device_index)
         integer = self.in_dtype == "int8"
         scalar = ctypes.c_int32 if integer else ctypes.c_float
         one, zero = scalar(1), scalar(0)

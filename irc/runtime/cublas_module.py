@@ -35,6 +35,8 @@ class CublasModule(LibraryModule):
     kind = "cublas"
     magic = MAGIC
     library = "cuBLAS"
+    # Products and epilogues queue on the current stream; scratch and constants are kept.
+    graph_capturable = True
 
     def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
                  epilogues: CUDAProgramModule | None):

@@ -25,6 +25,9 @@ from typing import Any
 from ..core.diagnostics import IRCError, MissingDependencyError
 
 _lock = threading.Lock()
+# Per thread: the stream launches go to when they name none, and the objects a graph
+# being captured must keep alive (see capture).
+_local = threading.local()
 _driver = None
 _contexts: dict[int, object] = {}
 _attributes: dict[int, DeviceAttributes] = {}
@@ -355,15 +358,26 @@ def copy_device_to_device(dst: Any, src: Any, nbytes: int) -> None:
     check(d, err, "cuMemcpyDtoD", device=dst.index)
 
 
+def copy_device_to_device_async(dst: Any, src: Any, nbytes: int) -> None:
+    """Queue a copy of ``nbytes`` between two allocations of one device on this thread's
+    current stream (ordered with the kernels queued there; the host does not wait)."""
+    d = driver()
+    context(dst.index)
+    (err,) = d.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, stream_handle(None))
+    check(d, err, "cuMemcpyDtoDAsync", device=dst.index)
+
+
 # -- streams and events ---------------------------------------------------------------------
 
 def stream_handle(stream: Any):
     """The driver handle of ``stream``: a :class:`Stream`, a raw handle (an int, such as
-    ``torch.cuda.current_stream().cuda_stream``), or None for the legacy default
-    stream."""
+    ``torch.cuda.current_stream().cuda_stream``), or None for this thread's current
+    stream (:func:`current_stream`: the legacy default stream unless a graph is being
+    captured)."""
     d = driver()
     if stream is None:
-        return d.CUstream(0)
+        current = getattr(_local, "stream", None)
+        return current.handle if current is not None else d.CUstream(0)
     if isinstance(stream, Stream):
         return stream.handle
     if isinstance(stream, int) and not isinstance(stream, bool):
@@ -463,3 +477,89 @@ class Event:
     def __del__(self):
         if getattr(self, "_d", None) is not None:
             destroy(self._d, self.device, self._d.cuEventDestroy, self.handle)
+
+
+# -- graphs ---------------------------------------------------------------------------------
+
+def current_stream() -> Stream | None:
+    """The stream this thread's launches, copies and library calls go to when they name
+    none: the capturing stream while :func:`capture` runs, else None (the legacy default
+    stream)."""
+    return getattr(_local, "stream", None)
+
+
+def keep_alive(obj: Any) -> None:
+    """Keep ``obj`` (device memory that captured work uses, such as a kernel's scratch
+    buffer) alive as long as the graph this thread is capturing; nothing happens when
+    no capture is under way."""
+    keep = getattr(_local, "keep", None)
+    if keep is not None:
+        keep.append(obj)
+
+
+class Graph:
+    """An instantiated CUDA graph on GPU ``device``: :meth:`launch` queues all its work
+    with one driver call. Made by :func:`capture`; it holds the memory its work uses."""
+
+    def __init__(self, device: int, graph: Any, executable: Any, nodes: int, keep: list):
+        self.device = device
+        self.nodes = nodes
+        self._graph = graph
+        self._exec = executable
+        self._keep = keep
+        self._d = driver()
+
+    def launch(self) -> None:
+        """Queue the graph's work on this thread's current stream."""
+        d = self._d
+        context(self.device)
+        (err,) = d.cuGraphLaunch(self._exec, stream_handle(None))
+        check(d, err, "cuGraphLaunch", device=self.device)
+
+    def __del__(self):
+        d = getattr(self, "_d", None)
+        if d is not None:
+            destroy(d, self.device, d.cuGraphExecDestroy, self._exec)
+            destroy(d, self.device, d.cuGraphDestroy, self._graph)
+
+    def __repr__(self) -> str:
+        return f"<irc CUDA graph of {self.nodes} nodes on cuda({self.device})>"
+
+
+def capture(index: int, run: Any) -> tuple[Graph, Any]:
+    """Record the work ``run()`` queues on GPU ``index`` (kernel launches, library calls,
+    asynchronous copies on the current stream) into a :class:`Graph` instead of running
+    it, and return the graph with ``run``'s result.
+
+    The capture uses a stream of its own in relaxed mode, so ``run`` may allocate memory
+    (what it registers with :func:`keep_alive` lives as long as the graph); anything
+    that waits for the GPU or queues work elsewhere invalidates the capture, which raises
+    a :class:`CUDAError`."""
+    d = driver()
+    context(index)
+    stream = Stream(index)
+    keep: list = [stream]
+    (err,) = d.cuStreamBeginCapture(stream.handle,
+                                    d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+    check(d, err, "cuStreamBeginCapture", device=index)
+    _local.stream, _local.keep = stream, keep
+    try:
+        result = run()
+    except BaseException:
+        _local.stream = _local.keep = None
+        err, graph = d.cuStreamEndCapture(stream.handle)
+        if int(err) == 0 and graph:
+            d.cuGraphDestroy(graph)
+        raise
+    _local.stream = _local.keep = None
+    err, graph = d.cuStreamEndCapture(stream.handle)
+    check(d, err, "cuStreamEndCapture (the captured work waited for the GPU or used "
+          "another stream)", device=index)
+    err, _, nodes = d.cuGraphGetNodes(graph, 0)
+    if int(err) != 0:
+        nodes = 0
+    err, executable = d.cuGraphInstantiate(graph, 0)
+    if int(err) != 0:
+        d.cuGraphDestroy(graph)
+        check(d, err, "cuGraphInstantiate", device=index)
+    return Graph(index, graph, executable, int(nodes), keep), result

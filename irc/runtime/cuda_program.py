@@ -5,12 +5,16 @@ functions has a **host plan** (what the host does for one call), stored as JSON 
 that a module can be saved inside a VM executable and loaded without compiling again:
 
 - ``params``: the function's parameters in order, each ``{"kind": "buffer", "name",
-  "dtype", "shape": [expr...], "slot"}`` (a tensor on a CUDA device; its data pointer goes
-  to ``slot``, and a dimension that is a bare variable binds it) or ``{"kind": "scalar",
+  "dtype", "shape": [expr...], "slot", "written"}`` (a tensor on a CUDA device; its data
+  pointer goes to ``slot``, a dimension that is a bare variable binds it, and
+  ``written`` says whether a kernel may store into it) or ``{"kind": "scalar",
   "name", "dtype", "slot"}``;
 - ``steps``, run in order: ``["let", slot, expr]``, ``["assert", expr, message]``,
   ``["alloc", slot, dtype, expr]`` (global scratch memory of ``expr`` elements),
   ``["free", slot]`` and ``["launch", kernel, [grid x3], [block x3], [slot...]]``.
+  Kernels launch on the thread's current stream (:func:`irc.runtime.cuda_backend.
+  current_stream`), so a VM can capture a function's launches into a CUDA graph; scratch
+  memory allocated during a capture stays alive with the graph.
 
 An expression is a literal (int, float, bool), ``["var", slot]``, or ``[op, args...]``
 with ``op`` one of add, sub, mul, floordiv, floormod, truncdiv, truncmod, div (float),
@@ -30,6 +34,7 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import BuildError, IRCError
+from .cuda_backend import keep_alive
 from .cuda_module import CUDAModule, KernelSpec
 from .device import Device
 from .module import FunctionTable, pack_blob, unpack_blob
@@ -116,6 +121,14 @@ class CUDAFunction:
         """The number of parameters."""
         return len(self.params)
 
+    @property
+    def argument_writes(self) -> list[bool] | None:
+        """Per parameter, whether the function may write it (None when the plan does not
+        say: a module saved before plans recorded it)."""
+        if any(p["kind"] == "buffer" and "written" not in p for p in self.params):
+            return None
+        return [p["kind"] == "buffer" and bool(p["written"]) for p in self.params]
+
     def _prepare(self, step: list) -> Callable[[_Env, Device, list], None]:
         kind = step[0]
         if kind == "let":
@@ -138,6 +151,7 @@ class CUDAFunction:
             def run(env, device, scratch):
                 t = empty((int(extent(env)),), dtype, device)
                 scratch.append(t)
+                keep_alive(t)  # a graph captured from this call keeps using it
                 env[slot] = t
             return run
         if kind == "free":

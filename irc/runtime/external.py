@@ -36,6 +36,10 @@ class ExternalModule:
     kind = "external"
     # How printed IR refers to the module: ``metadata["runtime.Module"][0]``.
     metadata_kind = "runtime.Module"
+    # True when every function only queues work on the thread's current CUDA stream (no
+    # waiting for the GPU, no host-side effects, memory it keeps for later calls), so a VM
+    # may capture its calls into a CUDA graph (irc.vm.cuda_graph).
+    graph_capturable = False
 
     @property
     def function_names(self) -> list[str]:

@@ -21,7 +21,10 @@ tensor value is an :class:`irc.runtime.Tensor` on that GPU: constants are copied
 when the VM is made, arguments that are numpy arrays or tensors elsewhere are copied in,
 planned storage blocks are device allocations, kernels are launched asynchronously on
 the default stream and results come back as CUDA tensors (``.numpy()`` copies them).
-Runtime functions called by name (``call_dps_packed``) receive CUDA tensors.
+Runtime functions called by name (``call_dps_packed``) receive CUDA tensors. A static
+function's launches are captured into a CUDA graph on its second call and replayed with
+one driver call from then on (:mod:`irc.vm.cuda_graph`; ``cuda_graphs=False`` turns this
+off).
 """
 
 from __future__ import annotations
@@ -55,13 +58,14 @@ from ..runtime import (
     time_evaluator,
 )
 from ..runtime import device as as_device
-from ..runtime.cuda_backend import BorrowedMemory, DeviceMemory
-from ..runtime.cuda_program import CUDAProgramModule
+from ..runtime.cuda_backend import BorrowedMemory, DeviceMemory, keep_alive
+from ..runtime.cuda_program import CUDAFunction, CUDAProgramModule
 from ..runtime.ndarray import ALIGNMENT, data_pointer, host_array
 from ..runtime.ndarray import empty as device_empty
 from ..runtime.ndarray import tensor as device_tensor
 from ..runtime.signature import KernelSignature
 from .bytecode import ValueCheck, VMFunction, expr_to_python
+from .cuda_graph import CapturePlan, GraphRunner, capturable_functions, plan_function
 from .executable import Executable
 from .native_plan import NativePlan, make_plan
 from .param_writes import written_params
@@ -201,6 +205,13 @@ class _PreparedFunction:
             self.plan = make_plan(fn, vm.exe.lib, vm.constants, self.storage,
                                   cpu_numpy_dtype)
         self._timed_plan: NativePlan | None = None
+        # On a GPU, a function whose every call is fixed by its parameters' shapes and
+        # addresses replays CUDA graphs (irc.vm.cuda_graph).
+        self.graphs: GraphRunner | None = None
+        if vm.on_gpu and vm.cuda_graphs and recorder is None and \
+                plan_function(fn, vm._capturable).captured:
+            self.graphs = GraphRunner(fn, vm.device, vm.constants,
+                                      vm._params_written(fn.name))
 
     def timed_plan(self) -> NativePlan | None:
         """The plan with a clock read around every kernel (made on first use; None
@@ -333,7 +344,9 @@ class _PreparedFunction:
             if any(x < 0 for x in shape):
                 raise RuntimeShapeError(f"{fname}: computed a negative output dimension "
                                         f"{shape}")
-            regs[dst] = device_empty(shape, dtype, device)
+            t = device_empty(shape, dtype, device)
+            keep_alive(t)  # a CUDA graph captured from this call keeps writing it
+            regs[dst] = t
         return run
 
     def _op_kernel(self, name: str, args: list[int]) -> _Closure:
@@ -453,11 +466,9 @@ class _PreparedFunction:
             raise RuntimeArgumentCountError(
                 f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), got "
                 f"{len(args)}")
-        regs: list = [None] * fn.num_regs
         heap: list = [None] * len(fn.slot_names)
         for i, (value, chk) in enumerate(zip(args, fn.param_checks)):
             self.check(value, chk, heap, f"parameter {fn.params[i]} (#{i})")
-            regs[i] = value
         for i in self.written:
             if not _writeable(args[i]):
                 raise RuntimeReadOnlyError(
@@ -470,6 +481,15 @@ class _PreparedFunction:
         plan = plan or self.plan
         if plan is not None:
             return plan.run(args)
+        if self.graphs is not None:
+            return self.graphs.run(args, heap, self.run_code)
+        return self.run_code(args, heap)
+
+    def run_code(self, args: list, heap: list) -> Any:
+        """Run the instructions on checked ``args`` with the shape ``heap`` they bound."""
+        fn = self.fn
+        regs: list = [None] * fn.num_regs
+        regs[:len(args)] = args
         code = self.code
         pc = 0
         n = len(code)
@@ -487,9 +507,11 @@ class _PreparedFunction:
 class VirtualMachine:
     """Runs an :class:`Executable` on ``device``: ``vm["forward"](x, *params)``, or with
     TVM's stateful calls :meth:`set_input`, :meth:`invoke_stateful` and
-    :meth:`get_outputs`."""
+    :meth:`get_outputs`. On a GPU, functions whose runs are fixed by their parameters'
+    shapes replay CUDA graphs (:mod:`irc.vm.cuda_graph`) unless ``cuda_graphs=False``."""
 
-    def __init__(self, exe: Executable, device: Device | str | None = None):
+    def __init__(self, exe: Executable, device: Device | str | None = None, *,
+                 cuda_graphs: bool = True):
         if not isinstance(exe, Executable):
             raise VMError(f"VirtualMachine expects an irc.vm.Executable, got "
                           f"{type(exe).__name__}; build one with irc.compile(mod, target)")
@@ -498,6 +520,7 @@ class VirtualMachine:
         # packed calls look here before the global registry.
         self.external_functions = {name: m.get_function(name) for m in exe.external
                                    for name in m.function_names}
+        self._capturable = capturable_functions(exe).__contains__
         # The kernels decide; a GPU graph whose every operation went to a library (cuBLAS)
         # has none, and then the target does.
         gpu_code = isinstance(exe.lib, CUDAProgramModule) or (
@@ -506,6 +529,8 @@ class VirtualMachine:
             device = "cuda" if gpu_code else cpu()
         self.device = as_device(device)
         self.on_gpu = self.device.device_type == "cuda"
+        # On a GPU, static functions replay CUDA graphs unless turned off here.
+        self.cuda_graphs = bool(cuda_graphs)
         if gpu_code != self.on_gpu:
             want = "irc.cuda(0)" if gpu_code else "irc.cpu()"
             raise VMError(f"this executable was compiled for {exe.target}; it runs on "
@@ -555,9 +580,12 @@ class VirtualMachine:
     def _kernel_writes(self, name: str) -> list[bool] | None:
         """Per argument of kernel ``name``, whether it writes it (None when unknown)."""
         try:
-            sig = getattr(self.exe.lib.get_function(name), "signature", None)
+            kernel = self.exe.lib.get_function(name)
         except IRCError:
             return None
+        if isinstance(kernel, CUDAFunction):
+            return kernel.argument_writes
+        sig = getattr(kernel, "signature", None)
         if not isinstance(sig, KernelSignature):
             return None
         return [kind == "buffer" and sig.buffers[i].written for kind, i in sig.order]
@@ -736,6 +764,18 @@ class VirtualMachine:
             if k.kind == "kernel":
                 k.flops = flops.get(k.name)
         return ProfileReport(name, repeat, runs, [k for k in kernels if k.calls])
+
+    def cuda_graph_stats(self, name: str) -> dict[str, Any]:
+        """How function ``name`` runs on the GPU (:mod:`irc.vm.cuda_graph`): ``plan``
+        (the :class:`~irc.vm.cuda_graph.CapturePlan`: captured or why not), ``enabled``
+        (graphs are on for this VM and device), and once it has run, ``captures``,
+        ``replays``, ``graphs`` held and ``eager`` (why some bindings run without one)."""
+        prepared = self._function(name)
+        plan: CapturePlan = plan_function(prepared.fn, self._capturable)
+        stats: dict[str, Any] = {"plan": plan, "enabled": self.on_gpu and self.cuda_graphs}
+        if prepared.graphs is not None:
+            stats.update(prepared.graphs.stats())
+        return stats
 
     def memory_stats(self, name: str) -> dict[str, int]:
         """Planned storage of function ``name``: ``planned_bytes`` (what is allocated

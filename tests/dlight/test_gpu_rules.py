@@ -44,6 +44,17 @@ CASES = [
     ("batch_matmul", {"x": (2, 32, 16), "w": (2, 16, 64)}, """
         gv = R.matmul(x, w, out_dtype="void")
      """, (2, 32, 64), "Matmul"),
+    # A dense layer on [batch, seq, k]: two row loops, the inner one tiled, the outer
+    # one in the grid with it (epilogue: bias and a residual add).
+    ("dense_3d_bias_residual", {"x": (2, 32, 48), "w": (48, 32), "b": (32,),
+                                "r": (2, 32, 32)}, """
+        mm = R.matmul(x, w, out_dtype="void")
+        a = R.add(mm, b)
+        gv = R.add(a, r)
+     """, (2, 32, 32), "Matmul"),
+    ("dense_3d_rows_of_16", {"x": (3, 16, 24), "w": (24, 64)}, """
+        gv = R.matmul(x, w, out_dtype="void")
+     """, (3, 16, 64), "Matmul"),
     ("gemv_seed_shape", {"x": (1, 256), "w": (256, 10)}, """
         gv = R.matmul(x, w, out_dtype="void")
      """, (1, 10), "Reduction"),
@@ -110,9 +121,14 @@ def test_thread_limit_of_the_target_is_respected():
     ks = kernels(graph({"x": (64, 48), "w": (48, 32)}, "gv = R.matmul(x, w, out_dtype=\"void\")",
                        (64, 32)))
     before = next(iter(ks.values()))
-    t = Target("cuda -max-num-threads 64")
-    assert dl.gpu.Matmul().apply(before, t) is None  # its 64x32 tile needs 128 threads
-    name, after = _first(before, "cuda -max-num-threads 64")
+    for limit in (64, 16):  # the tiles shrink to fit (16 threads: a 16 x 16 tile)
+        t = Target(f"cuda -max-num-threads {limit}")
+        after = dl.gpu.Matmul().apply(before, t).mod["main"]
+        dl.gpu.utils.verify_gpu_func(after, t)
+        assert_same_as_unscheduled(before, after, gpu=True)
+    t = Target("cuda -max-num-threads 8")
+    assert dl.gpu.Matmul().apply(before, t) is None  # even a 16 x 16 tile needs 16
+    name, after = _first(before, "cuda -max-num-threads 8")
     assert name is not None
     dl.gpu.utils.verify_gpu_func(after, t)
     assert_same_as_unscheduled(before, after, gpu=True)

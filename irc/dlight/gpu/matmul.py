@@ -3,7 +3,10 @@
 Applies to a function whose root blocks are injective producers, one reduction
 ``C[b, i, j] += X[.., i, .., k] * Y[.., k, .., j]`` with a single reduction loop, and
 injective consumers, when the rows and columns divide into tiles of at least 16 and the
-reduction into steps of at least 4. Loop structure per output tile of ``BM x BN``::
+reduction into steps of at least 4. The rows may be several loops (a dense layer on
+``[batch, seq, k]``): the innermost is tiled, the outer ones join the row tiles in
+``blockIdx.y``. Tiles are 64 x 64 unless that leaves fewer than ``MIN_BLOCKS`` blocks or needs more
+threads than the target has, then smaller. Loop structure per output tile of ``BM x BN``::
 
     blockIdx.z (batch) / blockIdx.y (row tiles) / blockIdx.x (column tiles)
       threadIdx.y / threadIdx.x: zero the TM x TN accumulators (local)
@@ -44,6 +47,9 @@ from .utils import (
 )
 
 THREAD_TILE = 4
+# Tiles shrink (64 to 32 to 16 rows or columns) while the grid has fewer blocks than this:
+# about the multiprocessors of a large GPU (an H100 or H200 has 132).
+MIN_BLOCKS = 128
 
 
 def _pick(extent: int, options: tuple[int, ...]) -> int:
@@ -51,9 +57,10 @@ def _pick(extent: int, options: tuple[int, ...]) -> int:
 
 
 def _roles(info: BlockInfo):
-    """``(batch, i, j, k, x_load, y_load)``: the loops of a matmul block, or None. ``i``
-    is used by the first operand only, ``j`` by the second only, batch loops by both
-    (or by neither)."""
+    """``(batch, rows, cols, k, x_load, y_load)``: the loops of a matmul block, or None.
+    ``rows`` are the loops only the first operand uses (a dense layer on ``[batch, seq,
+    k]`` inputs has two), ``cols`` the one only the second uses, batch loops are used by
+    both (or by neither)."""
     spatial = info.spatial()
     red = info.reduction()
     if len(red) != 1:
@@ -65,13 +72,12 @@ def _roles(info: BlockInfo):
     if any(a.stride(k.var) == 0 for a in ld):
         return None
     x, y = ld
-    only_x = [it for it in spatial if x.stride(it.var) and not y.stride(it.var)]
-    only_y = [it for it in spatial if y.stride(it.var) and not x.stride(it.var)]
-    if len(only_x) != 1 or len(only_y) != 1:
+    rows = [it for it in spatial if x.stride(it.var) and not y.stride(it.var)]
+    cols = [it for it in spatial if y.stride(it.var) and not x.stride(it.var)]
+    if not rows or len(cols) != 1:
         return None
-    i, j = only_x[0], only_y[0]
-    batch = [it for it in spatial if it is not i and it is not j]
-    return batch, i, j, k, x, y
+    batch = [it for it in spatial if it not in rows and it not in cols]
+    return batch, rows, cols, k, x, y
 
 
 class Matmul(ScheduleRule):
@@ -98,7 +104,11 @@ class Matmul(ScheduleRule):
         roles = _roles(mm)
         if roles is None:
             return None
-        batch, i, j, k, x, y = roles
+        batch, rows, (j,), k, x, y = roles
+        # Tiles split the innermost row loop; outer row loops go to the grid with it.
+        i = rows[-1]
+        if any(r.const_extent is None for r in rows[:-1]):
+            return None
         ei, ej, ek = i.const_extent, j.const_extent, k.const_extent
         if ei is None or ej is None or ek is None:
             return None
@@ -106,7 +116,17 @@ class Matmul(ScheduleRule):
         bk = _pick(ek, (16, 8, 4))
         if not (bm and bn and bk):
             return None
+        # Smaller tiles where the large ones leave most of a big GPU idle.
+        others = 1
+        for it in batch + rows[:-1]:
+            others *= it.const_extent or 1
         tm = tn = THREAD_TILE
+        while max(bm, bn) > 16 and (others * (ei // bm) * (ej // bn) < MIN_BLOCKS or
+                                    (bm // tm) * (bn // tn) > max_threads(target)):
+            if bm >= bn:
+                bm //= 2
+            else:
+                bn //= 2
         ty, tx = bm // tm, bn // tn
         if ty * tx > max_threads(target):
             return None
@@ -120,10 +140,13 @@ class Matmul(ScheduleRule):
         j0, j1, j2 = sch.split(j.loop_rv, [None, tx, tn])
         k0, k1 = sch.split(k.loop_rv, [None, bk])
         b_loops = [it.loop_rv for it in batch]
-        sch.reorder(*b_loops, i0, j0, k0, i1, j1, k1, i2, j2)
+        outer_rows = [it.loop_rv for it in rows[:-1]]
+        sch.reorder(*b_loops, *outer_rows, i0, j0, k0, i1, j1, k1, i2, j2)
         if b_loops:
             bz = sch.fuse(*b_loops) if len(b_loops) > 1 else b_loops[0]
             sch.bind(bz, "blockIdx.z")
+        if outer_rows:
+            i0 = sch.fuse(*outer_rows, i0)
         sch.bind(i0, "blockIdx.y")
         sch.bind(j0, "blockIdx.x")
         if epilogue:
@@ -133,6 +156,8 @@ class Matmul(ScheduleRule):
             out = sch.cache_write(mm.block_rv, 0, "local")
         sch.reverse_compute_at(out, j0)
         tile = loops_below(sch, out, j0)
+        if len(tile) > 2 and all(const(sch, lp) == 1 for lp in tile[:-2]):
+            tile = [sch.fuse(*tile[:-1]), tile[-1]]  # unit loops of the outer rows
         if len(tile) != 2:
             return None
         _bind_tile(sch, tile, ty, tx)

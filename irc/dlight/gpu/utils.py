@@ -99,11 +99,14 @@ def _walk(s: Stmt, bound: bool, extents: dict[str, int]) -> None:
     if t is For:
         if s.kind == "thread_binding":
             ext = s.extent.value if type(s.extent) is IntImm else None
-            if ext is None:
+            if ext is not None:
+                extents[s.thread_tag] = max(extents.get(s.thread_tag, 1), ext)
+            elif not s.thread_tag.startswith("blockIdx"):
+                # The grid may depend on shapes (the host computes it per call); a
+                # block's shape is part of the compiled kernel.
                 raise ScheduleError(f"loop {s.loop_var.name!r} bound to {s.thread_tag} has "
                                     f"the symbolic extent {s.extent}; thread extents must "
-                                    "be constants")
-            extents[s.thread_tag] = max(extents.get(s.thread_tag, 1), ext)
+                                    "be constants (grid extents may be symbolic)")
             bound = True
         _walk(s.body, bound, extents)
     elif t is SeqStmt:
