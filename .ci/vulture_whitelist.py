@@ -52,7 +52,7 @@ _.vrd, _.vwr
 _.allow_tf32
 
 # Dispatch code generators are found through register_codegen (irc/dispatch/codegen.py).
-blas_codegen, cublas_codegen, dnnl_codegen
+blas_codegen, cublas_codegen, cudnn_codegen, dnnl_codegen
 
 # ONNX Runtime's session options, set as attributes (benchmarks/dispatch.py's peer).
 _.intra_op_num_threads

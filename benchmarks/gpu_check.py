@@ -9,7 +9,9 @@ In order, each step only while the budget (``--budget`` seconds, default 480) la
    (torchvision's ResNet-50 and MobileNet-V2, BERT written in PyTorch), each output
    checked against the zoo's numpy reference;
 2. the tests marked ``cuda`` (``pytest -m cuda``), log in ``tests.log``;
-3. ``dispatch="auto"`` (cuBLAS where it measured faster) on ResNet-50 and BERT;
+3. ``dispatch="auto"`` (cuDNN and cuBLAS where they measured faster than irc's own
+   kernels) and every match on a library (``dispatch=["cudnn", "cublas"]``, column
+   ``libs``) on each model;
 4. a 4096^3 float32 matmul: irc's default build and its cuBLAS dispatch against cuBLAS
    through PyTorch;
 5. the three models at batch 16 as in 1, checked against PyTorch;
@@ -184,6 +186,12 @@ def bench_auto(name: str, repeat: int, results: list, refs: dict) -> None:
     row["auto_err"] = rel_err(got, m.reference(x))
     row["auto_ms"] = irc_time(vm, tx, repeat)
     row["auto_library_calls"] = sum(ins[0] == "packed" for ins in ex.functions["forward"].code)
+    # Every match on a library, measured or not.
+    ex = irc.compile(m.mod, target="cuda", params=m.bound_params(),
+                     dispatch=["cudnn", "cublas"])
+    vm = irc.vm.VirtualMachine(ex, dev)
+    row["libs_err"] = rel_err(vm["forward"](tx).numpy(), m.reference(x))
+    row["libs_ms"] = irc_time(vm, tx, repeat)
 
 
 def bench_compile(name: str, repeat: int, results: list, refs: dict, budget: Budget) -> None:
@@ -251,12 +259,13 @@ def fmt(v, spec: str = "8.3f") -> str:
 
 
 def table(results: list) -> str:
-    head = (f"{'workload':<18} {'irc':>8} {'no-graph':>8} {'auto':>8} {'eager':>8} "
+    head = (f"{'workload':<18} {'irc':>8} {'no-graph':>8} {'auto':>8} {'libs':>8} {'eager':>8} "
             f"{'compile':>8} {'c-RO':>8} {'irc/eager':>9} {'err':>8}")
     lines = [head, "-" * len(head)]
     for r in results:
         lines.append(f"{r['workload']:<18} {fmt(r.get('irc_ms'))} "
                      f"{fmt(r.get('irc_nograph_ms'))} {fmt(r.get('auto_ms'))} "
+                     f"{fmt(r.get('libs_ms'))} "
                      f"{fmt(r.get('eager_ms'))} {fmt(r.get('compile_ms'))} "
                      f"{fmt(r.get('compile_ro_ms'))} {fmt(r.get('ratio'), '9.2f')} "
                      f"{fmt(r.get('irc_err'), '8.1e')}")
@@ -312,7 +321,7 @@ def main() -> int:
     if not args.skip_tests:
         plan.append(("tests", tests, 60))
     plan += [(f"{n} auto", lambda n=n: bench_auto(n, args.repeat, results, refs), 60)
-             for n in ("resnet50", "bert")]
+             for n in MODELS]
     plan += [("matmul", lambda: bench_matmul(4096, args.repeat, results), 30)]
     plan += [(f"{n} b16", lambda n=n: bench_model(n, 16, args.repeat, results, refs), 40)
              for n in MODELS]

@@ -12,9 +12,10 @@ cuBLAS) can run, and hand them to it.
   ``irc.passes.RunCodegen`` calls to turn composite functions into library modules.
 - backends: ``blas`` (OpenBLAS, extra ``irc[blas]``), ``dnnl`` (oneDNN convolutions and
   matrix products with post-ops, extra ``irc[dnnl]``; registered only when installed) and
-  ``cublas`` (cuBLAS on NVIDIA GPUs, extra ``irc[cuda]`` with ``nvidia-cublas``); their
-  patterns are registered when irc is imported, the libraries are loaded at the first
-  call.
+  ``cublas`` (cuBLAS on NVIDIA GPUs, extra ``irc[cuda]`` with ``nvidia-cublas``) and
+  ``cudnn`` (cuDNN convolutions on NVIDIA GPUs, extra ``irc[cudnn]``; registered only when
+  installed); their patterns are registered when irc is imported, the libraries are
+  loaded at the first call.
 
     from irc.dispatch import is_op, wildcard, register_patterns
     x, w = wildcard(), wildcard()
@@ -22,7 +23,7 @@ cuBLAS) can run, and hand them to it.
                         {"lhs": x, "rhs": w})])
 """
 
-from . import blas, cublas, dnnl
+from . import blas, cublas, cudnn, dnnl
 from .codegen import check_backend_target, get_codegen, register_codegen
 from .pattern import (
     AttrPattern,
@@ -58,7 +59,7 @@ from .table import (
 )
 
 __all__ = [
-    "blas", "cublas", "dnnl", "check_backend_target", "get_codegen", "register_codegen",
+    "blas", "cublas", "cudnn", "dnnl", "check_backend_target", "get_codegen", "register_codegen",
     "Pattern", "WildcardPattern", "OpPattern", "CallPattern", "ConstantPattern",
     "TuplePattern", "TupleGetItemPattern", "OrPattern", "AttrPattern", "DataTypePattern",
     "ShapePattern", "wildcard", "is_op", "is_const", "is_tuple", "is_tuple_get_item",

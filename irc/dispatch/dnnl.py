@@ -38,79 +38,12 @@ import numpy as np
 from ..ir.expr import Call, Function
 from ..runtime import dnnl as onednn
 from ..runtime.dnnl_module import DnnlModule
-from ._gemm import CompositeFunction, GemmFunction, gemm_entries, static_shape
+from . import _conv
+from ._gemm import CompositeFunction, GemmFunction, _static_shape, gemm_entries, static_shape
 from .codegen import register_codegen
-from .pattern import Pattern, is_op, wildcard
 from .table import PatternCheckContext, mark_unavailable, register_patterns
 
 ACTIVATIONS = list(onednn.ACTIVATIONS)
-
-
-def _static(ctx: PatternCheckContext, name: str) -> tuple[int, ...] | None:
-    shape = ctx.shape(name)
-    if shape is None or any(d is None for d in shape):
-        return None
-    return tuple(int(d) for d in shape)
-
-
-def _bias_fits(bias: tuple[int, ...], out: tuple[int, ...], channel_axis: int) -> bool:
-    """Whether ``bias`` broadcasts to ``out`` along the channel axis only (one value per
-    output channel)."""
-    if len(bias) > len(out):
-        return False
-    padded = (1,) * (len(out) - len(bias)) + bias
-    return all(b == (out[i] if i == channel_axis else 1) for i, b in enumerate(padded))
-
-
-def check_conv2d(ctx: PatternCheckContext) -> bool:
-    """Whether oneDNN runs the matched convolution: float32 throughout (``out_dtype``
-    void or float32), static shapes, a bias with one value per output channel, a residual
-    of the output's shape."""
-    conv = ctx.value("conv")
-    if not isinstance(conv, Call):
-        return False
-    if conv.attrs.get("out_dtype") not in (None, "void", "float32"):
-        return False
-    names = ["data", "weight", "conv", "root"] + [n for n in ("bias", "residual")
-                                                  if n in ctx.annotated]
-    if any(ctx.dtype(n) != "float32" for n in names):
-        return False
-    shapes = {n: _static(ctx, n) for n in names}
-    if any(s is None for s in shapes.values()):
-        return False
-    out = shapes["conv"]
-    if "bias" in shapes:
-        layout = conv.attrs.get("out_layout") or conv.attrs.get("data_layout", "NCHW")
-        if not _bias_fits(shapes["bias"], out, layout.index("C")):
-            return False
-    if "residual" in shapes and shapes["residual"] != out:
-        return False
-    return shapes["root"] == out
-
-
-def _conv_entries() -> list[tuple]:
-    data, weight, bias, residual = wildcard(), wildcard(), wildcard(), wildcard()
-    conv = is_op("nn.conv2d")(data, weight)
-
-    def add(a: Pattern, b: Pattern) -> Pattern:
-        return is_op("add")(a, b) | is_op("add")(b, a)
-
-    with_bias = add(conv, bias)
-    notes = {"data": data, "weight": weight, "conv": conv}
-    relu = is_op("nn.relu")
-    chains = [
-        ("conv2d_bias_add_relu", relu(add(with_bias, residual)), ("bias", "residual")),
-        ("conv2d_bias_add", add(with_bias, residual), ("bias", "residual")),
-        ("conv2d_bias_relu", relu(with_bias), ("bias",)),
-        ("conv2d_bias", with_bias, ("bias",)),
-        ("conv2d_add_relu", relu(add(conv, residual)), ("residual",)),
-        ("conv2d_add", add(conv, residual), ("residual",)),
-        ("conv2d_relu", relu(conv), ()),
-        ("conv2d", conv, ()),
-    ]
-    parts = {"bias": bias, "residual": residual}
-    return [(f"dnnl.{name}", pattern, {**notes, **{p: parts[p] for p in extra}}, check_conv2d)
-            for name, pattern, extra in chains]
 
 
 def _folded_bias(bias: tuple[int, ...], out: tuple[int, ...], batch: bool
@@ -137,7 +70,7 @@ def _folded_bias(bias: tuple[int, ...], out: tuple[int, ...], batch: bool
 def _check_matmul_bias(ctx: PatternCheckContext) -> bool:
     if "bias" not in ctx.annotated:
         return True
-    bias, out = _static(ctx, "bias"), _static(ctx, "root")
+    bias, out = _static_shape(ctx, "bias"), _static_shape(ctx, "root")
     return bias is not None and out is not None and \
         _folded_bias(bias, out, len(out) == 3 and ctx.entry.name.endswith("batch_matmul")) \
         is not None
@@ -148,7 +81,7 @@ def _register() -> None:
         mark_unavailable("dnnl", f"the dnnl backend needs oneDNN (the 'onednn-cpu-gomp' wheel): "
                                  f"{onednn.INSTALL}")
         return
-    register_patterns(_conv_entries())
+    register_patterns(_conv.conv_entries("dnnl", _conv.check_conv2d))
     register_patterns(gemm_entries("dnnl", ACTIVATIONS,
                                    lambda i, o: i == o == "float32", _check_matmul_bias))
 
@@ -156,37 +89,11 @@ def _register() -> None:
 _register()
 
 
-class ConvFunction(CompositeFunction):
-    """A composite function of the conv2d family: ``data``, ``weight``, ``bias``,
-    ``residual``, ``activation`` and the convolution's attributes."""
+class ConvFunction(_conv.ConvFunction):
+    """A composite function of the conv2d family, as a oneDNN :class:`ConvPlan`."""
 
     def __init__(self, symbol: str, func: Function, constants: dict[str, np.ndarray]):
         super().__init__("dnnl", symbol, func, constants)
-        e = self._call(self.result)
-        self.activation = None
-        if e.op.name == "nn.relu":
-            self.activation = "relu"
-            e = self._call(e.args[0])
-        self.bias: Any = None
-        self.residual: Any = None
-        while e.op.name == "add":
-            a, b = e.args
-            inner, other = (a, b) if self._leads_to_conv(a) else (b, a)
-            shape = static_shape(other.struct_info, self)
-            if shape == self.out_shape and self.residual is None:
-                self.residual = other
-            elif self.bias is None:
-                self.bias = other
-            else:
-                raise self.error("more than one bias or residual add")
-            e = self._call(inner)
-        if e.op.name != "nn.conv2d":
-            raise self.error(f"expected a conv2d, found {e.op.name}")
-        self.conv = e
-        self.data, self.weight = e.args
-
-    def _leads_to_conv(self, e: Any) -> bool:
-        return self._is_call(e, "nn.conv2d") or self._is_call(e, "add")
 
     def plan(self) -> onednn.ConvPlan:
         attrs = self.conv.attrs
@@ -204,10 +111,7 @@ class ConvFunction(CompositeFunction):
 
     def spec(self) -> dict[str, Any]:
         plan = self.plan()
-        bias = None
-        if self.bias is not None:
-            data = self.constant(self.bias)
-            bias = self.role(self.bias, None if data is None else np.reshape(data, -1))
+        bias = self.bias_role()
         return {"plan": onednn.plan_to_json(plan), "data": self.role(self.data),
                 "weight": self.role(self.weight), "bias": bias,
                 "residual": None if self.residual is None else self.role(self.residual),

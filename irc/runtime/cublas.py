@@ -18,11 +18,12 @@ from __future__ import annotations
 import ctypes
 import importlib
 import threading
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..core.diagnostics import IRCError, MissingDependencyError
 from . import cuda_backend
+from .external import JsonPlan
 
 # cudaDataType_t and cublasComputeType_t values (library_types.h, cublas_api.h).
 _CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14, "int8": 3, "int32": 10}
@@ -45,23 +46,28 @@ class CublasError(IRCError):
     """A cuBLAS call failed (its status is in the message)."""
 
 
+def load_nvidia_library(name: str, library: str, install: str) -> ctypes.CDLL:
+    """NVIDIA's shared library ``name`` (``"cublas"``, ``"cudnn"``) from its wheel or a
+    CUDA toolkit, found by cuda-pathfinder (the cuda extra); a MissingDependencyError says
+    how to install what is missing (``install``)."""
+    try:
+        pathfinder = importlib.import_module("cuda.pathfinder")  # the optional extra
+    except ImportError:
+        raise MissingDependencyError(
+            f"{library} is found through cuda-pathfinder, which is not installed: "
+            f"pip install 'irc[cuda]'; {install}") from None
+    try:
+        return ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib(name).abs_path)
+    except Exception as err:  # noqa: BLE001 - pathfinder's and the loader's errors
+        raise MissingDependencyError(f"cannot load {library}: {err}", hint=install) from None
+
+
 def _load() -> Any:
     global _lib
     with _lock:
         if _lib is not None:
             return _lib
-        try:
-            pathfinder = importlib.import_module("cuda.pathfinder")  # the optional extra
-        except ImportError:
-            raise MissingDependencyError(
-                "cuBLAS is found through cuda-pathfinder, which is not installed: "
-                "pip install 'irc[cuda]' nvidia-cublas") from None
-        try:
-            path = pathfinder.load_nvidia_dynamic_lib("cublas").abs_path
-            lib = ctypes.CDLL(path)
-        except Exception as err:  # noqa: BLE001 - pathfinder's and the loader's errors
-            raise MissingDependencyError(f"cannot load cuBLAS: {err}",
-                                         hint="pip install nvidia-cublas") from None
+        lib = load_nvidia_library("cublas", "cuBLAS", "pip install nvidia-cublas")
         lib.cublasCreate_v2.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         lib.cublasCreate_v2.restype = ctypes.c_int
         lib.cublasSetWorkspace_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
@@ -116,7 +122,7 @@ def _use_current_stream(lib: Any, h: ctypes.c_void_p, device_index: int) -> None
 
 
 @dataclass(frozen=True)
-class CublasGemmPlan:
+class CublasGemmPlan(JsonPlan):
     """A row-major ``[batch] (m x k) · (k x n)`` product on GPU pointers (see the module
     docstring): ``in_dtype`` of A and B, ``out_dtype`` of C (float16/bfloat16 inputs
     accumulate in float32 and may write float32; int8 inputs write int32)."""
@@ -129,6 +135,8 @@ class CublasGemmPlan:
     trans_b: bool = False
     batch: int = 1
     b_broadcast: bool = False
+    error: ClassVar[type[IRCError]] = CublasError
+    label: ClassVar[str] = "cuBLAS plan"
 
     def __post_init__(self) -> None:
         if self.in_dtype not in _CUDA_TYPES or self.out_dtype not in _CUDA_TYPES:
@@ -164,16 +172,3 @@ class CublasGemmPlan:
             k, m * k, ctypes.byref(zero), c_ptr, to, n, m * n, self.batch, compute,
             _GEMM_DEFAULT)
         _check(status, "cublasGemmStridedBatchedEx")
-
-    def to_json(self) -> dict[str, Any]:
-        """The plan as plain values (:meth:`from_json` reads it back)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CublasGemmPlan:
-        """The plan :meth:`to_json` wrote."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise CublasError(f"cuBLAS plan: unknown fields {sorted(unknown)}")
-        return cls(**data)

@@ -36,13 +36,14 @@ import os
 import re
 import threading
 import weakref
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..core.diagnostics import IRCError, MissingDependencyError
 from .engine import bounded_openmp_wait
+from .external import JsonPlan
 from .ndarray import aligned_empty
 
 INSTALL = "pip install 'irc[dnnl]'"
@@ -405,15 +406,11 @@ def _ints(v: Any) -> tuple[int, ...]:
     return tuple(int(x) for x in v)
 
 
-class _Plan:
+class _Plan(JsonPlan):
     """What the plans share: JSON form (their fields) and construction from it."""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Any:
-        return cls(**d)
+    error = DnnlError
+    label = "oneDNN plan"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ executable's external modules before the global registry (``irc.runtime.registry
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
+from dataclasses import fields
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -26,6 +27,28 @@ from ..core.diagnostics import (
 )
 from .module import pack_blob, unpack_blob
 from .ndarray import Tensor, aligned_empty
+
+
+class JsonPlan:
+    """What library plans (frozen dataclasses of plain values, stored in a module's specs)
+    share: their JSON form, read back with unknown fields refused (``error``, naming
+    ``label``) and lists as tuples."""
+
+    error: ClassVar[type[IRCError]] = IRCError
+    label: ClassVar[str] = "library plan"
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as plain values (:meth:`from_json` reads it back)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Any:
+        """The plan :meth:`to_json` wrote."""
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        unknown = set(data) - names
+        if unknown:
+            raise cls.error(f"{cls.label}: unknown fields {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 class ExternalModule:

@@ -58,7 +58,9 @@ def candidate_patterns(target: Target) -> list[PatternEntry]:
     """The patterns ``dispatch="auto"`` considers for ``target``: those of the libraries
     installed here, in priority order."""
     if target.kind.name == "cuda":
-        backends = ["cublas"] if importlib.util.find_spec("cuda") is not None else []
+        has_cuda = importlib.util.find_spec("cuda") is not None
+        backends = [b for b, ok in (("cudnn", has_cuda and unavailable_reason("cudnn") is None),
+                                    ("cublas", has_cuda)) if ok]
     else:
         backends = [b for b, ok in (("dnnl", unavailable_reason("dnnl") is None),
                                     ("blas", importlib.util.find_spec("scipy_openblas32")
@@ -143,6 +145,7 @@ _LIBRARY_DISTRIBUTIONS = {
     "dnnl": ("onednn-cpu-gomp", "onednn"),
     "blas": ("scipy-openblas32",),
     "cublas": ("nvidia-cublas", "nvidia-cublas-cu12"),
+    "cudnn": ("nvidia-cudnn-cu13",),
 }
 
 
