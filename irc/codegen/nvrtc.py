@@ -51,6 +51,7 @@ Python bindings or NVRTC, :class:`MissingDependencyError` says
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -61,6 +62,7 @@ import re
 import tempfile
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Sequence
@@ -336,9 +338,10 @@ def _compile_error(log: str, source: str, name: str, options: Sequence[str]
                             options=options)
 
 
-def _compile_with_nvrtc(source: str, name: str, options: Sequence[str], ptx: bool
-                        ) -> bytes:
-    """One NVRTC compilation: the cubin (or PTX text when ``ptx``) of ``source``."""
+@contextlib.contextmanager
+def _compiled_program(source: str, name: str, options: Sequence[str]):
+    """Compile ``source`` with NVRTC; yields the bindings, the program and its log (a
+    CUDACompileError when compilation fails); the program is destroyed after."""
     nvrtc = _bindings()
     nvrtc_version()  # a clear error when the library cannot be loaded
     prog = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
@@ -353,6 +356,15 @@ def _compile_with_nvrtc(source: str, name: str, options: Sequence[str], ptx: boo
                     f"NVRTC rejected the options {' '.join(options)}: {log}", log=log,
                     source=source, options=options)
             raise _compile_error(log, source, name, options)
+        yield nvrtc, prog, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _compile_with_nvrtc(source: str, name: str, options: Sequence[str], ptx: bool
+                        ) -> bytes:
+    """One NVRTC compilation: the cubin (or PTX text when ``ptx``) of ``source``."""
+    with _compiled_program(source, name, options) as (nvrtc, prog, log):
         if log:
             logger.debug("NVRTC messages for %s:\n%s", name, log)
         if ptx:
@@ -364,8 +376,49 @@ def _compile_with_nvrtc(source: str, name: str, options: Sequence[str], ptx: boo
         buf = _out_buffer(size)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
         return bytes(buf)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one kernel: ``registers`` per thread, ``stack_bytes`` of
+    its frame, ``spill_store_bytes`` / ``spill_load_bytes`` (registers spilled to local
+    memory) and static ``shared_bytes``."""
+
+    registers: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    shared_bytes: int
+
+
+_ENTRY_RE = re.compile(r"Compiling entry function '([^']+)'")
+_FRAME_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes "
+                       r"spill loads")
+_USED_RE = re.compile(r"Used (\d+) registers")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+
+
+def kernel_resources(source: str, arch: str = "sm_90", name: str = "kernel.cu"
+                     ) -> dict[str, KernelResources]:
+    """Per ``__global__`` function of ``source``, what ptxas reports when NVRTC compiles it
+    for ``arch`` (``--ptxas-options=-v``; not cached). Needs no GPU."""
+    arch = check_arch(arch)
+    with _compiled_program(source, name, _final_options(source, arch,
+                                                        ["--ptxas-options=-v"])) as compiled:
+        log = compiled[2]
+    out: dict[str, KernelResources] = {}
+    kernel, frame = None, (0, 0, 0)
+    for line in log.splitlines():
+        if m := _ENTRY_RE.search(line):
+            kernel, frame = m.group(1), (0, 0, 0)
+        elif (m := _FRAME_RE.search(line)) and kernel is not None:
+            frame = tuple(int(g) for g in m.groups())
+        elif (m := _USED_RE.search(line)) and kernel is not None:
+            smem = _SMEM_RE.search(line)
+            out[kernel] = KernelResources(int(m.group(1)), *frame,
+                                          int(smem.group(1)) if smem else 0)
+            kernel = None
+    return out
 
 
 # -- the cache ------------------------------------------------------------------------------

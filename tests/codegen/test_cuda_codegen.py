@@ -256,3 +256,22 @@ def test_narrow_dtypes_compile_with_nvrtc_and_match_under_the_interpreter():
         ml_dtypes.float8_e4m3fn).astype("float32").astype(ml_dtypes.float8_e5m2)
     want = (f8.astype("float32") * 3).astype(ml_dtypes.int4)
     np.testing.assert_array_equal(got.astype("int32"), want.astype("int32"))
+
+
+def test_kernel_resources_report_registers_and_local_memory():
+    from irc.codegen.nvrtc import kernel_resources
+
+    source = """
+extern "C" __global__ void plain(float* a) { a[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void local_array(float* a, int n) {
+  float buf[1024];
+  for (int i = 0; i < 1024; ++i) buf[i] = a[i * n];
+  a[threadIdx.x] = buf[(n * threadIdx.x) & 1023];
+}
+"""
+    res = kernel_resources(source, "sm_90")
+    assert set(res) == {"plain", "local_array"}
+    assert res["plain"].registers > 0 and res["plain"].stack_bytes == 0
+    assert res["local_array"].stack_bytes >= 4096  # the array indexed at run time
+    with pytest.raises(irc.IRCError, match="CUDA compilation failed"):
+        kernel_resources("extern \"C\" __global__ void broken( {}")
