@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core import disk_cache
-from ..core.diagnostics import CodegenError, MissingDependencyError, SourceFile, Span
+from ..core.diagnostics import CodegenError, MissingDependencyError, SourceFile, Span, require
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +114,8 @@ def _rebuild_compile_error(message, span, hint, log, source, options) -> CUDACom
 def _bindings():
     """The NVRTC module of NVIDIA's CUDA Python bindings: ``cuda.bindings.nvrtc``
     (cuda-bindings 12.6+ and 13), else ``cuda.nvrtc`` (cuda-python before 12.6)."""
-    for name in ("cuda.bindings.nvrtc", "cuda.nvrtc"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise MissingDependencyError(
-        f"compiling CUDA kernels needs NVIDIA's CUDA Python bindings and NVRTC: {_INSTALL}")
+    return require(("cuda.bindings.nvrtc", "cuda.nvrtc"), purpose="compiling CUDA kernels",
+                   package="NVIDIA's CUDA Python bindings and NVRTC", install=_INSTALL)
 
 
 def _check(nvrtc, result: tuple, what: str):

@@ -214,11 +214,23 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
     return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)"
 
 
-def require(module: str, extra: str):
-    """Import an optional dependency or raise a one-line install instruction."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingDependencyError(
-            f"this feature needs the Python package '{module}': pip install 'irc[{extra}]'"
-        ) from None
+def require(module: str | tuple[str, ...], extra: str | None = None, *,
+            purpose: str = "this feature", package: str | None = None,
+            install: str | None = None):
+    """Import an optional dependency (the first of several alternative module names that
+    imports) or raise a :class:`MissingDependencyError`: ``"<purpose> needs <package>:
+    <install>"``, the install instruction being ``pip install 'irc[<extra>]'`` unless
+    ``install`` says otherwise. The one place optional imports fail."""
+    names = (module,) if isinstance(module, str) else tuple(module)
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError as err:
+            # A module that is there but fails inside on a missing import of its own
+            # (a dependency of the dependency) is reported the same way.
+            missing = err
+            continue
+    what = package or f"the Python package '{names[0].partition('.')[0]}'"
+    how = install or (f"pip install 'irc[{extra}]'" if extra else
+                      f"pip install {names[0].partition('.')[0]}")
+    raise MissingDependencyError(f"{purpose} needs {what}: {how}") from missing

@@ -355,14 +355,10 @@ def _bfloat16_numpy():
 
 def narrow_numpy(dtype: str):
     """ml_dtypes' numpy dtype of a narrow dtype (one byte per element)."""
-    try:
-        import ml_dtypes
-    except ImportError:
-        from .diagnostics import MissingDependencyError
+    from .diagnostics import require
 
-        raise MissingDependencyError(
-            f"arrays of {dtype} need the ml_dtypes package",
-            hint="pip install ml_dtypes (it comes with irc's onnx extra)") from None
+    ml_dtypes = require("ml_dtypes", purpose=f"an array of {dtype}",
+                        install="pip install ml_dtypes (it comes with irc's onnx extra)")
     return np.dtype(getattr(ml_dtypes, dtype))
 
 

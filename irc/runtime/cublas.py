@@ -16,12 +16,11 @@ computes ``Cᵀ = op(B)ᵀ · Aᵀ``, which in memory is the row-major ``C``.
 from __future__ import annotations
 
 import ctypes
-import importlib
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..core.diagnostics import IRCError, MissingDependencyError
+from ..core.diagnostics import IRCError, MissingDependencyError, require
 from . import cuda_backend
 from .external import JsonPlan
 
@@ -50,12 +49,8 @@ def load_nvidia_library(name: str, library: str, install: str) -> ctypes.CDLL:
     """NVIDIA's shared library ``name`` (``"cublas"``, ``"cudnn"``) from its wheel or a
     CUDA toolkit, found by cuda-pathfinder (the cuda extra); a MissingDependencyError says
     how to install what is missing (``install``)."""
-    try:
-        pathfinder = importlib.import_module("cuda.pathfinder")  # the optional extra
-    except ImportError:
-        raise MissingDependencyError(
-            f"{library} is found through cuda-pathfinder, which is not installed: "
-            f"pip install 'irc[cuda]'; {install}") from None
+    pathfinder = require("cuda.pathfinder", purpose=f"finding {library}",
+                         package="cuda-pathfinder", install=f"pip install 'irc[cuda]'; {install}")
     try:
         return ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib(name).abs_path)
     except Exception as err:  # noqa: BLE001 - pathfinder's and the loader's errors

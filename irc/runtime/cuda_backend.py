@@ -17,12 +17,11 @@ device.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.diagnostics import IRCError, MissingDependencyError
+from ..core.diagnostics import IRCError, require
 
 _lock = threading.Lock()
 # Per thread: the stream launches go to when they name none, and the objects a graph
@@ -33,7 +32,6 @@ _contexts: dict[int, object] = {}
 _attributes: dict[int, DeviceAttributes] = {}
 _last_kernel: dict[int, str] = {}
 
-_INSTALL = "pip install 'irc[cuda]'"
 _NO_GPU_HINT = "this needs an NVIDIA GPU and its driver; on this machine use irc.cpu()"
 # Errors after which the context cannot be used again.
 _STICKY = frozenset({
@@ -68,13 +66,8 @@ def _rebuild_error(cls, message: str, hint: str | None, code: str) -> CUDAError:
 
 
 def _import_driver():
-    for name in ("cuda.bindings.driver", "cuda.cuda"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise MissingDependencyError(
-        f"CUDA needs NVIDIA's CUDA Python bindings (the package 'cuda-bindings'): {_INSTALL}")
+    return require(("cuda.bindings.driver", "cuda.cuda"), "cuda", purpose="CUDA",
+                   package="NVIDIA's CUDA Python bindings (the package 'cuda-bindings')")
 
 
 def driver():

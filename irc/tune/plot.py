@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..core.diagnostics import IRCError, MissingDependencyError, TuningError
+from ..core.diagnostics import IRCError, TuningError, require
 from ..core.target import Target
 from .database import Database
 from .database.report import FlopCounter, task_names
@@ -172,13 +172,9 @@ def default_record(db: Database, records: Sequence[TuningRecord]) -> TuningRecor
 
 
 def _matplotlib() -> tuple[Any, Any]:
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:
-        raise MissingDependencyError("plotting tuning records needs matplotlib: "
-                                     "pip install 'irc[plot]'") from err
-    return Figure, FigureCanvasAgg
+    need = {"extra": "plot", "purpose": "plotting tuning records", "package": "matplotlib"}
+    agg = require("matplotlib.backends.backend_agg", **need)
+    return require("matplotlib.figure", **need).Figure, agg.FigureCanvasAgg
 
 
 def plot_tuning(curves: TuningCurves, kind: str = "both", title: str = "") -> Any:

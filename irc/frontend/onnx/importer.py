@@ -39,9 +39,9 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.diagnostics import (
     IRCError,
-    MissingDependencyError,
     UnsupportedOperatorError,
     did_you_mean,
+    require,
 )
 from ...core.gc_pauses import with_fewer_gc_pauses
 from ...core.module import IRModule
@@ -107,12 +107,7 @@ _FOLD_LIMIT = 1 << 22
 
 def onnx_module() -> Any:
     """The ``onnx`` package, or an install hint."""
-    try:
-        import onnx
-    except ImportError as err:
-        raise MissingDependencyError("the ONNX importer needs the onnx package: "
-                                     "pip install 'irc[onnx]'") from err
-    return onnx
+    return require("onnx", "onnx", purpose="the ONNX importer")
 
 
 def onnx_dtype(elem_type: int, what: str) -> str:

@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core.diagnostics import IRCError, MissingDependencyError
+from ...core.diagnostics import IRCError, MissingDependencyError, require
 from ...frontend.onnx.importer import onnx_module
 
 OPSET = 17
@@ -262,11 +262,8 @@ def build(name: str, full: bool = False, seed: int = 0) -> Any:
 def _quantize(onnx: Any, model: Any, entry: ZooEntry, seed: int) -> Any:
     """``model`` quantized by ONNX Runtime's static quantization in QDQ format, calibrated
     on 8 seeded inputs."""
-    try:
-        from onnxruntime import quantization as q
-    except ImportError:
-        raise MissingDependencyError("the QDQ model is made by onnxruntime.quantization: "
-                                     "pip install 'irc[onnx]'") from None
+    q = require("onnxruntime.quantization", "onnx", purpose="making the QDQ model",
+                package="onnxruntime's quantization tool")
 
     class Reader(q.CalibrationDataReader):
         def __init__(self) -> None:

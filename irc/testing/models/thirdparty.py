@@ -27,7 +27,6 @@ same libraries' classes at tiny widths, whose files are committed in
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import logging
 import os
@@ -38,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core.diagnostics import IRCError, MissingDependencyError
+from ...core.diagnostics import IRCError, MissingDependencyError, require
 from ...frontend.onnx.importer import onnx_module
 
 CACHE = os.environ.get("IRC_ZOO_CACHE") or os.path.join(
@@ -368,13 +367,10 @@ def random_inputs(v: Variant, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def _torch() -> Any:
-    try:
-        return importlib.import_module("torch")
-    except ImportError:
-        raise MissingDependencyError(
-            "building the third-party zoo needs PyTorch and the model libraries: pip install "
-            "torch torchvision timm transformers onnxscript (the files, once built, need "
-            "none of them)") from None
+    return require("torch", purpose="building the third-party zoo",
+                   package="PyTorch and the model libraries",
+                   install="pip install torch torchvision timm transformers onnxscript (the "
+                           "files, once built, need none of them)")
 
 
 def randomize_norms(torch: Any, module: Any, seed: int) -> None:
