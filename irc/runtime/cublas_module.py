@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from ..core.diagnostics import IRCError, RuntimeDeviceError
 from .cublas import CublasGemmPlan
 from .cuda_program import CUDAProgramModule
 from .external import LibraryModule, register_external_loader
-from .ndarray import Tensor, empty, tensor
+from .ndarray import Tensor, empty
 
 MAGIC = b"IRCCUBL\x01"
 
@@ -38,20 +36,9 @@ class CublasModule(LibraryModule):
     # Products and epilogues queue on the current stream; scratch and constants are kept.
     graph_capturable = True
 
-    def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
-                 epilogues: CUDAProgramModule | None):
-        super().__init__(specs, constants, epilogues)
-        self._on_device: dict[tuple[str, int], Tensor] = {}
-
     @staticmethod
     def _load_kernels(blob: bytes) -> CUDAProgramModule:
         return CUDAProgramModule.deserialize(blob)
-
-    def _constant(self, key: str, device: Any) -> Tensor:
-        t = self._on_device.get((key, device.index))
-        if t is None:
-            t = self._on_device[(key, device.index)] = tensor(self.constants[key], device)
-        return t
 
     def _make(self, name: str, spec: dict) -> Callable[..., None]:
         plan = CublasGemmPlan.from_json(spec["plan"])
@@ -64,20 +51,13 @@ class CublasModule(LibraryModule):
             epilogue = self.epilogues.get_function(spec["epilogue"])
         scratch: dict[int, Tensor] = {}
 
-        def operand(role: list | None, args: tuple, device: Any) -> Tensor | None:
-            if role is None:
-                return None
-            if role[0] == "const":
-                return self._constant(role[1], device)
-            return args[int(role[1])]
-
         def run(*args: Any) -> None:
             out = self._check_call(name, args, n_params, out_shape)
             if not isinstance(out, Tensor) or out.device.device_type != "cuda":
                 raise RuntimeDeviceError(f"cuBLAS function {name}: the output must be a "
                                          "tensor on a CUDA GPU")
             dev = out.device
-            lhs, rhs = operand(spec["lhs"], args, dev), operand(spec["rhs"], args, dev)
+            lhs, rhs = (self.device_operand(spec[r], args, dev) for r in ("lhs", "rhs"))
             for i, t in enumerate((lhs, rhs)):
                 if not isinstance(t, Tensor) or t.device != dev:
                     raise RuntimeDeviceError(f"cuBLAS function {name}: operand {i} must be "
@@ -89,7 +69,7 @@ class CublasModule(LibraryModule):
             if tmp is None:
                 tmp = scratch[dev.index] = empty(out_shape, plan.out_dtype, dev)
             plan(dev.index, lhs.data_ptr, rhs.data_ptr, tmp.data_ptr)
-            bias = operand(spec.get("bias"), args, dev)
+            bias = self.device_operand(spec.get("bias"), args, dev)
             if bias is None:
                 epilogue(tmp, out)
             else:

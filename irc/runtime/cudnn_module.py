@@ -19,7 +19,7 @@ import numpy as np
 from ..core.diagnostics import RuntimeDeviceError
 from .cudnn import CudnnConv, CudnnConvPlan
 from .external import LibraryModule, register_external_loader
-from .ndarray import Tensor, tensor
+from .ndarray import Tensor
 
 MAGIC = b"IRCCUDN\x01"
 
@@ -38,22 +38,10 @@ class CudnnModule(LibraryModule):
     def __init__(self, specs: dict[str, dict], constants: dict[str, np.ndarray],
                  epilogues: Any = None):
         super().__init__(specs, constants, None)
-        self._on_device: dict[tuple[str, int], Tensor] = {}
 
     @staticmethod
     def _load_kernels(blob: bytes) -> Any:
         return None
-
-    def _operand(self, role: list | None, args: tuple, out: Tensor) -> Tensor | None:
-        if role is None:
-            return None
-        if role[0] == "const":
-            key = (role[1], out.device.index)
-            t = self._on_device.get(key)
-            if t is None:
-                t = self._on_device[key] = tensor(self.constants[role[1]], out.device)
-            return t
-        return args[int(role[1])]
 
     def _make(self, name: str, spec: dict) -> Callable[..., None]:
         conv = CudnnConv(CudnnConvPlan.from_json(spec["plan"]))
@@ -64,7 +52,7 @@ class CudnnModule(LibraryModule):
 
         def run(*args: Any) -> None:
             out = self._check_call(name, args, n_params, out_shape, param_shapes)
-            operands = [self._operand(spec.get(r), args, out)
+            operands = [self.device_operand(spec.get(r), args, out.device)
                         for r in ("data", "weight", "bias", "residual")]
             for i, t in enumerate((*operands, out)):
                 if t is None:

@@ -26,7 +26,7 @@ from ..core.diagnostics import (
     RuntimeShapeError,
 )
 from .module import pack_blob, unpack_blob
-from .ndarray import Tensor, aligned_empty
+from .ndarray import Tensor, aligned_empty, tensor
 
 
 class JsonPlan:
@@ -137,6 +137,8 @@ class LibraryModule(ExternalModule):
         self.constants = constants
         self.epilogues = epilogues
         self._functions: dict[str, Callable[..., None]] = {}
+        # Constants copied to a GPU, by (key, GPU index): see device_operand.
+        self._on_device: dict[tuple[str, int], Tensor] = {}
 
     @property
     def function_names(self) -> list[str]:
@@ -154,6 +156,20 @@ class LibraryModule(ExternalModule):
 
     def _make(self, name: str, spec: dict) -> Callable[..., None]:
         raise NotImplementedError
+
+    def device_operand(self, role: list | None, args: tuple, device: Any) -> Any:
+        """The operand a spec's ``role`` names for a call on a GPU: argument ``i``
+        (``["param", i]``), a constant copied to ``device`` once and kept
+        (``["const", key]``), or None."""
+        if role is None:
+            return None
+        if role[0] != "const":
+            return args[int(role[1])]
+        key = (role[1], device.index)
+        t = self._on_device.get(key)
+        if t is None:
+            t = self._on_device[key] = tensor(self.constants[role[1]], device)
+        return t
 
     def _check_call(self, name: str, args: tuple, n_params: int, out_shape: tuple,
                     param_shapes: list[tuple] = ()) -> Any:
