@@ -33,6 +33,7 @@ from .core import (
     VMError,
 )
 from .core.diagnostics import deprecated_aliases
+from .core.settings import override as settings
 from .core.version import __version__
 
 # Deep expression trees (long elementwise chains) recurse in visitors and the printer.

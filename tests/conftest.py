@@ -5,8 +5,13 @@ steps, default scheduling, tuning passes) is followed by print -> parse -> struc
 equal, through :class:`irc.passes.RoundTripInstrument` (autouse). A test that enters its
 own ``PassContext`` replaces it for that block, as contexts do not nest their
 instruments; such a test can ask for the ``roundtrip_instrument`` fixture and pass it on.
+
+``irc_settings``: ``irc_settings(cache_dir=..., compile_jobs=...)`` overrides irc's
+process settings (:mod:`irc.core.settings`) until the test ends; a later call overrides
+the earlier ones.
 """
 
+import contextlib
 import shutil
 
 import pytest
@@ -27,6 +32,13 @@ def pytest_collection_modifyitems(config, items):
                                                         "machine"))
         if "nvcc" in item.keywords and not has_nvcc:
             item.add_marker(pytest.mark.skip(reason="needs the CUDA toolkit's nvcc"))
+
+
+@pytest.fixture
+def irc_settings():
+    """Override irc's settings for the rest of the test (see the module docstring)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(irc.settings(**changes))
 
 
 @pytest.fixture(autouse=True)

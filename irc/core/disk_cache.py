@@ -1,11 +1,12 @@
 """irc's on-disk caches: where they live, how entries are written and read.
 
-**Where.** ``$IRC_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/irc``, else
-``~/.cache/irc`` (:func:`cache_root`). Each cache has a directory below it: ``cuda``
-(cubins, ``irc.codegen.nvrtc``), ``llvm`` (compiled CPU modules, ``irc.codegen.build``),
-and the file ``dispatch.json`` (library dispatch decisions, ``irc.vm.auto_dispatch``).
-``IRC_CACHE=off`` turns the compiled-module caches off (``llvm`` and ``cuda``: every
-process compiles again); the dispatch decisions are kept regardless.
+**Where.** The ``cache_dir`` setting (:mod:`irc.core.settings`: ``$IRC_CACHE_DIR``),
+else ``$XDG_CACHE_HOME/irc``, else ``~/.cache/irc`` (:func:`cache_root`). Each cache
+has a directory below it: ``cuda`` (cubins, ``irc.codegen.nvrtc``), ``llvm`` (compiled
+CPU modules, ``irc.codegen.build``), and the file ``dispatch.json`` (library dispatch
+decisions, ``irc.vm.auto_dispatch``). The ``cache`` setting (``IRC_CACHE=off``) turns the
+compiled-module caches off (``llvm`` and ``cuda``: every process compiles again); the
+dispatch decisions are kept regardless.
 
 **Entries.** An entry is written to a temporary file in its directory and renamed into
 place (a reader never sees half a file), and starts with the sha256 of its payload, so a
@@ -28,6 +29,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from . import settings
+
 logger = logging.getLogger("irc.cache")
 
 _unwritable: set[str] = set()
@@ -37,17 +40,13 @@ _fingerprint_lock = threading.Lock()
 
 def cache_root() -> Path:
     """The directory irc's caches live in (see the module docstring)."""
-    root = os.environ.get("IRC_CACHE_DIR")
-    if root:
-        return Path(root)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "irc"
+    return settings.current().cache_root()
 
 
 def enabled() -> bool:
-    """Whether compiled code is cached on disk (``IRC_CACHE`` is not ``off``/``0``/
-    ``false``/``no``)."""
-    return os.environ.get("IRC_CACHE", "").strip().lower() not in ("off", "0", "false", "no")
+    """Whether compiled code is cached on disk (the ``cache`` setting: ``IRC_CACHE`` is
+    not ``off``/``0``/``false``/``no``)."""
+    return settings.current().cache
 
 
 def source_fingerprint() -> str:

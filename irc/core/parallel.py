@@ -16,8 +16,9 @@ this process, so an error is raised here exactly as it would be without children
 piece when it has finished one (from a pipe written before the children start), so the
 processes finish together however the sizes vary.
 
-``IRC_COMPILE_JOBS`` sets the number of processes (1 turns forking off); by default
-there is one per core this process may run on.
+The number of processes is the ``compile_jobs`` setting (:mod:`irc.core.settings`,
+``IRC_COMPILE_JOBS``; 1 turns forking off); by default there is one per core this
+process may run on.
 """
 
 from __future__ import annotations
@@ -29,27 +30,15 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
-from .diagnostics import IRCError
+from . import settings
 
 _KILL = 9
 
 
 def worker_count() -> int:
-    """How many processes compile-time work may use: ``IRC_COMPILE_JOBS`` if set, else
-    the cores this process may run on."""
-    env = os.environ.get("IRC_COMPILE_JOBS", "").strip()
-    if env:
-        try:
-            jobs = int(env)
-        except ValueError:
-            raise IRCError(f"IRC_COMPILE_JOBS must be a whole number of processes, "
-                           f"got {env!r}") from None
-        if jobs < 1:
-            raise IRCError(f"IRC_COMPILE_JOBS must be 1 or more, got {jobs}")
-        return jobs
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+    """How many processes compile-time work may use (``irc.core.settings``:
+    ``compile_jobs``, from ``IRC_COMPILE_JOBS``, else one per core)."""
+    return settings.current().worker_count()
 
 
 def can_fork() -> bool:

@@ -26,6 +26,7 @@ import time
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 
+from ..core import settings
 from ..core.diagnostics import TuningError
 
 # The command line of a tuning process: run irc.tune._worker's loop (imported as a
@@ -64,7 +65,7 @@ def describe_exit(returncode: int | None) -> str:
 def _spawn(mode: str, log) -> tuple[subprocess.Popen, Connection]:
     """Start ``python -c _LAUNCH <fd> <mode>`` connected by a socket pair."""
     parent, child = socket.socketpair()
-    env = dict(os.environ)
+    env = {**os.environ, **settings.current().environment()}
     # The directory holding the irc package (irc/tune/worker_pool.py is three levels down).
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

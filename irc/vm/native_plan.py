@@ -20,16 +20,15 @@ A run then is: the parameter checks of the bytecode function (unchanged), the fr
 allocations, one ctypes call, and building the result. Anything else — symbolic shapes,
 control flow, runtime functions (``packed``), calls between VM functions, kernels with
 scalar or shape parameters, a GPU — keeps the instruction-by-instruction path,
-which handles every program. ``IRC_VM_NATIVE_PLAN=0`` turns plans off (for debugging).
+which handles every program. The ``vm_native_plan`` setting (``IRC_VM_NATIVE_PLAN=0``)
+turns plans off (for debugging).
 
 ``VirtualMachine.profile`` runs a *timed* plan of such a function: the same calls with
 ``clock_gettime`` read before the first kernel and after each one (on Linux). Its kernels
 run back to back as in an ordinary call, which timing them from Python one by one does
 not: there, each parallel kernel starts after a gap in which the OpenMP workers may have
-gone to sleep, and small kernels look slower than they are. ResNet-50 on a 2-core Zen 4,
-in one process: its kernels summed to 32.5 ms per run in the timed plan and 33.4 ms
-instruction by instruction, against 32.7 ms for an ordinary run; a Winograd input
-transform measured 20 us and 26 us.
+gone to sleep, and small kernels look slower than they are; the timed plan's kernels
+sum to about an ordinary run's time (``benchmarks/cpu_models.py --profile`` shows both).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from __future__ import annotations
 import ctypes
 import itertools
 import logging
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -45,6 +43,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import dtype as dt
+from ..core import settings
 from ..core.diagnostics import IRCError
 from ..runtime.engine import LoadedObject, has_symbol, jit_ir
 from ..runtime.module import Function
@@ -62,8 +61,9 @@ _names = itertools.count()
 
 
 def plans_enabled() -> bool:
-    """False when ``IRC_VM_NATIVE_PLAN=0`` is set."""
-    return os.environ.get("IRC_VM_NATIVE_PLAN", "1") != "0"
+    """The ``vm_native_plan`` setting (``irc.core.settings``; ``IRC_VM_NATIVE_PLAN=0``
+    turns it off)."""
+    return settings.current().vm_native_plan
 
 
 @dataclass

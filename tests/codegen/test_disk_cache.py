@@ -6,12 +6,14 @@ unwritable directory, ``IRC_CACHE=off`` and instrumented builds compile without 
 import importlib
 import logging
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import irc
 from irc.core import disk_cache
+from irc.core.settings import Settings
 from irc.passes import PassContext, PassTimingInstrument
 
 # (irc.codegen.build is also the name of the function the package exports)
@@ -58,11 +60,10 @@ class Module:
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
+def cache(tmp_path, monkeypatch, irc_settings):
     """A fresh cache directory, empty in-memory caches, no instruments; lists the kernels
     lowered and compiled."""
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("IRC_CACHE", raising=False)
+    irc_settings(cache_dir=tmp_path, cache=True)
     build_mod.clear_cache()
     builds = []
     real = build_mod.codegen_llvm
@@ -161,10 +162,9 @@ def test_small_graphs_compile_as_one_module_without_the_cache(cache, tmp_path,
 
 
 def test_off_and_instrumented_builds_leave_the_disk_alone(cache, tmp_path, monkeypatch):
-    monkeypatch.setenv("IRC_CACHE", "off")
-    _run()
+    with irc.settings(cache=False):
+        _run()
     assert not _entries(tmp_path)
-    monkeypatch.delenv("IRC_CACHE")
     build_mod.clear_cache()
     timing = PassTimingInstrument()
     with PassContext(instruments=[timing]):
@@ -173,11 +173,11 @@ def test_off_and_instrumented_builds_leave_the_disk_alone(cache, tmp_path, monke
     assert any(name == "LowerTIR" for name, _ in timing.timings)  # it saw the lowering
 
 
-def test_an_unwritable_directory_warns_once_and_compiles(cache, tmp_path, monkeypatch,
+def test_an_unwritable_directory_warns_once_and_compiles(cache, tmp_path, irc_settings,
                                                           caplog):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be")
-    monkeypatch.setenv("IRC_CACHE_DIR", str(blocker))
+    irc_settings(cache_dir=blocker)
     with caplog.at_level(logging.WARNING, logger="irc.cache"):
         _run()
         build_mod.clear_cache()
@@ -197,10 +197,12 @@ def test_trim_deletes_the_entries_read_least_recently(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.irk", "old.irk", "other.txt"]
 
 
-def test_cache_root_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "a"))
+def test_cache_root_follows_the_settings(tmp_path, monkeypatch, irc_settings):
+    irc_settings(cache_dir=tmp_path / "a")
     assert disk_cache.cache_root() == tmp_path / "a"
-    monkeypatch.delenv("IRC_CACHE_DIR")
+    assert Settings.from_environment({"IRC_CACHE_DIR": "/x"}).cache_root() == Path("/x")
+    assert not Settings.from_environment({"IRC_CACHE": "off"}).cache
+    irc_settings(cache_dir=None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert disk_cache.cache_root() == tmp_path / "xdg" / "irc"
     from irc.codegen import nvrtc

@@ -39,9 +39,9 @@ EM_CUDA = 190  # the ELF machine number of NVIDIA GPU code
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
+def cache(tmp_path, monkeypatch, irc_settings):
     """A fresh cache directory and an empty in-memory cache; counts NVRTC runs."""
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
+    irc_settings(cache_dir=tmp_path)
     nvrtc.clear_memory_cache()
     runs = []
     real = nvrtc._compile_with_nvrtc
@@ -108,10 +108,10 @@ def test_corrupt_cache_entry_is_rebuilt(cache, tmp_path, damage):
     assert entry.read_bytes() == data  # rewritten
 
 
-def test_unwritable_cache_directory_warns_once_and_compiles(tmp_path, monkeypatch, caplog):
+def test_unwritable_cache_directory_warns_once_and_compiles(tmp_path, irc_settings, caplog):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be")
-    monkeypatch.setenv("IRC_CACHE_DIR", str(blocker))
+    irc_settings(cache_dir=blocker)
     nvrtc.clear_memory_cache()
     with caplog.at_level(logging.WARNING, logger="irc.cache"):
         assert nvrtc.compile_cuda(VADD)[:4] == b"\x7fELF"

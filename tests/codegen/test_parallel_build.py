@@ -35,8 +35,8 @@ def _kernels(n_funcs: int, every_one_checks: bool = False) -> IRModule:
 
 
 @pytest.fixture
-def in_parts(monkeypatch):
-    monkeypatch.setenv("IRC_COMPILE_JOBS", "3")
+def in_parts(monkeypatch, irc_settings):
+    irc_settings(compile_jobs=3)
     monkeypatch.setattr(build_mod, "PARALLEL_PART_BYTES", 1)
     build_mod.clear_cache()
     yield
@@ -71,10 +71,10 @@ def test_module_in_parts_runs_saves_and_loads(tmp_path):
 
 
 @pytest.mark.usefixtures("in_parts")
-def test_parts_match_a_serial_build(monkeypatch):
+def test_parts_match_a_serial_build(irc_settings):
     n = 5
     parted = irc.build(_kernels(n), target="llvm")
-    monkeypatch.setenv("IRC_COMPILE_JOBS", "1")
+    irc_settings(compile_jobs=1)
     build_mod.clear_cache()
     serial = irc.build(_kernels(n), target="llvm")
     assert len(serial.objects) == 1
@@ -95,7 +95,7 @@ def test_damaged_object_sizes_are_an_error():
         _from_metadata(meta, mod.object_code)
 
 
-def test_network_compiles_in_parts_like_serially(monkeypatch):
+def test_network_compiles_in_parts_like_serially(monkeypatch, irc_settings):
     """The bundled example network through irc.compile with forked scheduling, lowering
     and LLVM parts gives exactly the outputs of a serial compile."""
     import pathlib
@@ -106,7 +106,7 @@ def test_network_compiles_in_parts_like_serially(monkeypatch):
     mod = irc.parse((root / "examples" / "convnet.ir").read_text())
     outs = []
     for jobs in ("1", "2"):
-        monkeypatch.setenv("IRC_COMPILE_JOBS", jobs)
+        irc_settings(compile_jobs=int(jobs))
         monkeypatch.setattr(build_mod, "PARALLEL_PART_BYTES", 1)
         monkeypatch.setattr(build_mod, "PARALLEL_LOWER_FUNCS", 1)
         monkeypatch.setattr(dlight_apply, "PARALLEL_SCHEDULE_FUNCS", 1)
@@ -120,11 +120,11 @@ def test_network_compiles_in_parts_like_serially(monkeypatch):
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
-def test_pieces_number_their_messages_apart_and_the_tables_merge(tmp_path, monkeypatch):
+def test_pieces_number_their_messages_apart_and_the_tables_merge(tmp_path, irc_settings):
     """Lowered, generated and compiled in pieces on 3 processes: each piece numbers its
     kernel messages above its own base, and the module's table holds them all, through
     files and blobs too (a sparse table is written as an object keyed by code)."""
-    monkeypatch.setenv("IRC_COMPILE_JOBS", "3")
+    irc_settings(compile_jobs=3)
     n = 7
     funcs = build_mod.collect_prim_funcs(_kernels(n, every_one_checks=True))
     mod = build_mod.build_llvm_in_pieces(funcs, "llvm", 3)

@@ -10,6 +10,7 @@ import pytest
 
 import irc
 from irc.core import parallel
+from irc.core.settings import Settings
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
                            reason="fork_map forks only on Linux")
@@ -107,12 +108,34 @@ def test_no_fork_while_other_threads_run():
         t.join()
 
 
-def test_worker_count_from_environment(monkeypatch):
-    monkeypatch.setenv("IRC_COMPILE_JOBS", "3")
-    assert parallel.worker_count() == 3
-    monkeypatch.delenv("IRC_COMPILE_JOBS")
-    assert parallel.worker_count() >= 1
+def test_worker_count_from_the_settings():
+    with irc.settings(compile_jobs=3):
+        assert parallel.worker_count() == 3
+    with irc.settings(compile_jobs=None):
+        assert parallel.worker_count() >= 1
+    assert Settings.from_environment({"IRC_COMPILE_JOBS": "3"}).worker_count() == 3
     for bad in ("two", "0", "-1"):
-        monkeypatch.setenv("IRC_COMPILE_JOBS", bad)
         with pytest.raises(irc.IRCError, match="IRC_COMPILE_JOBS"):
-            parallel.worker_count()
+            Settings.from_environment({"IRC_COMPILE_JOBS": bad})
+
+
+def test_settings_override_nests_per_thread_and_round_trips_the_environment(tmp_path):
+    base = irc.core.settings.current()
+    with irc.settings(compile_jobs=2, cache_dir=tmp_path) as outer:
+        assert irc.core.settings.current() is outer
+        with irc.settings(cache=False) as inner:
+            assert (inner.compile_jobs, inner.cache_dir, inner.cache) == (2, tmp_path, False)
+            seen = []
+            t = threading.Thread(target=lambda: seen.append(irc.core.settings.current()))
+            t.start()
+            t.join()
+            assert seen == [base]  # another thread keeps the process's settings
+            assert Settings.from_environment(inner.environment()) == inner
+        assert irc.core.settings.current() is outer
+    assert irc.core.settings.current() is base
+    with pytest.raises(irc.IRCError, match="unknown setting 'jobs'"):
+        with irc.settings(jobs=2):
+            pass
+    with pytest.raises(irc.IRCError, match="compile_jobs"):
+        with irc.settings(compile_jobs=0):
+            pass

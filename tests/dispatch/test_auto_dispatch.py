@@ -19,8 +19,8 @@ pytest.importorskip("scipy_openblas32", reason="needs the scipy-openblas32 wheel
 
 
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
+def cache_dir(tmp_path, irc_settings):
+    irc_settings(cache_dir=tmp_path)
     return tmp_path
 
 
@@ -64,7 +64,7 @@ def test_auto_measures_each_shape_once_and_keeps_the_faster(cache_dir, monkeypat
     np.testing.assert_allclose(got, run_main(mod, args), rtol=1e-4, atol=1e-4)
 
 
-def test_a_refused_match_lets_smaller_patterns_be_measured(monkeypatch):
+def test_a_refused_match_lets_smaller_patterns_be_measured(monkeypatch, irc_settings):
     _only_blas(monkeypatch)
     mod = dense_module((4, 32), 8, True, (8,), "relu")
     seen = []
@@ -82,7 +82,7 @@ def test_a_refused_match_lets_smaller_patterns_be_measured(monkeypatch):
     def library_always(func, pattern, *rest):
         return {"pattern": pattern, "library_s": 1.0, "irc_s": 2.0, "choice": "library"}
     monkeypatch.setattr(auto, "_measure", library_always)
-    monkeypatch.setenv("IRC_CACHE_DIR", str(auto.cache_path()) + ".other")
+    irc_settings(cache_dir=str(auto.cache_path()) + ".other")
     assert packed_calls(auto.auto_dispatch(mod, Target("llvm"), irc.compile)) == [
         "fused_permute_dims_matmul_add_nn_relu_blas"]
 

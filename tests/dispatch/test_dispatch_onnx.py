@@ -27,8 +27,8 @@ if not dnnl.available():
 
 
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
+def cache_dir(tmp_path, irc_settings):
+    irc_settings(cache_dir=tmp_path)
     return tmp_path
 
 

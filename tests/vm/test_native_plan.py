@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import irc
+from irc.core.settings import Settings
 from irc.runtime.ndarray import aligned_empty
 from irc.vm.native_plan import plans_enabled
 
@@ -54,13 +55,12 @@ class Module:
 '''
 
 
-def _vms(text, monkeypatch):
+def _vms(text, monkeypatch=None):
     ex = irc.compile(irc.parse(text), "llvm")
     planned = irc.vm.VirtualMachine(ex)
-    monkeypatch.setenv("IRC_VM_NATIVE_PLAN", "0")
-    plain = irc.vm.VirtualMachine(ex)
-    plain._function("main")  # prepared while plans are off
-    monkeypatch.delenv("IRC_VM_NATIVE_PLAN")
+    with irc.settings(vm_native_plan=False):
+        plain = irc.vm.VirtualMachine(ex)
+        plain._function("main")  # prepared while plans are off
     return planned, plain
 
 
@@ -177,7 +177,8 @@ def test_functions_without_a_plan_have_no_timed_plan(monkeypatch):
     assert all(k.calls == 2 for k in report.kernels)
 
 
-def test_environment_switch(monkeypatch):
+def test_settings_switch():
     assert plans_enabled()
-    monkeypatch.setenv("IRC_VM_NATIVE_PLAN", "0")
-    assert not plans_enabled()
+    with irc.settings(vm_native_plan=False):
+        assert not plans_enabled()
+    assert Settings.from_environment({"IRC_VM_NATIVE_PLAN": "0"}).vm_native_plan is False

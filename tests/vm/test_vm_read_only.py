@@ -75,8 +75,8 @@ def test_a_read_only_argument_a_kernel_writes_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("plans", ["1", "0"])
-def test_read_only_inputs_that_are_only_read_work(tmp_path, monkeypatch, plans):
-    monkeypatch.setenv("IRC_VM_NATIVE_PLAN", plans)
+def test_read_only_inputs_that_are_only_read_work(tmp_path, irc_settings, plans):
+    irc_settings(vm_native_plan=plans == "1")
     vm = irc.vm.VirtualMachine(irc.compile(_double_module(), "llvm", pipeline=None))
     path = str(tmp_path / "x.npy")
     np.save(path, np.arange(4, dtype="float32"))

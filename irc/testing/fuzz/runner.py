@@ -34,6 +34,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ...core import settings
 from .evaluate import CRASH, INVALID, EvalOptions, Outcome, evaluate
 from .generator import FuzzConfig, generate_case
 
@@ -91,13 +92,13 @@ def serve(tasks_fd: int, results_fd: int, cache_dir: str) -> None:
     ``results_fd``, until None arrives."""
     tasks = Connection(tasks_fd, writable=False)
     results = Connection(results_fd, readable=False)
-    os.environ["IRC_CACHE_DIR"] = cache_dir
     config, options = tasks.recv()
-    while True:
-        task = tasks.recv()
-        if task is None:
-            return
-        results.send(run_task(task, config, options))
+    with settings.override(cache_dir=cache_dir):
+        while True:
+            task = tasks.recv()
+            if task is None:
+                return
+            results.send(run_task(task, config, options))
 
 
 # What a worker process runs: its module search path first (the parent's, so that the
