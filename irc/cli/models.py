@@ -15,9 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import vm
 from ..core.diagnostics import DAMAGED_FILE_ERRORS, IRCError
 from ..core.module import IRModule
 from ..ir.expr import Function
+from ..script_parser import parse
 
 
 def read_text(path: str) -> str:
@@ -48,8 +50,6 @@ def load_model(spec: str) -> IRModule:
                        hint="give a .ir file, a .onnx file, or a Python module and "
                             "attribute as module:attribute")
     if spec.endswith(".ir"):
-        from ..script_parser import parse
-
         mod = parse(read_text(spec), source_name=spec)
         return mod if isinstance(mod, IRModule) else IRModule(functions={"main": mod})
     if spec.endswith(".onnx"):
@@ -152,8 +152,6 @@ def choose_function(names: Sequence[str], requested: str | None, where: str) -> 
 
 def load_executable_file(spec: str) -> Any:
     """The compiled executable in the ``.ircx`` file ``spec``."""
-    from .. import vm
-
     if not os.path.isfile(spec):
         raise IRCError(f"no compiled executable at {spec}" if not os.path.exists(spec)
                        else f"{spec} is not a file")
@@ -164,8 +162,6 @@ def compile_model(mod: IRModule, target: Any, pipeline: str, records: str | None
                   check_bounds: bool) -> tuple[Any, float]:
     """``(executable, compile seconds)`` of ``mod``, with the best schedules of the
     tuning records ``records`` when given."""
-    from .. import vm
-
     start = time.perf_counter()
     if records:
         from ..tune import ms

@@ -14,7 +14,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import runtime
+from .. import vm as irc_vm
 from ..core.diagnostics import IRCError
+from ..core.instrument import PrintIR
+from ..core.transform import PassContext
+from ..passes import BindSymbolicVars, get_pipeline, parameter_shape_vars
 from . import options
 from .models import (
     check_input_names,
@@ -177,8 +182,6 @@ def _build(args: argparse.Namespace, target: Any, given: dict[str, Any],
     """Load or compile ``args.model``: a model is specialized to ``--shape`` first; a
     compiled executable keeps ``--shape`` for its random inputs. The inputs given, and
     what random ones need, are checked before the model is compiled."""
-    from ..passes import parameter_shape_vars
-
     shapes = options.bindings(args.shape)
     if is_executable(args.model):
         ex = load_executable_file(args.model)
@@ -220,8 +223,6 @@ def _check_arguments(function: str, params: list[str], given: dict[str, Any],
 
 
 def _specialize(mod: Any, function: str, shapes: dict[str, int]) -> Any:
-    from ..passes import BindSymbolicVars, parameter_shape_vars
-
     if shapes:
         _check_shape_names(shapes, [v.name for v in parameter_shape_vars(mod[function])],
                            function)
@@ -300,8 +301,6 @@ def _summary(arr: np.ndarray) -> str:
 
 
 def _device(name: str) -> Any:
-    from .. import runtime
-
     if name != "cuda":
         return runtime.cpu()
     gpu = runtime.cuda()
@@ -328,8 +327,6 @@ def _check_device(device: str | None, target: str) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     """``irc run``: run one function on inputs from files (or random ones), print the
     outputs and optionally save them."""
-    from .. import vm as irc_vm
-
     target = _check_build(args)
     if target is not None:
         _device(_check_device(args.device, str(target)))  # a missing GPU: before compiling
@@ -393,8 +390,6 @@ def _stats_line(name: str, times: list[float], batch: int) -> str:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``irc bench``: latency statistics of one function (and ONNX Runtime's)."""
-    from .. import vm as irc_vm
-
     if args.threads is not None and is_executable(args.model):
         raise IRCError(f"--threads sets the threads a model is compiled for; {args.model} "
                        "is compiled already (with the -num-cores of its target)")
@@ -464,10 +459,6 @@ def _onnxruntime_times(args: argparse.Namespace, built: Built, values: list[Any]
 
 def cmd_show(args: argparse.Namespace) -> int:
     """``irc show``: print a model, optionally after a pipeline (and after each pass)."""
-    from ..core.instrument import PrintIR
-    from ..core.transform import PassContext
-    from ..passes import get_pipeline
-
     if args.print_after_all and not args.pipeline:
         raise IRCError("--print-after-all prints the passes of a pipeline: add --pipeline "
                        "default (or zero)")

@@ -27,6 +27,9 @@ import time
 from typing import Any, Sequence
 
 from ..core.diagnostics import IRCError
+from ..passes import parameter_shape_vars
+from ..tir.analysis.flops import flop_count
+from ..tir.stmt import PrimFunc
 from . import options
 from .models import choose_function, graph_functions, load_model
 from .run import MODEL_HELP, TARGET_HELP, _specialize
@@ -177,16 +180,11 @@ def _tasks(mod: Any, args: argparse.Namespace, target: Any) -> list[Any]:
 
 def _dimensions(mod: Any, names: Sequence[str]) -> list[str]:
     """The symbolic dimensions the parameters of the graph functions ``names`` define."""
-    from ..passes import parameter_shape_vars
-
     return list(dict.fromkeys(v.name for n in names for v in parameter_shape_vars(mod[n])))
 
 
 def _symbolic_loops(mod: Any) -> list[str]:
     """The loop functions of ``mod`` not scheduled yet whose shapes are symbolic."""
-    from ..tir.analysis.flops import flop_count
-    from ..tir.stmt import PrimFunc
-
     return [gv.name_hint for gv, f in mod.functions.items()
             if isinstance(f, PrimFunc) and not f.attrs.get("tir.is_scheduled")
             and flop_count(f) < 0]
@@ -196,8 +194,6 @@ def _no_tasks(model: str, mod: Any, dims: list[str] | None) -> None:
     """Say why nothing of ``mod`` can be tuned (``dims``: the symbolic dimensions of its
     graph functions, None for a module of loop functions alone): raise an IRCError for a
     cause the user can remove; print why and return when there is nothing to tune."""
-    from ..tir.stmt import PrimFunc
-
     loops = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
     symbolic = _symbolic_loops(mod)
     listed = ", ".join(symbolic[:4]) + (", ..." if len(symbolic) > 4 else "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import struct
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -174,8 +175,6 @@ def deprecated_aliases(module: str, aliases: dict[str, tuple[str, object]]):
 
     def module_getattr(name: str) -> object:
         if name in aliases:
-            import warnings
-
             use, value = aliases[name]
             warnings.warn(f"{module}.{name} is a deprecated name of {use}; use that",
                           DeprecationWarning, stacklevel=2)

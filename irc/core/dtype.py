@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .diagnostics import IRTypeError, did_you_mean
+from .diagnostics import IRTypeError, did_you_mean, require
 
 _DTYPE_RE = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:x(\d+))?$")
 _VALID_BITS = {
@@ -355,8 +355,6 @@ def _bfloat16_numpy():
 
 def narrow_numpy(dtype: str):
     """ml_dtypes' numpy dtype of a narrow dtype (one byte per element)."""
-    from .diagnostics import require
-
     ml_dtypes = require("ml_dtypes", purpose=f"an array of {dtype}",
                         install="pip install ml_dtypes (it comes with irc's onnx extra)")
     return np.dtype(getattr(ml_dtypes, dtype))

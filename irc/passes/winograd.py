@@ -29,16 +29,13 @@ and the transformed kernel is within ``MAX_F4_WEIGHT_BYTES``, else with m = 2 wh
 output has that many tiles of 2 x 2 and the kernel is within ``MAX_WEIGHT_BYTES``, else
 not at all (at batch 1 a kernel is read from memory once per call, so its size sets a
 floor on the layer's time); either m only while the tiles, partial ones at the edges
-counted whole, keep at most ``MAX_WORK_RATIO`` of the direct multiplications. Measured
-on ResNet's layers (AMD Zen 5, 2 threads, against the direct default build): 56 x 56 x
-64 and 28 x 28 x 128 gain most with m = 4; 14 x 14 x 256 gains more with m = 2 (in
-ResNet-18 and ResNet-50); 7 x 7 x 512 gains with m = 2 (0.40 ms against 0.52) and loses
-with m = 4 (4 tiles of 16 outputs for 49). At stride 2 (AMD Zen 4, 2 threads, each layer
-alone, against the direct default kernel): 56 -> 28 with 64 or 128 input channels
-took 0.80x and 0.73x with m = 4 (0.91x and 0.83x with m = 2); 28 -> 14 with 128 or
-256 took 0.79x with m = 2 (0.89x and 0.93x with m = 4, whose kernels are 10.6 and 21 MB);
-14 -> 7 took 1.00x and 1.08x with m = 2 and stays direct. In ResNet-50 the two
-converted layers made the whole run 0.97x as long.
+counted whole, keep at most ``MAX_WORK_RATIO`` of the direct multiplications. So large
+outputs with moderate channel counts (ResNet's 56 x 56 x 64 and 28 x 28 x 128 layers)
+take m = 4; smaller ones, or kernels too large for m = 4's 36 taps per channel pair,
+take m = 2; a 7 x 7 output takes m = 2 (4 tiles of 4 x 4 would hold 64 outputs for its
+49); and a stride-2 layer down to 7 x 7 stays direct, its partial tiles keeping too many
+of the products. The measurements behind these bounds are the README's benchmark notes
+(``benchmarks/cpu_models.py``).
 
 ``tile=2`` or ``tile=4`` (or, for the default pipeline, ``PassContext(config=
 {"winograd.tile": 2})``) forces that tile size on every eligible convolution, whatever

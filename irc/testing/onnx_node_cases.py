@@ -33,6 +33,9 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.diagnostics import IRCError, UnsupportedOperatorError
+from ..runtime import cpu, tensor
+from ..vm.build import compile as irc_compile
+from ..vm.vm import VirtualMachine
 
 
 @dataclass
@@ -144,9 +147,6 @@ def _arrays(values: Any) -> list[Any]:
 def run_case(case: Any, target: str = "llvm") -> CaseResult:
     """Import, compile and run one case; never raises."""
     from ..frontend.onnx import from_onnx
-    from ..runtime import cpu, tensor
-    from ..vm.build import compile as irc_compile
-    from ..vm.vm import VirtualMachine
 
     ops = case_ops(case)
     n_out = len(case.model.graph.output)

@@ -49,6 +49,8 @@ from ..dispatch.codegen import get_codegen
 from ..dispatch.table import PatternCheckContext, unavailable_reason
 from ..ir.expr import Call, Function, GlobalVar, SeqExpr, VarBinding
 from ..ir.struct_info import TensorStructInfo
+from ..runtime import cpu, cuda, tensor
+from .vm import VirtualMachine
 
 _lock = threading.Lock()
 logger = logging.getLogger("irc.dispatch")
@@ -108,9 +110,6 @@ def _standalone(func: Function) -> IRModule:
 
 def _time(ex: Any, args: list[np.ndarray], device: Any) -> float:
     """The median time of an executable's ``main`` on ``args``."""
-    from ..runtime import tensor
-    from .vm import VirtualMachine
-
     vm = VirtualMachine(ex, device)
     targs = [tensor(a, device) for a in args]
     return float(vm.time_evaluator("main", device, number=3, repeat=3,
@@ -171,8 +170,6 @@ def auto_dispatch(mod: IRModule, target: Target, compile_fn: Callable[..., Any],
     """``mod`` with the subgraphs where a library wins offloaded to it (module docstring);
     ``compile_fn`` is ``irc.compile`` (builds each candidate to measure it); each decision
     is appended to ``report`` when given."""
-    from ..runtime import cpu, cuda
-
     entries = candidate_patterns(target)
     if not entries:
         return mod

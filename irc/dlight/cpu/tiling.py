@@ -18,7 +18,7 @@ some of them and whose rows' other loads overlap across the reduction's steps (a
 stride-1 window's output columns) is a *partial* register loop: each row loads its own
 vector of the others, but the tile shares the weight's loads and LLVM carries the
 overlapping input vectors from one tap to the next (MobileNet-V2's stride-1 depthwise
-layers ran 8-34% faster on a Zen 4). Where the register loop is short (a
+layers). Where the register loop is short (a
 14 x 14 or 7 x 7 convolution's output columns), the *group loop* ``g`` (the next loop
 that reuses the vector operands: the output rows) adds rows to the macro tile, so more
 row tiles share each panel.
@@ -403,8 +403,8 @@ def tile_cycles(mr: int, nvec: int, latency: float = FMA_LATENCY, partial: bool 
     """Estimated cycles of one reduction step of an ``mr x nvec`` micro-kernel: its
     ``mr * nvec`` FMAs at two per cycle, but no faster than one FMA ``latency`` (each
     accumulator depends on its previous step), plus a quarter cycle per load (``mr``
-    broadcasts, ``nvec`` vector loads). Fitted on a Zen 3 (AVX2): 4 x 3 and 6 x 2 tiles
-    reach 75-90% of the FMA peak, 4 x 2 and 2 x 4 about 70%, 7 x 1 and 2 x 2 less.
+    broadcasts, ``nvec`` vector loads), fitted to measured micro-kernels (tiles of 12
+    accumulators come closest to the FMA peak, those of 8 next, smaller ones less).
     With a ``partial`` register loop each row also loads its own vectors (``mr * nvec``
     loads besides the ``nvec`` shared ones)."""
     if partial:
@@ -434,12 +434,11 @@ def choose_micro_tile(er: int, nv: int, registers: int, allow_row_tail: bool,
     of 2 x 4 (0.75), 49 Winograd tiles 9 x 5 + 4 rows (0.68).
 
     Between tiles estimated alike (2 x 4 and 4 x 2), the one with more rows and fewer
-    vectors wins: its weight panel is half as wide, and on a Zen 3 six of ResNet-50's
-    seven 1 x 1 convolutions at 56 x 56 and 28 x 28 ran 4-15% faster with 4 x 2 than
-    with 2 x 4 (64 to 64 channels, 3-10% slower). Where the broadcast operand is
-    ``guarded`` (a padded convolution's select per row and step), the estimate takes
-    the bare latency (``GUARDED_FMA_LATENCY``) and ties go to fewer rows: 4 x 2 ran a
-    stride-2 3 x 3 convolution 1.9x slower than 2 x 4."""
+    vectors wins: its weight panel is half as wide, which ran most of ResNet-50's 1 x 1
+    convolutions faster. Where the broadcast operand is ``guarded`` (a padded
+    convolution's select per row and step), the estimate takes the bare latency
+    (``GUARDED_FMA_LATENCY``) and ties go to fewer rows, each row's select being paid
+    per vector: there more rows ran a stride-2 3 x 3 convolution much slower."""
     latency = GUARDED_FMA_LATENCY if guarded else FMA_LATENCY
     best: dict[bool, tuple] = {}
     for nvec in range(max_nvec, 0, -1):

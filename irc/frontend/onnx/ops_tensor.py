@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core import dtype as dt
 from ...core.diagnostics import UnsupportedOperatorError
 from ...ir import ops
 from ...ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
@@ -363,7 +364,6 @@ def _constant_of_shape(node: Node) -> Expr:
         arr = np.zeros(1, "float32")
     else:
         arr = node.graph.onnx.numpy_helper.to_array(value).reshape(-1)
-    from ...core import dtype as dt
     dtype = dt.from_numpy(arr.dtype)
     shape = _shape_expr(dims) if any(not isinstance(d, int) for d in dims) else dims
     return ops.full(shape, Constant.from_numpy(arr.reshape(()).astype(arr.dtype)), dtype)
