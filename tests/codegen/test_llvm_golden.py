@@ -5,13 +5,13 @@ change is intended, regenerate them with ``python tests/codegen/test_llvm_golden
 and review the diff of ``tests/codegen/golden/``.
 """
 
-import difflib
 import os
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from golden_files import assert_matches_golden, write_golden
 from llvm_kernels import bcast, buf, func, loop, ramp, store
 
 from irc import tir
@@ -85,19 +85,9 @@ def _generate(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_golden_llvm_ir(name):
-    path = os.path.join(GOLDEN_DIR, f"{name}.ll")
-    with open(path) as f:
-        expected = f.read()
-    got = _generate(name)
-    if got != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), got.splitlines(True),
-                                            f"golden/{name}.ll", "generated"))
-        pytest.fail(f"generated LLVM IR changed (regenerate with python {__file__}):\n{diff}")
+    assert_matches_golden(os.path.join(GOLDEN_DIR, f"{name}.ll"), _generate(name),
+                          "generated LLVM IR", __file__)
 
 
 if __name__ == "__main__":
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    for name in sorted(CORPUS):
-        with open(os.path.join(GOLDEN_DIR, f"{name}.ll"), "w") as f:
-            f.write(_generate(name))
-        print(f"wrote golden/{name}.ll")
+    write_golden(GOLDEN_DIR, CORPUS, _generate, ".ll")
