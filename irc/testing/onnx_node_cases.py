@@ -191,7 +191,7 @@ def support_table(results: list[CaseResult]) -> str:
     import onnx
 
     from ..frontend.onnx import supported_ops
-    from ..frontend.onnx.importer import function_kind
+    from ..frontend.onnx.functions import function_kind
     from ..frontend.onnx.registry import REFUSED, REFUSED_DOMAINS, REFUSED_USES, refusal
 
     conv = supported_ops()

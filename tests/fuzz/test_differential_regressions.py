@@ -7,7 +7,7 @@ irc is fixed the test passes, strictness turns that into a failure, and the mark
 off so that the test guards the fix; a fixed one names its seed in a comment. Several
 concern nodes whose inputs are all constants: the ONNX importer evaluates only shape
 arithmetic, data movement and elementwise arithmetic at import time with ONNX's reference
-evaluator (``importer._FOLDED``), whose results for windows, normalizations, control flow
+evaluator (``folding._FOLDED``), whose results for windows, normalizations, control flow
 and float reductions are wrong in places (the fuzzer's own references replace those
 operators, ``irc.testing.fuzz.references.reference_ops``); each such test has its twin
 with the input given at run time.

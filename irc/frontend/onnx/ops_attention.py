@@ -15,8 +15,10 @@ import numpy as np
 from ...core import dtype as dt
 from ...ir import ops
 from ...ir.expr import Constant, Expr
-from .importer import DTYPES, Node, SymShape
+from .importer import Node
+from .protos import DTYPES
 from .registry import converter
+from .scope import SymShape
 
 # softmax_precision values ONNX allows (TensorProto element types).
 _PRECISIONS = {1: "float32", 10: "float16", 16: "bfloat16", 11: "float64"}
@@ -28,8 +30,7 @@ def _modifier(node: Node, graph: Any, value: Expr, name: str) -> Expr:
         raise node.error(f"{name} must take one input and give one output, got "
                          f"{len(graph.input)} and {len(graph.output)}")
     bound = node.emit(value, name + "_in")
-    node.graph.values[graph.input[0].name] = bound
-    node.graph.syms.pop(graph.input[0].name, None)
+    node.graph.scope.bind(graph.input[0].name, bound)
     (out,) = node.graph.inline_subgraph(graph, [graph.output[0].name])
     if isinstance(out, SymShape):
         raise node.error(f"{name} returns a shape value, not the modified tensor")

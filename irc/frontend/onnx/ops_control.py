@@ -48,8 +48,10 @@ from ...ir.expr import (
 )
 from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
-from .importer import Node, SymShape, valid_name
+from .importer import Node
+from .protos import valid_name
 from .registry import converter
+from .scope import SymShape
 
 
 def _scalar_bool(node: Node, e: Expr, what: str) -> Expr:
@@ -217,9 +219,8 @@ def _unrolled_loop(node: Node, body: Any, carried: list[Expr], n_scan: int) -> l
             break
         values = [_int64_scalar(t), Constant.from_numpy(np.asarray(True)), *state]
         for name, value in zip(formal, values):
-            graph.values[name] = value if isinstance(value, (Var, Constant, Tuple)) \
-                else node.emit(value, "loop_value")
-            graph.syms.pop(name, None)
+            graph.scope.bind(name, value if isinstance(value, (Var, Constant, Tuple))
+                             else node.emit(value, "loop_value"))
         res = graph.inline_subgraph(body, [vi.name for vi in body.output])
         res = [graph.shape_tensor(v, f"{node.name}_step{t}_{i}") if isinstance(v, SymShape)
                else v for i, v in enumerate(res)]
@@ -269,9 +270,8 @@ def _run_steps(node: Node, body: Any, state: list[Any], xs: list[Expr], in_axes:
             slices.append(node.emit(ops.squeeze(ops.take(
                 x, Constant.from_numpy(np.array([i], "int64")), axis=a), [a]), "scan_slice"))
         for name, value in zip(formal, state + slices):
-            graph.values[name] = node.emit(value, "scan_value") if not isinstance(
-                value, (Var, Constant)) else value
-            graph.syms.pop(name, None)
+            graph.scope.bind(name, value if isinstance(value, (Var, Constant))
+                             else node.emit(value, "scan_value"))
         res = graph.inline_subgraph(body, [vi.name for vi in body.output])
         res = [graph.shape_tensor(v, f"{node.name}_step{t}_{i}") if isinstance(v, SymShape)
                else v for i, v in enumerate(res)]

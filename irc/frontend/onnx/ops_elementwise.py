@@ -14,8 +14,10 @@ from ...ir.ops import integer
 from ...ir.struct_info import TensorStructInfo
 from ...ir.struct_info_analysis import broadcast_dims
 from ...tir import expr as E
-from .importer import Node, SymShape, onnx_dtype
+from .importer import Node
+from .protos import onnx_dtype
 from .registry import converter
+from .scope import SymShape
 
 
 def scalar(value: float, dtype: str) -> Constant:

@@ -20,7 +20,8 @@ from ...ir.expr import Constant, Expr, Tuple
 from ...ir.ops import index as ix
 from ...ir.ops import integer
 from ...tir import expr as E
-from .importer import Node, onnx_dtype
+from .importer import Node
+from .protos import onnx_dtype
 from .registry import converter
 
 _REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}

@@ -22,8 +22,9 @@ from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
 from ...tir.topi.utils import accumulator_dtype
 from . import ops_einsum  # noqa: F401 - registers the Einsum converter
-from .importer import Node, valid_name
+from .importer import Node
 from .ops_elementwise import scalar
+from .protos import valid_name
 from .registry import converter
 
 

@@ -21,9 +21,10 @@ from ...ir import ops
 from ...ir.expr import Expr
 from ...ir.ops import integer, quantization, unary
 from ...tir.topi.quantize import QUANT_FLOATS
-from .importer import Node, onnx_dtype
+from .importer import Node
 from .ops_elementwise import scalar
 from .ops_nn import _kernel, _spatial, convolve
+from .protos import onnx_dtype
 from .registry import converter
 
 # The dtypes QuantizeLinear produces and DequantizeLinear reads.

@@ -22,9 +22,11 @@ from ...ir import ops
 from ...ir.expr import Constant, Expr, Tuple, TupleGetItem, Var
 from ...ir.struct_info import TensorStructInfo, TupleStructInfo
 from ...tir import expr as E
-from .importer import Node, SymShape, valid_name
+from .importer import Node
 from .ops_tensor import split_runtime
+from .protos import valid_name
 from .registry import converter
+from .scope import SymShape
 
 STATIC_LENGTH = ("irc represents a sequence as a tuple whose length is fixed when the model "
                  "is imported")
@@ -194,21 +196,16 @@ def _sequence_map(node: Node) -> list[Expr]:
         raise node.error(f"the sequences have different lengths {sorted(lengths)}"
                          if lengths else "input 0 must be a sequence")
     outputs: list[list[Expr]] = [[] for _ in body.output]
-    saved = (graph.values, graph.syms, graph.output_names, graph.emitted_outputs)
-    try:
-        for k in range(lengths.pop()):
-            graph.values, graph.syms = dict(saved[0]), dict(saved[1])
-            graph.output_names, graph.emitted_outputs = set(), set()
+    for k in range(lengths.pop()):
+        with graph.in_scope(graph.scope.nested()) as scope:
             for i, formal in enumerate(body.input):
                 value = sequences[i][k] if i in sequences else node.input(i)
                 if not isinstance(value, (Var, Constant)):
                     value = graph.bb.emit(value, valid_name(f"{formal.name}_{k}"))
-                graph.values[formal.name] = value
+                scope.bind(formal.name, value)
             results = graph.inline_subgraph(body, [vi.name for vi in body.output])
             for j, (vi, value) in enumerate(zip(body.output, results)):
                 if isinstance(value, SymShape):
                     value = graph.shape_tensor(value, f"{vi.name}_{k}")
                 outputs[j].append(value)
-    finally:
-        graph.values, graph.syms, graph.output_names, graph.emitted_outputs = saved
     return [Tuple(fields=tuple(items)) for items in outputs]

@@ -21,7 +21,8 @@ from ...ir import ops
 from ...ir.expr import Constant, Expr, If, SeqExpr, Tuple
 from ...ir.ops import integer
 from ...ir.struct_info import TensorStructInfo
-from .importer import Node, onnx_dtype, valid_name
+from .importer import Node
+from .protos import onnx_dtype, valid_name
 from .registry import converter
 
 

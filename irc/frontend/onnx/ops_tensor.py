@@ -4,7 +4,7 @@
 ``Constant``, ``ConstantOfShape``, ``Range``, ``Pad``.
 
 Shape-like inputs (a target shape, slice bounds, axes, repeats, pads) must be known at
-import time: constants, or symbolic shape values (``importer.SymShape``) where noted."""
+import time: constants, or symbolic shape values (``scope.SymShape``) where noted."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from ...ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
 from ...ir.struct_info import TensorStructInfo
 from ...ir.struct_info_analysis import simplify
 from ...tir import expr as E
-from .importer import Node, SymShape, valid_name
+from .importer import Node
 from .ops_elementwise import scalar
+from .protos import valid_name
 from .registry import DROPOUT_TRAINING, converter
+from .scope import SymShape
 
 _INT64_MAX = (1 << 63) - 1
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...core.diagnostics import IRCError, MissingDependencyError, require
-from ...frontend.onnx.importer import onnx_module
+from ...frontend.onnx.protos import onnx_module
 
 CACHE = os.environ.get("IRC_ZOO_CACHE") or os.path.join(
     os.path.expanduser("~"), ".cache", "irc", "zoo")
