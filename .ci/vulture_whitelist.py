@@ -28,7 +28,7 @@ asinh, acosh, atanh
 # Fields of records and options that describe data for their readers.
 NO_ERROR  # irc.tune.record.MeasureErrorKind: the error kind of a success ("")
 warp_size  # irc.tune.space.analysis.TargetInfo: a GPU target's warp size
-seconds  # irc.tune.tuner.SearchSpeed
+seconds  # irc.tune.engine.SearchSpeed
 
 # Called in a worker process by module and function name (irc/tune/runner.py,
 # tests/tune/tune_workloads.py through LocalBuilder(postproc="module:function")).

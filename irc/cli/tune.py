@@ -229,10 +229,11 @@ def _no_tasks(model: str, mod: Any, dims: list[str] | None) -> None:
 def cmd_tune(args: argparse.Namespace) -> int:
     """``irc tune``: see the module docstring."""
     from ..tune.cost_model import create_cost_model, describe_cost_model
+    from ..tune.engine import check_gpu_for_measuring, check_target_buildable
     from ..tune.ms import network_runner
     from ..tune.options import TuneComponents, TuneConfig
     from ..tune.task_table import save_task_table
-    from ..tune.tuner import check_gpu_for_measuring, check_target_buildable, tune_tasks
+    from ..tune.tuner import tune_tasks
 
     target = options.check_target(args.target)
     kind = options.record_path_kind(args.records)

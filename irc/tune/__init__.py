@@ -49,17 +49,19 @@ extra); :class:`NumpyModel` is the pure-numpy fallback; :class:`RandomModel` the
 ``desc``, ``workload``, ``workload_key``, ``flop_count``, ``compute_dag``).
 :class:`TaskScheduler` allocates trial rounds among tasks (gradient-based or round-robin)
 by driving a :class:`TaskTuner` — the search implements ``tune_round(task_id, n)`` and
-``measure_default(task_id)`` — and prints the progress table; its :class:`TuneSummary`
-carries :class:`TuningCounts` (what failed during the run).
+``measure_default(task_id)``; a tuner whose ``rounds_in_flight`` is above 1 measures in
+the background, its rounds started with ``start_round`` and collected with
+``finish_rounds`` — and prints the progress table; its :class:`TuneSummary` carries
+:class:`TuningCounts` (what failed during the run).
 
 **Search and front doors.** :class:`SpaceGenerator` (:mod:`irc.tune.space`: sketch
 rules, sketches, postprocessors, trace mutators); the search-strategy seam
 (:mod:`irc.tune.strategy`: a :class:`SearchStrategy` makes a :class:`TaskSearch` per task
 from a :class:`SearchContext`) and its default implementation,
 :class:`EvolutionaryStrategy` / :class:`EvolutionarySearch` (:mod:`irc.tune.search`, sized
-by :class:`SearchOptions`); :class:`TuningEngine` / :func:`tune_tasks`
-(:mod:`irc.tune.tuner`, the engine both front doors use, configured by
-:class:`TuneConfig` and :class:`TuneComponents` from :mod:`irc.tune.options`);
+by :class:`SearchOptions`); :class:`TuningEngine` (:mod:`irc.tune.engine`, the engine
+both front doors use) run by :func:`tune_tasks` (:mod:`irc.tune.tuner`), configured by
+:class:`TuneConfig` and :class:`TuneComponents` from :mod:`irc.tune.options`;
 :mod:`irc.tune.apply` and :mod:`irc.tune.graph` (tuned schedules back into functions and
 graph modules); the front doors :mod:`irc.tune.ms` and :mod:`irc.tune.auto_scheduler`
 are imported as submodules.
@@ -90,6 +92,7 @@ from .database import (
     distill,
     open_database,
 )
+from .engine import TuningEngine
 from .features import FEATURE_NAMES, NUM_FEATURES, extract_features, lower_for_features
 from .measure import (
     Builder,
@@ -109,5 +112,5 @@ from .search import EvolutionarySearch, EvolutionaryStrategy
 from .space import SpaceGenerator
 from .strategy import SearchContext, SearchStrategy, TaskSearch
 from .task import BlockDAG, TuneTask, extract_tasks, flop_count
-from .task_scheduler import TaskScheduler, TaskTuner, TuneSummary, TuningCounts
-from .tuner import TuningEngine, tune_tasks
+from .task_scheduler import FinishedRound, TaskScheduler, TaskTuner, TuneSummary, TuningCounts
+from .tuner import tune_tasks

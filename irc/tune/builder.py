@@ -19,7 +19,7 @@ import importlib
 import pickle
 import time
 from collections import OrderedDict, deque
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..codegen import build
 from ..core.diagnostics import IRCError, TuningError
@@ -35,7 +35,9 @@ _WORKLOAD_CACHE_SIZE = 64
 _worker_workloads: OrderedDict[str, PrimFunc] = OrderedDict()
 
 
-def _resolve_postproc(path: str):
+def resolve_postproc(path: str) -> Callable[[PrimFunc, Target], PrimFunc]:
+    """The builder postprocessor named ``"module:function"`` (imported); a TuningError
+    when the name is malformed or does not import."""
     module, _, name = path.partition(":")
     if not module or not name:
         raise TuningError(f"a builder postprocessor is named 'module:function', got {path!r}")
@@ -43,6 +45,12 @@ def _resolve_postproc(path: str):
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as err:
         raise TuningError(f"cannot load the builder postprocessor {path!r}: {err}") from None
+
+
+def worker_has_workload(key: str) -> bool:
+    """True when this (builder worker) process keeps workload ``key`` unpickled, so
+    :func:`build_candidate` needs no copy of it."""
+    return key in _worker_workloads
 
 
 def serialize_for_runner(module: Any) -> bytes:
@@ -80,7 +88,7 @@ def build_candidate(key: str, workload_blob: bytes | None, trace: Any,
             _worker_workloads.move_to_end(key)
         func = apply_trace(base, trace)
     if postproc:
-        func = _resolve_postproc(postproc)(func, Target.canon(target))
+        func = resolve_postproc(postproc)(func, Target.canon(target))
     module = build(func, target=target, name="main")
     return serialize_for_runner(module), time.perf_counter() - t0
 
@@ -104,7 +112,7 @@ class LocalBuilder(Builder):
         if self.n_parallel < 0:
             raise TuningError("LocalBuilder n_parallel must be >= 0")
         if postproc is not None:
-            _resolve_postproc(postproc)  # fail early on a bad name
+            resolve_postproc(postproc)  # fail early on a bad name
         self.postproc = postproc
         self.log_dir = log_dir
         self._workers = [WorkerProcess(f"builder-{i}", log_dir)

@@ -5,8 +5,10 @@ schedule trace in JSON form (``None`` = the unscheduled function itself, the def
 an already scheduled function. A :class:`Builder` compiles candidates into artifacts
 (:class:`BuildResult`); a :class:`Runner` times the artifacts (:class:`RunResult`);
 :class:`ProgramMeasurer` does both and hands :class:`MeasureResult` s to callbacks such as
-:class:`RecordToDatabase`. Failures never raise: they become results with an error kind
-from :class:`~irc.tune.record.MeasureErrorKind`.
+:class:`RecordToDatabase`. An :class:`AsyncRunner` measures in the background:
+``submit`` returns a :class:`BatchHandle`, ``poll`` the :class:`FinishedCandidate` s as
+they finish. Failures never raise: they become results with an error kind from
+:class:`~irc.tune.record.MeasureErrorKind`.
 """
 
 from __future__ import annotations
@@ -248,26 +250,45 @@ class Runner(ABC):
         self.close()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchHandle:
+    """A batch handed to :meth:`AsyncRunner.submit`: ``number`` tells it from the
+    runner's other batches, ``size`` is how many candidates it holds."""
+
+    number: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinishedCandidate:
+    """A candidate an :class:`AsyncRunner` finished: the ``index`` of its input in
+    ``batch``, how it built (``build``) and how it ran (``run``)."""
+
+    batch: BatchHandle
+    index: int
+    build: BuildResult
+    run: RunResult
+
+
 class AsyncRunner(Runner):
     """A runner that measures several candidates at once in the background (on a
     cluster), so the search can prepare the next round meanwhile.
 
     :meth:`submit` hands it a batch (it builds the batch with ``builder`` itself, or has
-    its own builders do it) and returns a ticket; :meth:`poll` returns the candidates
-    finished since the last call as ``(ticket, index in the batch, BuildResult,
-    RunResult)``, in the order they finished. Its :meth:`run` (the plain Runner
-    interface) submits a batch and polls until it is done.
+    its own builders do it) and returns the batch's :class:`BatchHandle`; :meth:`poll`
+    returns the candidates finished since the last call as :class:`FinishedCandidate`
+    s, in the order they finished. Its :meth:`run` (the plain Runner interface) submits
+    a batch and polls until it is done.
     """
 
     @abstractmethod
     def submit(self, inputs: Sequence[MeasureInput], builder: Builder | None = None,
-               builds: Sequence[BuildResult] | None = None) -> int:
+               builds: Sequence[BuildResult] | None = None) -> BatchHandle:
         """Start measuring ``inputs``: built by ``builder``, or already built
-        (``builds``); returns the batch's ticket."""
+        (``builds``); returns the batch's handle."""
 
     @abstractmethod
-    def poll(self, timeout: float | None = None
-             ) -> list[tuple[int, int, BuildResult, RunResult]]:
+    def poll(self, timeout: float | None = None) -> list[FinishedCandidate]:
         """Candidates finished since the last call (waits up to ``timeout`` seconds for
         the first; None: until one finishes, or returns [] when nothing is in flight)."""
 
@@ -347,7 +368,8 @@ class ProgramMeasurer:
 
 
 __all__ = [
-    "AsyncRunner", "BUILD_ERROR", "BUILD_TIMEOUT", "Builder", "BuildResult", "MeasureCallback",
+    "AsyncRunner", "BUILD_ERROR", "BUILD_TIMEOUT", "BatchHandle", "Builder", "BuildResult",
+    "FinishedCandidate", "MeasureCallback",
     "MeasureErrorKind", "MeasureInput", "MeasureResult", "ProgramMeasurer",
     "RecordToDatabase", "RUN_ERROR", "RUN_TIMEOUT", "RunResult", "Runner",
     "WRONG_RESULT",

@@ -57,8 +57,28 @@ MAX_FAILED_ROUNDS = 3
 TASK_SCHEDULING = ("gradient", "round-robin")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinishedRound:
+    """A round a tuner measured in the background: its task and the measured seconds
+    of its candidates (``inf`` for failures)."""
+
+    task_id: int
+    costs: tuple[float, ...]
+
+
 class TaskTuner(ABC):
-    """What the scheduler drives (one object for all tasks; the search's side)."""
+    """What the scheduler drives (one object for all tasks; the search's side).
+
+    A tuner measures one round at a time (:meth:`tune_round`), or, when its
+    :attr:`rounds_in_flight` is above 1 (the tuning engine with an asynchronous
+    runner), several rounds of different tasks at once: the scheduler starts each with
+    :meth:`start_round` and collects them with :meth:`finish_rounds`, so the runners
+    measure one round while the search prepares the next.
+    """
+
+    #: Rounds of different tasks the tuner measures at once (1: one at a time, through
+    #: :meth:`tune_round`).
+    rounds_in_flight: int = 1
 
     @abstractmethod
     def tune_round(self, task_id: int, num_trials: int) -> Sequence[float]:
@@ -70,6 +90,18 @@ class TaskTuner(ABC):
         """Measure the unscheduled function of task ``task_id`` and return its seconds
         (``inf`` when it fails); None when this tuner does not measure defaults."""
         return None
+
+    def start_round(self, task_id: int, num_trials: int) -> bool:
+        """Find up to ``num_trials`` new candidates of task ``task_id`` and start
+        measuring them in the background; False when the task has nothing left to try.
+        Only a tuner with ``rounds_in_flight`` above 1 measures in the background."""
+        raise TuningError(f"{type(self).__name__} measures one round at a time: call "
+                          "tune_round")
+
+    def finish_rounds(self, timeout: float | None = None) -> list[FinishedRound]:
+        """Wait (up to ``timeout`` seconds; None: until one finishes) for rounds started
+        with :meth:`start_round`; returns each finished round ([]: none in flight)."""
+        return []
 
 
 @dataclass(frozen=True)
@@ -313,7 +345,7 @@ class TaskScheduler:
         if self.measure_default and max_trials > 0:
             used, stopped_by = self._measure_defaults(tuner, max_trials, time_budget)
         self.next_task = self.pick_next() if used < max_trials else None
-        if getattr(tuner, "rounds_in_flight", 1) > 1 and stopped_by != "time":
+        if tuner.rounds_in_flight > 1 and stopped_by != "time":
             used, rounds, stopped_by = self._tune_overlapped(tuner, used, max_trials,
                                                              time_budget, callbacks)
         while stopped_by != "time" and not self._overlapped:
@@ -342,7 +374,7 @@ class TaskScheduler:
                            rounds=rounds, elapsed=time.monotonic() - self._start,
                            stopped_by=stopped_by)
 
-    def _tune_overlapped(self, tuner: Any, used: int, max_trials: int,
+    def _tune_overlapped(self, tuner: TaskTuner, used: int, max_trials: int,
                          time_budget: float | None,
                          callbacks: Sequence[Callable[[TaskScheduler, int], None]]
                          ) -> tuple[int, int, str]:
@@ -379,9 +411,10 @@ class TaskScheduler:
                 if used >= max_trials and stopped_by != "time":
                     stopped_by = "trials"
                 break
-            for i, costs in tuner.finish_rounds():
+            for done in tuner.finish_rounds():
+                i = done.task_id
                 n = in_flight.pop(i)
-                used += self._account(i, n, costs)
+                used += self._account(i, n, done.costs)
                 rounds += 1
                 self._last = i
                 self.next_task = self.pick_next(exclude=in_flight) \

@@ -16,7 +16,8 @@ import pytest
 from irc.core.diagnostics import TuningError
 from irc.core.target import Target
 from irc.tune import ms
-from irc.tune.cluster import RayBuilder, RayCluster, RayRunner, RunnerPool, _probe, connect
+from irc.tune.cluster import RayBuilder, RayCluster, RayRunner, RunnerPool, connect
+from irc.tune.cluster.connection import probe_address
 from irc.tune.database import JSONDatabase
 from irc.tune.measure import MeasureInput, MeasureResult
 
@@ -103,11 +104,11 @@ def test_killed_runner_costs_at_most_its_candidate_and_resume_measures_nothing_t
             # idle one (found dead when it is handed its next candidate).
             if killed:
                 return
-            alive = [a for a in runner._actors if not a.dead and a.identity]
-            alive.sort(key=lambda a: a.busy is None)
+            alive = [w for w in runner.workers if not w.dead and w.identity]
+            alive.sort(key=lambda w: w.busy is None)
             if alive:
-                os.kill(alive[0].identity["pid"], signal.SIGKILL)
-                killed.append(alive[0].identity["pid"])
+                os.kill(alive[0].identity.pid, signal.SIGKILL)
+                killed.append(alive[0].identity.pid)
 
         db = ms.tune_tir(matmul(24), "llvm", str(tmp_path), 12, builder=cluster.builder,
                          runner=runner, verbose=0)
@@ -156,11 +157,11 @@ def test_cluster_errors_are_irc_errors():
 def test_unreachable_cluster_address_is_an_error_at_once():
     # (connect() checks the address this way before Ray would retry for minutes)
     with pytest.raises(TuningError, match="nothing answers at the cluster address"):
-        _probe("127.0.0.1:1")
+        probe_address("127.0.0.1:1")
     with pytest.raises(TuningError, match="nothing answers at the cluster address"):
-        _probe("ray://127.0.0.1:1")
+        probe_address("ray://127.0.0.1:1")
     with pytest.raises(TuningError, match="has no port number"):
-        _probe("head:abc")
+        probe_address("head:abc")
 
 
 def test_without_ray_the_error_says_how_to_install(monkeypatch):

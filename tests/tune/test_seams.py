@@ -44,7 +44,7 @@ from irc.tune import (
     ms,
     space,
 )
-from irc.tune import tuner as tuner_mod
+from irc.tune import engine as engine_mod
 from irc.tune.features import NUM_FEATURES
 from irc.tune.record import trace_key
 from irc.tune.search_pool import EvaluatorPool, Job, JobKind, JobResult
@@ -189,7 +189,7 @@ class _Broken(ScheduleRule):
 
 
 def test_a_failing_default_rule_is_logged_and_counted(tmp_path, runner, caplog, monkeypatch):
-    monkeypatch.setattr(tuner_mod, "default_rules_for",
+    monkeypatch.setattr(engine_mod, "default_rules_for",
                         lambda target: [_Broken(), *default_rules()])
     out = io.StringIO()
     task = TuneTask(matmul(16), "llvm", name="mm16")

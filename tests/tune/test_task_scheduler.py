@@ -11,7 +11,14 @@ from tune_workloads import add_one, matmul
 
 from irc.core.diagnostics import TuningError
 from irc.target import Target
-from irc.tune import JSONDatabase, TaskScheduler, TaskTuner, TuneTask, TuningRecord
+from irc.tune import (
+    FinishedRound,
+    JSONDatabase,
+    TaskScheduler,
+    TaskTuner,
+    TuneTask,
+    TuningRecord,
+)
 
 
 class FakeTuner(TaskTuner):
@@ -189,3 +196,43 @@ def test_bad_arguments():
         TaskScheduler(make_tasks(1), strategy="greedy")
     with pytest.raises(TuningError, match="task weights"):
         TaskScheduler(make_tasks(2), task_weights=[1])
+
+
+class OverlappedTuner(FakeTuner):
+    """A FakeTuner measuring two rounds at once: each finish_rounds call finishes the
+    oldest round in flight."""
+
+    rounds_in_flight = 2
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_flight: list[FinishedRound] = []
+        self.most_in_flight = 0
+
+    def start_round(self, task_id, num_trials):
+        assert task_id not in [r.task_id for r in self.in_flight]
+        costs = self.tune_round(task_id, num_trials)
+        if not costs:
+            return False
+        self.in_flight.append(FinishedRound(task_id=task_id, costs=tuple(costs)))
+        self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
+        return True
+
+    def finish_rounds(self, timeout=None):
+        return [self.in_flight.pop(0)] if self.in_flight else []
+
+
+def test_a_tuner_with_rounds_in_flight_is_driven_through_start_and_finish():
+    tasks = make_tasks(3)
+    sched = TaskScheduler(tasks, num_measures_per_round=4, eps_random=0.0, verbose=0)
+    tuner = OverlappedTuner(start=[1e-3] * 3, floor=[0.5] * 3, exhausted=[1])
+    summary = sched.tune(tuner, max_trials=48)
+    assert summary.total_trials == 48 and summary.stopped_by == "trials"
+    assert tuner.most_in_flight == 2 and not tuner.in_flight
+    assert summary.trials[1] == 0 and sched.dead[1]  # nothing to try: no round started
+    # Two tasks left, two rounds in flight: they alternate.
+    assert summary.trials[0] == summary.trials[2] == 24
+    # A tuner measuring one round at a time has no rounds in flight.
+    with pytest.raises(TuningError, match="one round at a time"):
+        FakeTuner(start=[1e-3], floor=[0.5]).start_round(0, 4)
+    assert FakeTuner(start=[1e-3], floor=[0.5]).finish_rounds() == []
