@@ -380,6 +380,27 @@ def test_matmul_of_unrelated_symbolic_dimensions():
         _irc(mod, np.zeros((1, 2, 5, 6), "float32"), np.zeros((1, 2, 7, 4), "float32"))
 
 
+def test_gather_elements_of_indices_sliced_to_a_run_time_length():
+    # Position ids: a constant sliced to the sequence's length (a dimension max(0, n) of
+    # a shape variable n bound at run time), then gathered through: the kernel that
+    # checks the indices takes n as a scalar, as no buffer's shape binds it.
+    positions = numpy_helper.from_array(np.arange(16, dtype="int64").reshape(1, 16), "pos")
+    table = numpy_helper.from_array(np.arange(32, dtype="float32").reshape(1, 32) * 0.5,
+                                    "table")
+    nodes = [helper.make_node("Shape", ["ids"], ["shape"]),
+             helper.make_node("Slice", ["shape", "one", "two"], ["seq"]),
+             helper.make_node("Slice", ["pos", "zero", "seq", "one"], ["idx"]),
+             helper.make_node("GatherElements", ["table", "idx"], ["y"], axis=1)]
+    consts = [numpy_helper.from_array(np.array([v], "int64"), name)
+              for name, v in (("zero", 0), ("one", 1), ("two", 2))]
+    model = _model(nodes, [_vi("ids", ["b", "s"], TensorProto.INT64)], [_vi("y", None)],
+                   [positions, table, *consts])
+    mod = from_onnx(model)
+    for b, length in ((2, 7), (1, 16), (3, 1)):
+        ids = np.zeros((b, length), "int64")
+        np.testing.assert_array_equal(_irc(mod, ids)[0], _ort(model, {"ids": ids})[0])
+
+
 def test_reshape_of_a_symbolic_input_to_a_run_time_shape():
     node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
     model = _model([node], [_vi("x", ["n", 6]), _vi("s", [3], TensorProto.INT64)],

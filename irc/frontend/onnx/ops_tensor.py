@@ -530,7 +530,8 @@ def _expand_runtime(node: Node) -> Expr:
     """Expand to a target shape computed when the model runs. The input's dimensions may
     be symbolic too: they are read at run time then, and each output dimension is the
     target's where the input has 1, the input's elsewhere (a mismatch fails the run)."""
-    in_shape = list(node.shape(0))
+    # Known dimensions as ints, symbolic ones as expressions.
+    in_shape = [d.value if isinstance(d, E.IntImm) else d for d in node.shape(0)]
     s = _int_vector(node, 1, "the target shape")
     k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
     n = max(k, len(in_shape))
