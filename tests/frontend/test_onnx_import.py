@@ -346,6 +346,61 @@ def test_broadcast_of_two_symbolic_dimensions_is_resolved_at_run_time():
         _irc(mod, np.zeros((2, 4), "float32"), np.zeros((3, 4), "float32"))
 
 
+def test_expand_of_a_symbolic_input_to_a_run_time_shape():
+    # Attention masks: an input of symbolic shape expanded to a shape computed at run
+    # time (the target's 1s keep the input's dimensions, and the input's 1s broadcast).
+    node = helper.make_node("Expand", ["x", "s"], ["y"], name="ex")
+    model = _model([node], [_vi("x", ["n", 1, "m"]), _vi("s", [4], TensorProto.INT64)],
+                   [_vi("y", None)])
+    mod = from_onnx(model)
+    x = np.arange(6, dtype="float32").reshape(2, 1, 3)
+    for s in ([5, 2, 4, 3], [1, 1, 4, 1], [7, 1, 1, 1], [1, 2, 1, 3]):
+        s = np.array(s, "int64")
+        np.testing.assert_array_equal(_irc(mod, x, s)[0], _ort(model, {"x": x, "s": s})[0])
+    with pytest.raises(IRCError, match="ex_broadcast"):
+        _irc(mod, x, np.array([1, 3, 4, 3], "int64"))  # 2 cannot become 3
+
+
+def test_matmul_of_unrelated_symbolic_dimensions():
+    # Batch dimensions the types cannot equate broadcast at run time; the contraction
+    # dimensions are matched at run time; the product's shape is known (a Shape of it,
+    # as attention code takes, imports).
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")]
+    model = _model(nodes, [_vi("a", ["p", "h", "m", "k"]), _vi("b", ["q", 2, "k2", 4])],
+                   [_vi("y", None)])
+    mod = from_onnx(model)
+    assert mod["main"].ret_struct_info.shape is not None
+    rng = np.random.default_rng(0)
+    for pa, ha, pb in ((3, 2, 3), (1, 2, 3), (3, 1, 1)):
+        a = rng.standard_normal((pa, ha, 5, 6)).astype("float32")
+        b = rng.standard_normal((pb, 2, 6, 4)).astype("float32")
+        got, want = _irc(mod, a, b), _ort(model, {"a": a, "b": b})
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(IRCError):  # contraction dimensions 6 and 7
+        _irc(mod, np.zeros((1, 2, 5, 6), "float32"), np.zeros((1, 2, 7, 4), "float32"))
+
+
+def test_gather_elements_of_indices_sliced_to_a_run_time_length():
+    # Position ids: a constant sliced to the sequence's length (a dimension max(0, n) of
+    # a shape variable n bound at run time), then gathered through: the kernel that
+    # checks the indices takes n as a scalar, as no buffer's shape binds it.
+    positions = numpy_helper.from_array(np.arange(16, dtype="int64").reshape(1, 16), "pos")
+    table = numpy_helper.from_array(np.arange(32, dtype="float32").reshape(1, 32) * 0.5,
+                                    "table")
+    nodes = [helper.make_node("Shape", ["ids"], ["shape"]),
+             helper.make_node("Slice", ["shape", "one", "two"], ["seq"]),
+             helper.make_node("Slice", ["pos", "zero", "seq", "one"], ["idx"]),
+             helper.make_node("GatherElements", ["table", "idx"], ["y"], axis=1)]
+    consts = [numpy_helper.from_array(np.array([v], "int64"), name)
+              for name, v in (("zero", 0), ("one", 1), ("two", 2))]
+    model = _model(nodes, [_vi("ids", ["b", "s"], TensorProto.INT64)], [_vi("y", None)],
+                   [positions, table, *consts])
+    mod = from_onnx(model)
+    for b, length in ((2, 7), (1, 16), (3, 1)):
+        ids = np.zeros((b, length), "int64")
+        np.testing.assert_array_equal(_irc(mod, ids)[0], _ort(model, {"ids": ids})[0])
+
+
 def test_reshape_of_a_symbolic_input_to_a_run_time_shape():
     node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
     model = _model([node], [_vi("x", ["n", 6]), _vi("s", [3], TensorProto.INT64)],

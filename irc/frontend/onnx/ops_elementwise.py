@@ -33,26 +33,35 @@ def broadcast_together(node: Node, xs: list[Expr]) -> list[Expr]:
     sinfos = [node.graph.bb.normalize(x).struct_info for x in xs]
     if any(not isinstance(si, TensorStructInfo) or si.shape is None for si in sinfos):
         return xs
-    dims = broadcast_dims([si.shape for si in sinfos])
+    bound = broadcast_at_run_time(node, [list(si.shape) for si in sinfos])
+    if bound is None:
+        return xs
+    return [ops.broadcast_to(x, ShapeExpr(values=tuple(bound))) for x in xs]
+
+
+def broadcast_at_run_time(node: Node, shapes: list[list[Any]]) -> list[Any] | None:
+    """The numpy broadcast of ``shapes`` as shape variables bound when the model runs (with
+    a run-time check that they broadcast), or None when it is known at import time (or
+    provably fails, which the operator reports)."""
+    dims = broadcast_dims(shapes)
     if dims is None or all(d is not None for d in dims):
-        return xs  # known (or a clash the operator reports)
+        return None
     n = len(dims)
     one = E.const(1, "int64")
-    padded = [[one] * (n - len(si.shape)) + list(si.shape) for si in sinfos]
-    shapes = [node.graph.shape_tensor(SymShape(p), f"{node.name}_shape{i}")
-              for i, p in enumerate(padded)]
-    hi, lo = shapes[0], shapes[0]
-    for sh in shapes[1:]:
+    padded = [[one] * (n - len(sh)) + list(sh) for sh in shapes]
+    tensors = [node.graph.shape_tensor(SymShape(p), f"{node.name}_shape{i}")
+               for i, p in enumerate(padded)]
+    hi, lo = tensors[0], tensors[0]
+    for sh in tensors[1:]:
         hi, lo = ops.maximum(hi, sh), ops.minimum(lo, sh)
     out = node.emit(ops.multiply(hi, ops.astype(ops.not_equal(lo, scalar(0, "int64")),
                                                 "int64")), "broadcast_shape")
     bad = None
-    for sh in shapes:
+    for sh in tensors:
         b = ops.logical_and(ops.not_equal(sh, scalar(1, "int64")), ops.not_equal(sh, out))
         bad = b if bad is None else ops.logical_or(bad, b)
     node.runtime_check(ops.sum(ops.astype(bad, "int64")), "shapes_do_not_broadcast")
-    bound = node.runtime_dims(out, "bcast")
-    return [ops.broadcast_to(x, ShapeExpr(values=tuple(bound))) for x in xs]
+    return node.runtime_dims(out, "bcast")
 
 
 def _sym_binary(node: Node, fn: Callable[[Any, Any], Any]) -> SymShape | None:

@@ -20,10 +20,11 @@ from ...ir.expr import Constant, Expr, If, SeqExpr, ShapeExpr, TupleGetItem
 from ...ir.ops import nn_nd
 from ...ir.struct_info import TensorStructInfo
 from ...tir import expr as E
+from ...tir.arith.polynomial import const_value, prove_equal
 from ...tir.topi.utils import accumulator_dtype
 from . import ops_einsum  # noqa: F401 - registers the Einsum converter
 from .importer import Node
-from .ops_elementwise import scalar
+from .ops_elementwise import broadcast_at_run_time, scalar
 from .protos import valid_name
 from .registry import converter
 
@@ -484,12 +485,38 @@ def _log_softmax_op(node: Node) -> Expr:
 
 @converter("MatMul", since=1)
 def _matmul(node: Node) -> Expr:
+    a, b = _matmul_operands(node)
     d = node.dtype(0)
     if d in ("float16", "bfloat16"):
         # Sums of 16-bit products accumulate in float32 and round once, as numpy,
         # ONNX Runtime and the GPU libraries do.
-        return ops.astype(ops.matmul(node.input(0), node.input(1), out_dtype="float32"), d)
-    return ops.matmul(node.input(0), node.input(1))
+        return ops.astype(ops.matmul(a, b, out_dtype="float32"), d)
+    return ops.matmul(a, b)
+
+
+def _matmul_operands(node: Node) -> tuple[Expr, Expr]:
+    """MatMul's operands, made to agree where symbolic dimensions meet that the types
+    cannot equate (an attention score of run-time broadcast dimensions times the values):
+    batch dimensions broadcast to a shape computed at run time, and, where both
+    contraction dimensions are different symbolic ones, the second operand's matched at
+    run time to the first's (``R.match_cast``: a mismatch fails the run)."""
+    a, b = node.input(0), node.input(1)
+    sa, sb = (node.graph.bb.normalize(x).struct_info for x in (a, b))
+    if not (isinstance(sa, TensorStructInfo) and isinstance(sb, TensorStructInfo)) or \
+            sa.shape is None or sb.shape is None or len(sa.shape) < 2 or len(sb.shape) < 2:
+        return a, b
+    sha, shb = list(sa.shape), list(sb.shape)
+    bound = broadcast_at_run_time(node, [sha[:-2], shb[:-2]])
+    if bound is not None:
+        sha, shb = bound + sha[-2:], bound + shb[-2:]
+        a = ops.broadcast_to(a, ShapeExpr(values=tuple(sha)))
+        b = ops.broadcast_to(b, ShapeExpr(values=tuple(shb)))
+    ka, kb = sha[-1], shb[-2]
+    if const_value(ka) is None and const_value(kb) is None and not prove_equal(ka, kb):
+        b = node.graph.bb.match_cast(
+            b, TensorStructInfo(shape=tuple(shb[:-2] + [ka, shb[-1]]), dtype=sb.dtype),
+            valid_name(f"{node.name}_rhs", "rhs"))
+    return a, b
 
 
 @converter("Gemm", since=7)

@@ -527,19 +527,28 @@ def _reshape_runtime(node: Node, allow_zero: bool) -> Expr:
 
 
 def _expand_runtime(node: Node) -> Expr:
-    in_shape = _static_input_shape(node, "an Expand to a shape known only at run time")
+    """Expand to a target shape computed when the model runs. The input's dimensions may
+    be symbolic too: they are read at run time then, and each output dimension is the
+    target's where the input has 1, the input's elsewhere (a mismatch fails the run)."""
+    # Known dimensions as ints, symbolic ones as expressions.
+    in_shape = [d.value if isinstance(d, E.IntImm) else d for d in node.shape(0)]
     s = _int_vector(node, 1, "the target shape")
     k = int(node.static_shape(1)[0]) if node.ndim(1) == 1 else 1
     n = max(k, len(in_shape))
     if k < n:
         s = ops.concat(Tuple(fields=(_i64([1] * (n - k)), s)), 0)
     padded = [1] * (n - len(in_shape)) + in_shape
-    out = node.emit(ops.where(ops.equal(s, _i64(1)), _i64(padded), s), "expanded_shape")
-    node.runtime_check(_any(ops.logical_and(ops.not_equal(out, _i64(padded)),
-                                            ops.not_equal(_i64(padded), _i64(1)))),
+    if all(isinstance(d, int) for d in padded):
+        have: Expr = _i64(padded)
+    else:  # the input's dimensions as a tensor, read when the model runs
+        have = node.graph.shape_tensor(SymShape(padded), f"{node.name}_input_shape")
+    out = node.emit(ops.where(ops.equal(s, _i64(1)), have, s), "expanded_shape")
+    node.runtime_check(_any(ops.logical_and(ops.not_equal(out, have),
+                                            ops.not_equal(have, _i64(1)))),
                        "broadcast")
     dims = node.runtime_dims(out, "dim")
-    final = [d if p == 1 else p for d, p in zip(dims, padded)]
+    # A static input dimension other than 1 is the output's; the others were read.
+    final = [p if isinstance(p, int) and p != 1 else d for d, p in zip(dims, padded)]
     return ops.broadcast_to(node.input(0), _shape_expr(final))
 
 

@@ -7,14 +7,15 @@ PrimFuncs here. Registered in :data:`rules.RULES` when this module is imported.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ...core.diagnostics import LegalizeError
 from ...ir.block_builder import normalize
-from ...ir.expr import Call, Expr, PrimValue
+from ...ir.expr import Call, Expr, PrimValue, ShapeExpr
 from ...ir.ops import call_tir
 from ...ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ...tir import topi
+from ...tir.analysis.var_use import undefined_vars
 from ...tir.buffer import Buffer
 from ...tir.stmt import Stmt
 from ...tir.topi import index as topi_index
@@ -28,6 +29,17 @@ def _tensor(s: StructInfo, call: Call, what: str) -> TensorStructInfo:
         raise LegalizeError(f"R.{call.op.name}: {what} must be a tensor of known shape and "
                             f"dtype to legalize it, got {s!r}", node=call, span=call.span)
     return s
+
+
+def loop_call(ctx: LegalizeContext, bufs: Sequence[Buffer], body: Stmt, name: str,
+              args: Sequence[Expr], out_sinfo: Any) -> Call:
+    """``R.call_tir`` of a new loop function over ``bufs`` running ``body``
+    (``topi_index.loop_func``), on the graph values ``args``. Shape variables that no
+    buffer's shape binds by itself (``n`` of a dimension ``max(0, n)`` or ``n * 3``) become
+    scalar parameters, passed as the call's ``tir_vars``."""
+    free = undefined_vars(topi_index.loop_func(bufs, body))
+    gv = ctx.add_prim_func(topi_index.loop_func(bufs, body, free), name)
+    return call_tir(gv, list(args), out_sinfo, ShapeExpr(values=tuple(free)) if free else None)
 
 
 def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
@@ -49,10 +61,8 @@ def call_loops(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
                           for i, s in enumerate(ins)]
     bufs += [topi_index.buffer(s.shape, s.dtype, f"out{i}" if len(outs) > 1 else "out")
              for i, s in enumerate(outs)]
-    func = topi_index.loop_func(bufs, kernel(*bufs))
-    gv = ctx.add_prim_func(func, name)
     res = list(outs) if isinstance(out_sinfo, TupleStructInfo) else outs[0]
-    return normalize(call_tir(gv, args, res))
+    return normalize(loop_call(ctx, bufs, kernel(*bufs), name, args, res))
 
 
 def checked_indices(ctx: LegalizeContext, call: Call,
@@ -70,10 +80,10 @@ def checked_indices(ctx: LegalizeContext, call: Call,
     bufs = [topi_index.buffer(data.shape, data.dtype, "data"),
             topi_index.buffer(idx.shape, idx.dtype, "indices"),
             topi_index.buffer(idx.shape, "int64", "checked")]
-    func = topi_index.loop_func(bufs, kernel(*bufs, _what(ctx, call)))
-    gv = ctx.add_prim_func(func, f"check_{call.op.name.replace('.', '_')}_indices")
-    return normalize(call_tir(gv, [call.args[data_pos], call.args[index_pos]],
-                              TensorStructInfo(shape=idx.shape, dtype="int64")))
+    return normalize(loop_call(ctx, bufs, kernel(*bufs, _what(ctx, call)),
+                               f"check_{call.op.name.replace('.', '_')}_indices",
+                               [call.args[data_pos], call.args[index_pos]],
+                               TensorStructInfo(shape=idx.shape, dtype="int64")))
 
 
 def _what(ctx: LegalizeContext, call: Call) -> str:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ...ir.expr import Call, Expr, ShapeExpr, Tuple, TupleGetItem
-from ...ir.ops import call_tir
+from ...ir.expr import Call, Expr, Tuple, TupleGetItem
 from ...ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ...tir.analysis.var_use import undefined_vars
 from ...tir.buffer import Buffer
 from ...tir.stmt import Stmt
 from ...tir.topi import index as topi_index
@@ -21,7 +19,7 @@ from ...tir.topi import linalg as topi_linalg
 from ...tir.topi import selection as topi_selection
 from .context import LegalizeContext
 from .rules import rule
-from .rules_index import _tensor, _what
+from .rules_index import _tensor, _what, loop_call
 
 
 def call_with_workspace(ctx: LegalizeContext, call: Call, kernel: Callable[..., Stmt],
@@ -40,13 +38,8 @@ def call_with_workspace(ctx: LegalizeContext, call: Call, kernel: Callable[..., 
     bufs += [topi_index.buffer(s.shape, s.dtype, f"out{i}") for i, s in enumerate(outs)]
     scratch = [topi_index.buffer(shape, dtype, f"work{i}")
                for i, (shape, dtype) in enumerate(workspace)]
-    body = kernel(*bufs, *scratch)
-    # Shape variables only products of dimensions mention are passed as scalars.
-    free = undefined_vars(topi_index.loop_func(bufs + scratch, body))
-    gv = ctx.add_prim_func(topi_index.loop_func(bufs + scratch, body, free), name)
-    made = call_tir(gv, list(call.args), [*outs, *(
-        TensorStructInfo(shape=b.shape, dtype=b.dtype) for b in scratch)],
-        ShapeExpr(values=tuple(free)) if free else None)
+    made = loop_call(ctx, bufs + scratch, kernel(*bufs, *scratch), name, call.args, [
+        *outs, *(TensorStructInfo(shape=b.shape, dtype=b.dtype) for b in scratch)])
     if not isinstance(out_sinfo, TupleStructInfo):
         return TupleGetItem(tuple_value=made, index=0)
     return Tuple(fields=tuple(TupleGetItem(tuple_value=made, index=i)
