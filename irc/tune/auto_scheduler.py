@@ -45,6 +45,7 @@ from ..tir.te import ComputeDAG
 from ..vm import link
 from .apply import LayoutRewriteOption, replay_best
 from .builder import LocalBuilder
+from .cluster import RayRunner, RunnerPool
 from .cost_model import CostModel, RandomModel, XGBModel
 from .database import Database, open_database
 from .graph import apply_database, default_schedules, graph_tasks, prepare_graph
@@ -373,8 +374,6 @@ def RPCRunner(key: str, host: str, port: int, priority: int = 1, n_parallel: int
     ``irc.tune.cluster.RayBuilder``, to build there too). ``priority`` and
     ``n_parallel`` have no equivalent (Ray schedules; the runners of ``key`` measure in
     parallel) and are accepted for compatibility."""
-    from .cluster import RayRunner, RunnerPool
-
     del priority, n_parallel
     if not isinstance(key, str) or not key:
         raise TuningError(f"RPCRunner's key names the measuring machines' Ray resource, "
