@@ -305,3 +305,21 @@ def test_repeated_operators_share_one_function_and_compute_right():
     c_ = (a_ + xs).reshape(6, 4)
     want = a_.reshape(3, 8).reshape(6, 4) + (c_ + a_.reshape(6, 4) + zs)
     np.testing.assert_allclose(vm["main"](xs, ys, zs).numpy(), want, rtol=1e-6)
+
+
+def test_split_of_a_symbolic_axis_cuts_as_the_types_say():
+    # n sections of ceil(size / n), the last the remainder: the kernel's pieces have the
+    # lengths R.split's struct info gives them, for every size at run time.
+    mod = irc.parse("""
+@R.function
+def main(x: R.Tensor(("n", 2), "float32")):
+    y = R.split(x, indices_or_sections=3, axis=0)
+    return y
+""")
+    vm = irc.vm.VirtualMachine(irc.compile(mod, "llvm"))
+    for n in (9, 10, 11):
+        x = f32(n, 2)
+        got = [p.numpy() for p in vm["main"](x)]
+        step = -(-n // 3)
+        for g, w in zip(got, np.split(x, [step, 2 * step])):
+            np.testing.assert_array_equal(g, w)

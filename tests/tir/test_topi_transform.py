@@ -60,7 +60,12 @@ def test_concatenate_and_split():
     parts = evaluate({x: xv}, topi.split(x, [1, 4], axis=0))
     for got, ref in zip(parts, np.split(xv, [1, 4])):
         np.testing.assert_array_equal(got, ref)
-    with pytest.raises(IRCError, match="does not divide"):
+    # n sections of ceil(size / n), the last the remainder (R.split's and ONNX's rule).
+    y, yv = data((7, 2))
+    parts = evaluate({y: yv}, topi.split(y, 3))
+    for got, ref in zip(parts, np.split(yv, [3, 6])):
+        np.testing.assert_array_equal(got, ref)
+    with pytest.raises(IRCError, match="cannot be cut into 4 non-empty sections"):
         topi.split(x, 4)
 
 

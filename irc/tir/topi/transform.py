@@ -194,7 +194,8 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 
 def split(data: Tensor, indices_or_sections: Any, axis: int = 0) -> list[Tensor]:
-    """``data`` cut along ``axis`` into equal sections (an int) or at the given indices."""
+    """``data`` cut along ``axis`` into ``n`` sections (an int: each ceil(size / n) long,
+    the last the remainder, as ``R.split`` infers) or at the given indices."""
     data = _check(data, "split")
     ax = normalize_axis(axis, data.ndim)
     idt = index_dtype(data)
@@ -202,10 +203,11 @@ def split(data: Tensor, indices_or_sections: Any, axis: int = 0) -> list[Tensor]
     if isinstance(indices_or_sections, (int, IntImm)):
         sections = int(indices_or_sections)
         size = const_int(dim)
-        if size is not None and size % sections:
-            raise IRTypeError(f"topi.split: axis of size {size} does not divide into "
-                              f"{sections} equal sections")
-        step = floordiv(as_index(dim, idt), sections)
+        if size is not None and sections > 1 and size <= (size + sections - 1) // sections \
+                * (sections - 1):
+            raise IRTypeError(f"topi.split: an axis of size {size} cannot be cut into "
+                              f"{sections} non-empty sections")
+        step = floordiv(as_index(dim, idt) + (sections - 1), sections)
         bounds = [step * k for k in range(sections)] + [as_index(dim, idt)]
         name = "T_split_sections"
     else:
