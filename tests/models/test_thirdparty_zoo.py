@@ -50,6 +50,31 @@ def test_tiny_thirdparty_model_matches_onnxruntime(v):
     _compare(onnx.load(path), tp.random_inputs(v, seed=3))
 
 
+@pytest.mark.parametrize("v", tp.tiny_dynamic_variants(), ids=lambda v: v.arch.name)
+def test_tiny_model_with_dynamic_axes_compiles_once_and_runs_every_length(v):
+    # Exported with symbolic batch and sequence axes (the dynamo exporter gives each
+    # input's axes symbols of their own): imported symbolically, compiled once, run at
+    # lengths other than the exported one, with padding in the mask.
+    path = tp.path_of(v, DATA)
+    assert os.path.exists(path), f"{path} is missing: python -m irc.testing.models." \
+                                 f"thirdparty --tiny --cache tests/data/thirdparty"
+    model = onnx.load(path)
+    dims = [d for i in model.graph.input for d in i.type.tensor_type.shape.dim]
+    assert dims and all(d.dim_param for d in dims)
+    vm = irc.vm.VirtualMachine(irc.compile(from_onnx(model), "llvm"), irc.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    for batch, length in ((1, 5), (3, 11), (2, 16)):
+        ids = rng.integers(0, v.arch.vocab, (batch, length)).astype("int64")
+        mask = np.ones((batch, length), "int64")
+        mask[0, length - 2:] = 0
+        want = sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        got = vm["main"](ids, mask)
+        got = (got[0] if isinstance(got, (list, tuple)) else got).numpy()
+        assert got.shape == want.shape
+        assert float(np.abs(got - want).max()) / float(np.abs(want).max()) < 1e-4
+
+
 def test_zoo_has_25_architectures_from_three_libraries_at_two_sizes():
     sources = {a.source for a in tp.ARCHS.values()}
     assert len(tp.ARCHS) >= 25 and sources == {"torchvision", "timm", "transformers"}

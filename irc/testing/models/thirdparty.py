@@ -73,12 +73,13 @@ class Variant:
     arch: Arch
     size: Any
     exporter: str  # legacy | dynamo
+    dynamic: bool = False  # a text model exported with symbolic batch and sequence axes
 
     @property
     def name(self) -> str:
         size = (f"{self.size[0]}x{self.size[1]}" if isinstance(self.size, tuple)
                 else str(self.size))
-        return f"{self.arch.name}@{size}/{self.exporter}"
+        return f"{self.arch.name}@{size}/{self.exporter}{'+dynamic' if self.dynamic else ''}"
 
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
         """The model's inputs by name, with their shapes."""
@@ -293,6 +294,9 @@ TINY: dict[str, Arch] = {a.name: a for a in (
                              d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4),
          vocab=_TINY_VOCAB),
 )}
+# The tiny text models also committed with symbolic batch and sequence axes (what
+# exporters write for serving), by the exporter named.
+TINY_DYNAMIC = {"tiny_bert": "legacy", "tiny_gpt2": "dynamo"}
 # Which exporter writes each tiny model's committed file.
 TINY_EXPORTER = {"tiny_regnet": "legacy", "tiny_densenet": "dynamo", "tiny_shufflenet": "dynamo",
                  "tiny_convnext": "legacy", "tiny_vit": "dynamo", "tiny_bert": "legacy",
@@ -302,6 +306,12 @@ TINY_EXPORTER = {"tiny_regnet": "legacy", "tiny_densenet": "dynamo", "tiny_shuff
 def tiny_variants() -> list[Variant]:
     """The tiny models as committed: one variant each."""
     return [Variant(a, a.sizes[0], TINY_EXPORTER[a.name]) for a in TINY.values()]
+
+
+def tiny_dynamic_variants() -> list[Variant]:
+    """The tiny text models committed with symbolic batch and sequence axes."""
+    return [Variant(TINY[n], TINY[n].sizes[0], e, dynamic=True)
+            for n, e in TINY_DYNAMIC.items()]
 
 
 
@@ -321,7 +331,8 @@ def variants(names: list[str] | None = None) -> list[Variant]:
 
 
 def variant(name: str) -> Variant:
-    """The variant named ``arch@size/exporter`` (any size and either exporter)."""
+    """The variant named ``arch@size/exporter`` (any size and either exporter; a text
+    model's exporter may end in ``+dynamic``: symbolic batch and sequence axes)."""
     try:
         arch_name, rest = name.split("@", 1)
         size_text, exporter = rest.split("/", 1)
@@ -331,12 +342,14 @@ def variant(name: str) -> Variant:
         raise IRCError(f"zoo variant {name!r}: expected 'arch@HxW/exporter' or "
                        f"'arch@length/exporter', e.g. 'squeezenet1_1@200x176/dynamo'") from None
     arch = _arch(arch_name)
-    if exporter not in ("legacy", "dynamo"):
-        raise IRCError(f"zoo variant {name!r}: the exporter is 'legacy' or 'dynamo'")
+    exporter, plus, flag = exporter.partition("+")
+    if exporter not in ("legacy", "dynamo") or (plus and flag != "dynamic"):
+        raise IRCError(f"zoo variant {name!r}: the exporter is 'legacy' or 'dynamo', "
+                       f"optionally followed by '+dynamic'")
     if isinstance(size, tuple) != (arch.kind == "image"):
         raise IRCError(f"zoo variant {name!r}: {arch.name} takes "
                        f"{'an image size HxW' if arch.kind == 'image' else 'a length'}")
-    return Variant(arch, size, exporter)
+    return Variant(arch, size, exporter, dynamic=bool(plus))
 
 
 def _arch(name: str) -> Arch:
@@ -392,7 +405,8 @@ def randomize_norms(torch: Any, module: Any, seed: int) -> None:
 
 def build(v: Variant, seed: int = 0) -> Any:
     """Variant ``v`` as an ``onnx.ModelProto``: its module built with seed ``seed``,
-    exported by its exporter with fixed input shapes."""
+    exported by its exporter with fixed input shapes (with ``v.dynamic``, a text model's
+    batch and sequence axes symbolic: ``batch`` and ``sequence``)."""
     onnx = onnx_module()
     torch = _torch()
     torch.manual_seed(seed)
@@ -409,6 +423,9 @@ def build(v: Variant, seed: int = 0) -> Any:
     module.eval()
     feeds = random_inputs(v, seed)
     args = tuple(torch.from_numpy(a) for a in feeds.values())
+    if v.dynamic and v.arch.kind != "text":
+        raise IRCError(f"zoo variant {v.name}: only text models are exported with dynamic "
+                       f"axes (batch and sequence)")
     root = logging.getLogger()
     level = root.level
     with warnings.catch_warnings(), torch.no_grad():
@@ -416,14 +433,23 @@ def build(v: Variant, seed: int = 0) -> Any:
         root.setLevel(logging.ERROR)
         try:
             if v.exporter == "dynamo":
+                # AUTO: the exporter finds each axis's range (a sequence is bounded
+                # by the model's position table).
+                dims = ({0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}
+                        if v.dynamic else None)
                 program = torch.onnx.export(module, args, dynamo=True, opset_version=18,
                                             input_names=list(feeds), output_names=["y"],
-                                            verbose=False)
+                                            verbose=False,  # forward(*args):
+                                            dynamic_shapes=(tuple(dims for _ in args),)
+                                            if dims else None)
                 model = program.model_proto
             else:
                 buf = io.BytesIO()
+                axes = ({n: {0: "batch", 1: "sequence"} for n in feeds} if v.dynamic
+                        else None)
                 torch.onnx.export(module, args, buf, dynamo=False, opset_version=17,
-                                  input_names=list(feeds), output_names=["y"])
+                                  input_names=list(feeds), output_names=["y"],
+                                  dynamic_axes=axes)
                 model = onnx.load_from_string(buf.getvalue())
         except Exception as err:  # an exporter failed: name it for the user
             raise IRCError(f"zoo variant {v.name}: PyTorch's {v.exporter} exporter failed: "
@@ -440,7 +466,7 @@ def path_of(v: Variant, cache: str = CACHE, seed: int = 0) -> str:
     """Where variant ``v``'s file is cached (a tiny model's: ``<name>.onnx``, the name of
     its committed file)."""
     if v.arch.name in TINY:
-        return os.path.join(cache, f"{v.arch.name}.onnx")
+        return os.path.join(cache, f"{v.arch.name}{'_dynamic' if v.dynamic else ''}.onnx")
     safe = v.name.replace("@", "_").replace("/", "_")
     return os.path.join(cache, f"{safe}_s{seed}.onnx")
 
@@ -469,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--tiny --cache tests/data/thirdparty writes the committed files)")
     p.add_argument("names", nargs="*", help="architectures or variants (default: all)")
     args = p.parse_args(argv)
-    for v in tiny_variants() if args.tiny else variants(args.names or None):
+    chosen = (tiny_variants() + tiny_dynamic_variants() if args.tiny
+              else variants(args.names or None))
+    for v in chosen:
         if args.list:
             print(f"{v.name:40s} {v.arch.source:12s} {v.arch.family}")
             continue
