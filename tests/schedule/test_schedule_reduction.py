@@ -60,6 +60,40 @@ def test_decompose_reduction_copies_spatial_loops():
     check_llvm(f, sch.func)
 
 
+def test_decompose_reduction_keeps_a_guard_on_a_shape_variable():
+    # A symbolic row loop split by 4: the init runs under the same guard (i < n) as the
+    # update, else it writes past the last row (heap corruption at run time).
+    import numpy as np
+
+    import irc
+    from irc import te
+    from irc.core.functor import post_order_visit
+    from irc.core.module import IRModule
+    from irc.tir.expr import LT
+    from irc.tir.stmt import BlockRealize
+
+    n = te.var("n")
+    a = te.placeholder((n, 8), "float32", "a")
+    k = te.reduce_axis((0, 8), "k")
+    c = te.compute((n, 8), lambda i, j: te.sum(a[i, k] * a[k % 1, j], axis=k), "c")
+    sch = Schedule(te.create_prim_func([a, c]))
+    b = sch.get_block("c")
+    i, j, kk = sch.get_loops(b)
+    i0, i1 = sch.split(i, [None, 4])
+    sch.reorder(i0, j, kk, i1)
+    init = sch.decompose_reduction(b, kk)
+    guards = []
+    post_order_visit(sch.func.body, lambda x: guards.append(x.predicate)
+                     if isinstance(x, BlockRealize) and x.block.name == sch.get(init).name
+                     else None)
+    assert len(guards) == 1 and isinstance(guards[0], LT)
+    mod = irc.build(IRModule(functions={"main": sch.func}), target="llvm")
+    x = np.arange(7 * 8, dtype="float32").reshape(7, 8)
+    out = irc.tensor(np.zeros((7, 8), "float32"))
+    mod["main"](irc.tensor(x), out)
+    np.testing.assert_allclose(out.numpy(), x.sum(1, keepdims=True) * x[0], rtol=1e-6)
+
+
 def test_decompose_reduction_errors():
     f = matmul_add()
     sch = Schedule(f)

@@ -43,11 +43,15 @@ from .state import FuncIndex, buffer_names, child_blocks, fresh_name, var_ids
 _REDUCERS = {Add: "sum", Mul: "prod", Max: "max", Min: "min"}
 
 
-def _predicate_over(p: PrimExpr, allowed: set[int], vmap: dict[int, PrimExpr]) -> PrimExpr:
-    """The conjuncts of ``p`` that only use variables in ``allowed``, substituted."""
+def _predicate_over(p: PrimExpr, loops: list[For], allowed: set[int],
+                    vmap: dict[int, PrimExpr]) -> PrimExpr:
+    """The conjuncts of ``p`` whose variables among the ``loops`` are all in ``allowed``
+    (ids), substituted by ``vmap``: a guard that also reads a shape variable (``i < n``
+    of a symbolic split) is kept."""
+    dropped = {id(lp.loop_var) for lp in loops} - allowed
     out: PrimExpr = const(True)
     for c in conjuncts(p):
-        if var_ids(c) <= allowed:
+        if not var_ids(c) & dropped:
             out = and_predicate(out, substitute_vars(c, vmap))
     return out
 
@@ -110,7 +114,7 @@ def decompose_reduction(index: FuncIndex, r: BlockRealize, loop: For, simplify: 
         body=init_body, init=None, annotations={}))
     allowed = {id(lp.loop_var) for lp in loops[:pos]} | set(loop_map)
     realize = BlockRealize(iter_values=tuple(values),
-                           predicate=_predicate_over(r.predicate, allowed, loop_map),
+                           predicate=_predicate_over(r.predicate, loops, allowed, loop_map),
                            block=init_block)
     nest: Stmt = realize
     for lp in reversed(new_loops):
@@ -309,7 +313,8 @@ def rfactor(index: FuncIndex, loop: For, factor_axis: int, simplify: Simplify
         iter_vars=tuple(spatial_ivs) + (wb_iv,), reads=(), body=wb_body))
     allowed = set(copy_map)
     wb_realize = BlockRealize(iter_values=tuple(wb_values),
-                              predicate=_predicate_over(r.predicate, allowed, copy_map),
+                              predicate=_predicate_over(r.predicate, loops, allowed,
+                                                        copy_map),
                               block=wb_block)
     wb_nest: Stmt = wb_realize
     for lp in reversed(wb_loops):
