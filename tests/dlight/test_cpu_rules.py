@@ -636,3 +636,51 @@ def test_every_plan_variant_computes_the_same_result(shape):
     for v in variants:
         np.testing.assert_allclose(compiled_output(v.mod["main"], args, target), want,
                                    rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 7, 33])
+def test_matmul_of_symbolic_rows_is_streamed_vectorized_and_matches(rows):
+    # Rows of symbolic count (a dynamic batch or sequence): tiles of 4 rows (the last
+    # guarded) and 4 vectors of columns per reduction step, the epilogue after it.
+    n = te.var("n")
+    a = te.placeholder((n, 48), "float32", "a")
+    w = te.placeholder((48, 64), "float32", "w")
+    b = te.placeholder((64,), "float32", "b")
+    k = te.reduce_axis((0, 48), "k")
+    c = te.compute((n, 64), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), "c")
+    d = te.compute((n, 64), lambda i, j: te.max(c[i, j] + b[j], te.const(0.0, "float32")),
+                   "d")
+    func = te.create_prim_func([a, w, b, d])
+    after = schedule(func, dl.cpu.Matmul(), "llvm -num-cores=2")
+    assert after is not None
+    kinds = loop_kinds(after)
+    assert "parallel" in kinds and "vectorized" in kinds
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 48)).astype("float32")
+    wv = rng.standard_normal((48, 64)).astype("float32")
+    bv = rng.standard_normal(64).astype("float32")
+    mod = irc.build(after.with_attr("global_symbol", "main"), target="llvm")
+    out = irc.tensor(np.zeros((rows, 64), "float32"))
+    mod["main"](irc.tensor(x), irc.tensor(wv), irc.tensor(bv), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ wv + bv, 0), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_batched_product_of_symbolic_length_is_streamed_and_matches():
+    # Attention's probabilities times values: batch and reduction both symbolic.
+    s = te.var("s")
+    p = te.placeholder((2, s, s), "float32", "p")
+    v = te.placeholder((2, s, 32), "float32", "v")
+    k = te.reduce_axis((0, s), "k")
+    o = te.compute((2, s, 32), lambda h, i, j: te.sum(p[h, i, k] * v[h, k, j], axis=k), "o")
+    func = te.create_prim_func([p, v, o])
+    after = schedule(func, dl.cpu.Matmul(), "llvm -num-cores=2")
+    assert after is not None and "vectorized" in loop_kinds(after)
+    mod = irc.build(after.with_attr("global_symbol", "main"), target="llvm")
+    rng = np.random.default_rng(0)
+    for length in (1, 5, 12):
+        pv = rng.standard_normal((2, length, length)).astype("float32")
+        vv = rng.standard_normal((2, length, 32)).astype("float32")
+        out = irc.tensor(np.zeros((2, length, 32), "float32"))
+        mod["main"](irc.tensor(pv), irc.tensor(vv), out)
+        np.testing.assert_allclose(out.numpy(), pv @ vv, rtol=1e-5, atol=1e-5)

@@ -52,8 +52,9 @@ from .tiling import (
     apply_output_tile,
     plan_output_tile,
     plan_variants,
+    vector_iter,
 )
-from .utils import schedule_injective_block
+from .utils import schedule_injective_block, vector_lanes
 
 logger = logging.getLogger(__name__)
 
@@ -375,8 +376,59 @@ def schedule_anchor(sch: Schedule, target: Target, need_multiply: bool,
     sch, infos, pos = prepared
     plan = plan_output_tile(infos[pos], target, need_reuse=need_reuse)
     if plan is None:
-        return None
+        return stream_symbolic_rows(sch, infos, pos, target) if need_multiply else None
     return _finish_anchor(sch, infos, pos, plan, target)
+
+
+# The streaming schedule's tile per reduction step: 4 vectors of columns, 4 rows (which
+# share each vector of the weight loaded).
+STREAM_VECTORS = 4
+STREAM_ROWS = 4
+
+
+def stream_symbolic_rows(sch: Schedule, infos: list[BlockInfo], pos: int, target: Target
+                         ) -> Schedule | None:
+    """A product whose rows (or batch) are symbolic, which the register tiles cannot
+    plan: ``[outer rows... (outermost parallel), row tiles, column tiles, reduction,
+    STREAM_ROWS rows, STREAM_VECTORS vectors]``, the innermost row loop split by
+    ``STREAM_ROWS`` (a guard covers the last, partial tile), the output accumulated in
+    place; an epilogue runs after it as its own loop nest. None unless the block is a
+    sum of products whose innermost output dimension is contiguous, constant and a
+    multiple of the vector width, and which has another loop of symbolic extent (rows,
+    batch or the reduction)."""
+    info = infos[pos]
+    found = vector_iter(info)
+    if found is None:
+        return None
+    store, vec = found
+    ev = info.iters[vec].const_extent
+    lanes = vector_lanes(target, store.buffer.dtype)
+    spatial = [it for k, it in enumerate(info.iters) if it.kind == "S" and k != vec]
+    reduce = [it for it in info.iters if it.kind == "R"]
+    if (ev is None or ev % lanes or not reduce or "O" in info.dom_kind()
+            or all(it.const_extent is not None for it in spatial + reduce)):
+        return None
+    nr = lanes * STREAM_VECTORS if ev % (lanes * STREAM_VECTORS) == 0 else lanes
+    block = info.block_rv
+    col_outer, col_inner = sch.split(info.iters[vec].loop_rv, [None, nr])
+    outer = [it.loop_rv for it in spatial]
+    rows = []
+    if spatial and (spatial[-1].const_extent or STREAM_ROWS) >= STREAM_ROWS:
+        row_outer, row_inner = sch.split(outer[-1], [None, STREAM_ROWS])
+        outer[-1], rows = row_outer, [row_inner]
+    sch.reorder(*outer, col_outer, *(it.loop_rv for it in reduce), *rows, col_inner)
+    vec_outer, vec_inner = sch.split(col_inner, [None, lanes])
+    for loop in rows + [vec_outer]:
+        sch.unroll(loop)
+    sch.vectorize(vec_inner)
+    sch.decompose_reduction(block, reduce[0].loop_rv)
+    if outer:
+        sch.parallel(outer[0])
+    # The stages around it stay at the root (symbolic loops' bindings are not proven
+    # affine, so the epilogue cannot move under the column tiles).
+    for b in infos[:pos] + infos[pos + 1:]:
+        schedule_injective_block(sch, b, target)
+    return sch
 
 
 def anchor_variants(sch: Schedule, target: Target, need_multiply: bool,

@@ -51,6 +51,7 @@ from ...tir.schedule.block_info import (
     loads,
     store_of,
 )
+from ...tir.stmt import BufferStore
 from ...tir.transform.unswitch_guards import UNSWITCH_KEY
 from .utils import (
     largest_divisor,
@@ -175,6 +176,20 @@ class PlanKnobs:
 DEFAULT_KNOBS = PlanKnobs()
 
 
+def vector_iter(info: BlockInfo) -> tuple[BufferStore, int] | None:
+    """The block's single store and the position among its loops of the spatial loop
+    along which that store is contiguous (:func:`innermost_spatial_var`); None when
+    there is no such store or loop."""
+    store = store_of(info.block)
+    v_var = innermost_spatial_var(info.block)
+    if store is None or v_var is None:
+        return None
+    vec = next((k for k, it in enumerate(info.iters) if it.var is v_var), None)
+    if vec is None or info.iters[vec].kind != "S":
+        return None
+    return store, vec
+
+
 def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False,
                      knobs: PlanKnobs = DEFAULT_KNOBS) -> TilePlan | None:
     """The tile plan of a reduction block, or None when its output's innermost dimension
@@ -183,13 +198,11 @@ def plan_output_tile(info: BlockInfo, target: Target, need_reuse: bool = False,
     operands. ``knobs`` override the plan's choices; None too when its micro-kernel
     does not fit the block (it must divide the vectors, fit the registers, and leave a
     partial row tile only where the default could)."""
-    store = store_of(info.block)
-    v_var = innermost_spatial_var(info.block)
-    if store is None or v_var is None:
+    found = vector_iter(info)
+    if found is None:
         return None
-    vec = next((k for k, it in enumerate(info.iters) if it.var is v_var), None)
-    if vec is None or info.iters[vec].kind != "S":
-        return None
+    store, vec = found
+    v_var = info.iters[vec].var
     ev = info.iters[vec].const_extent
     if ev is None or ev < 4:
         return None
