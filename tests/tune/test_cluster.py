@@ -38,14 +38,29 @@ RUNNER = {"number": 1, "repeat": 1, "min_repeat_ms": 5.0, "check_correctness": T
 BUILD_TIMEOUT = 120.0
 
 
+_LOCAL_RESOURCES = {"gpu_host": 1, "cpu_host": 2}
+
+
 @pytest.fixture(scope="module")
-def local_ray():
-    """One Ray instance for the module: 2 CPUs, a "gpu_host" (1) and a "cpu_host" (2)."""
+def _ray_down_after_the_module():
+    yield
     if ray.is_initialized():
         ray.shutdown()
-    connect("local", num_cpus=2, resources={"gpu_host": 1, "cpu_host": 2})
+
+
+@pytest.fixture
+def local_ray(_ray_down_after_the_module):
+    """A Ray instance of 2 CPUs, a "gpu_host" (1) and a "cpu_host" (2): the one running
+    when it has those resources (tests share it), else a new one (a test that starts
+    a cluster of its own shuts it down, which may leave Ray off or another instance on)."""
+    if ray.is_initialized():
+        resources = ray.cluster_resources()
+        if all(resources.get(k) == v for k, v in _LOCAL_RESOURCES.items()):
+            yield ray
+            return
+        ray.shutdown()
+    connect("local", num_cpus=2, resources=dict(_LOCAL_RESOURCES))
     yield ray
-    ray.shutdown()
 
 
 def _records(work_dir) -> list[dict]:
